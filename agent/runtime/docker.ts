@@ -1,0 +1,392 @@
+/**
+ * The Docker implementation of ContainerRuntime (dockerode over the local socket). It owns the translation
+ * between the runtime-neutral specs and Docker's create options / inspect output — the only place in the
+ * agent that knows Docker's JSON shapes. The cri-dockerd conventions it follows are in the notes
+ * (runtime-facts.md): pause container with shareable IPC, app containers joined to its namespaces, no
+ * Docker restart policy, no image HEALTHCHECK, swap equal to the memory limit.
+ */
+import { createRequire } from 'node:module';
+import type Dockerode from 'dockerode';
+import type { Logger } from 'pino';
+import type { PullPolicy } from '../../src/api/types.js';
+import { ensurePauseImage, PAUSE_IMAGE } from './pause-image.js';
+import {
+  ImagePullError,
+  withDefaultTag,
+  type AppSpec,
+  type ContainerInfo,
+  type ContainerRunState,
+  type ContainerRuntime,
+  type ContainerSummary,
+  type CreateResult,
+  type EventSubscription,
+  type ImageRef,
+  type InfraSpec,
+  type RuntimeEvent,
+} from './runtime.js';
+
+export interface DockerRuntimeOptions {
+  /** default /var/run/docker.sock */
+  socketPath?: string;
+  log: Logger;
+  /** tag of the pause image (tests may use their own) */
+  pauseImage?: string;
+}
+
+const require = createRequire(import.meta.url);
+
+/**
+ * dockerode loads, at import time, an SSH client (for ssh:// hosts) and gRPC + protobuf (for BuildKit
+ * sessions). The agent uses neither — it talks to a unix socket — and those modules cost ≈12 MB of RSS
+ * against a 60 MB budget. Empty placeholders go into the require cache before dockerode loads; any code
+ * path that would really use them fails loudly (TypeError) instead of silently.
+ */
+function loadDockerode(): typeof Dockerode {
+  for (const name of ['ssh2', '@grpc/grpc-js', '@grpc/proto-loader']) {
+    let file: string;
+    try {
+      file = require.resolve(name, { paths: [require.resolve('dockerode')] });
+    } catch {
+      continue; // not installed: nothing to replace
+    }
+    if (require.cache[file]) continue; // someone in this process already uses the real module
+    const placeholder = new (require('node:module') as { Module: new (id: string) => NodeJS.Module }).Module(file);
+    placeholder.filename = file;
+    placeholder.loaded = true;
+    placeholder.exports = {};
+    require.cache[file] = placeholder;
+  }
+  return require('dockerode') as typeof Dockerode;
+}
+
+interface DockerError {
+  statusCode?: number;
+  message?: string;
+  json?: { message?: string };
+}
+
+function statusOf(err: unknown): number | undefined {
+  return (err as DockerError)?.statusCode;
+}
+
+function messageOf(err: unknown): string {
+  const e = err as DockerError;
+  return e?.json?.message ?? e?.message ?? String(err);
+}
+
+/** Docker reports "never" as the zero time. */
+function dockerTime(s: string | undefined): string | undefined {
+  return !s || s.startsWith('0001-01-01') ? undefined : s;
+}
+
+function runState(status: string | undefined): ContainerRunState {
+  switch (status) {
+    case 'created':
+      return 'created';
+    case 'running':
+    case 'paused':
+    case 'restarting':
+      return 'running';
+    case 'exited':
+    case 'dead':
+    case 'removing':
+      return 'exited';
+    default:
+      return 'unknown';
+  }
+}
+
+export class DockerRuntime implements ContainerRuntime {
+  readonly docker: Dockerode;
+  private readonly log: Logger;
+  private readonly pauseImage: string;
+  private pauseReady: Promise<void> | undefined;
+  private readonly pulls = new Map<string, Promise<void>>();
+  /** image id → repo digest ('' when none); images are immutable, so entries never go stale */
+  private readonly digests = new Map<string, string>();
+
+  constructor(opts: DockerRuntimeOptions) {
+    const Docker = loadDockerode();
+    this.docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
+    this.log = opts.log;
+    this.pauseImage = opts.pauseImage ?? PAUSE_IMAGE;
+  }
+
+  async version(): Promise<string> {
+    const v = await this.docker.version();
+    return `docker://${v.Version}`;
+  }
+
+  async list(filter: { labels: string[] }): Promise<ContainerSummary[]> {
+    const items = await this.docker.listContainers({ all: true, filters: { label: filter.labels } });
+    return items.map((c) => ({
+      id: c.Id,
+      name: (c.Names?.[0] ?? '').replace(/^\//, ''),
+      labels: c.Labels ?? {},
+      state: runState(c.State),
+      createdAt: c.Created * 1000,
+    }));
+  }
+
+  async inspect(id: string): Promise<ContainerInfo | undefined> {
+    let c: Dockerode.ContainerInspectInfo;
+    try {
+      c = await this.docker.getContainer(id).inspect();
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+    const state = runState(c.State?.Status);
+    const ips: Record<string, string> = {};
+    for (const [net, cfg] of Object.entries(c.NetworkSettings?.Networks ?? {})) {
+      if (cfg?.IPAddress) ips[net] = cfg.IPAddress;
+    }
+    const info: ContainerInfo = {
+      id: c.Id,
+      name: c.Name.replace(/^\//, ''),
+      labels: c.Config?.Labels ?? {},
+      state,
+      createdAt: Date.parse(c.Created),
+      image: c.Config?.Image ?? '',
+      imageId: c.Image,
+      ips,
+    };
+    const digest = await this.digestOf(c.Image);
+    if (digest) info.imageDigest = digest;
+    const startedAt = dockerTime(c.State?.StartedAt);
+    if (startedAt) info.startedAt = startedAt;
+    if (state === 'exited') {
+      info.exit = {
+        exitCode: c.State.ExitCode,
+        oomKilled: c.State.OOMKilled === true,
+        error: c.State.Error ?? '',
+      };
+      if (startedAt) info.exit.startedAt = startedAt;
+      const finishedAt = dockerTime(c.State.FinishedAt);
+      if (finishedAt) info.exit.finishedAt = finishedAt;
+    }
+    return info;
+  }
+
+  private async digestOf(imageId: string): Promise<string> {
+    const known = this.digests.get(imageId);
+    if (known !== undefined) return known;
+    const ref = await this.inspectImage(imageId);
+    const digest = ref?.repoDigests[0] ?? '';
+    if (this.digests.size > 512) this.digests.clear(); // bounded; refilled on demand
+    this.digests.set(imageId, digest);
+    return digest;
+  }
+
+  async inspectImage(image: string): Promise<ImageRef | undefined> {
+    try {
+      const info = await this.docker.getImage(image).inspect();
+      return { id: info.Id, repoDigests: info.RepoDigests ?? [] };
+    } catch (err) {
+      if (statusOf(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async ensureImage(image: string, policy: PullPolicy): Promise<ImageRef> {
+    const ref = withDefaultTag(image);
+    if (policy !== 'Always') {
+      const present = await this.inspectImage(ref);
+      if (present) return present;
+      if (policy === 'Never') {
+        throw new ImagePullError(image, `Container image "${image}" is not present with pull policy of Never`, true);
+      }
+    }
+    await this.pull(ref);
+    const pulled = await this.inspectImage(ref);
+    if (!pulled) throw new ImagePullError(image, `image "${image}" is missing after a successful pull`);
+    return pulled;
+  }
+
+  /** One pull per reference at a time; pods asking for the same image share it. */
+  private pull(ref: string): Promise<void> {
+    const running = this.pulls.get(ref);
+    if (running) return running;
+    const work = this.pullOnce(ref).finally(() => this.pulls.delete(ref));
+    this.pulls.set(ref, work);
+    return work;
+  }
+
+  private async pullOnce(ref: string): Promise<void> {
+    this.log.info({ image: ref }, 'pulling image');
+    try {
+      const stream = await this.docker.pull(ref);
+      const events = await new Promise<Array<{ error?: string; errorDetail?: { message?: string } }>>((resolve, reject) => {
+        this.docker.modem.followProgress(stream, (err, output) => (err ? reject(err) : resolve(output ?? [])));
+      });
+      // Docker answers 200 and reports failures inside the progress stream.
+      const failure = events.find((e) => e.error !== undefined || e.errorDetail !== undefined);
+      if (failure) throw new Error(failure.errorDetail?.message ?? failure.error ?? 'pull failed');
+    } catch (err) {
+      throw new ImagePullError(ref, `failed to pull image "${ref}": ${messageOf(err)}`);
+    }
+  }
+
+  async ensureInfraImage(): Promise<void> {
+    // Once present, later pods skip the check; a failure is retried by the next pod.
+    this.pauseReady ??= ensurePauseImage(this.docker, { log: this.log, image: this.pauseImage }).catch((err: unknown) => {
+      this.pauseReady = undefined;
+      throw err;
+    });
+    return this.pauseReady;
+  }
+
+  async runInfra(spec: InfraSpec): Promise<CreateResult> {
+    await this.ensureInfraImage();
+    const result = await this.createIdempotent(spec.name, {
+      name: spec.name,
+      Image: this.pauseImage,
+      Hostname: spec.hostname,
+      Labels: spec.labels,
+      HostConfig: {
+        // Shareable so app containers can join with IpcMode container:<id>.
+        IpcMode: 'shareable',
+        NetworkMode: spec.network,
+        // The pause process needs next to no CPU and must be the last thing the OOM killer picks.
+        CpuShares: 2,
+        OomScoreAdj: -998,
+        RestartPolicy: { Name: 'no' },
+      },
+    });
+    await this.start(result.id);
+    return result;
+  }
+
+  createApp(spec: AppSpec): Promise<CreateResult> {
+    const joined = `container:${spec.infraId}`;
+    const hostConfig: Dockerode.HostConfig = {
+      NetworkMode: joined,
+      IpcMode: joined,
+      RestartPolicy: { Name: 'no' },
+    };
+    if (spec.sharePid) hostConfig.PidMode = joined;
+    if (spec.memoryBytes !== undefined) {
+      hostConfig.Memory = spec.memoryBytes;
+      hostConfig.MemorySwap = spec.memoryBytes;
+    }
+    if (spec.nanoCpus !== undefined) hostConfig.NanoCpus = spec.nanoCpus;
+    if (spec.cpuShares !== undefined) hostConfig.CpuShares = spec.cpuShares;
+    const create: Dockerode.ContainerCreateOptions = {
+      name: spec.name,
+      Image: spec.image,
+      Labels: spec.labels,
+      Env: spec.env,
+      // The agent restarts containers and (later) runs probes; the image's own HEALTHCHECK stays off.
+      Healthcheck: { Test: ['NONE'] },
+      HostConfig: hostConfig,
+    };
+    if (spec.entrypoint) create.Entrypoint = spec.entrypoint;
+    if (spec.cmd) create.Cmd = spec.cmd;
+    if (spec.workingDir) create.WorkingDir = spec.workingDir;
+    return this.createIdempotent(spec.name, create);
+  }
+
+  /** A 409 on the name means an earlier create went through unacknowledged: adopt it, never make a second. */
+  private async createIdempotent(name: string, opts: Dockerode.ContainerCreateOptions): Promise<CreateResult> {
+    try {
+      const c = await this.docker.createContainer(opts);
+      return { id: c.id, adopted: false };
+    } catch (err) {
+      if (statusOf(err) !== 409) throw err;
+      const existing = await this.docker.getContainer(name).inspect();
+      this.log.info({ container: name, id: existing.Id }, 'adopted existing container after a name conflict');
+      return { id: existing.Id, adopted: true };
+    }
+  }
+
+  async start(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).start();
+    } catch (err) {
+      if (statusOf(err) === 304) return; // already running
+      throw err;
+    }
+  }
+
+  async stop(id: string, graceSeconds: number): Promise<void> {
+    try {
+      await this.docker.getContainer(id).stop({ t: Math.max(0, Math.floor(graceSeconds)) });
+    } catch (err) {
+      const code = statusOf(err);
+      if (code === 304 || code === 404) return; // already stopped / gone
+      throw err;
+    }
+  }
+
+  async remove(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true, v: true });
+    } catch (err) {
+      const code = statusOf(err);
+      if (code === 404) return;
+      if (code === 409 && /already in progress/.test(messageOf(err))) return;
+      throw err;
+    }
+  }
+
+  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void): EventSubscription {
+    let stream: NodeJS.ReadableStream | undefined;
+    let closed = false;
+    let failed = false;
+    const fail = (err: Error) => {
+      if (closed || failed) return;
+      failed = true;
+      onError(err);
+    };
+    this.docker
+      .getEvents({
+        filters: {
+          type: ['container'],
+          label: filter.labels,
+          event: ['create', 'start', 'die', 'oom', 'destroy'],
+        },
+      })
+      .then((s) => {
+        if (closed) {
+          (s as unknown as { destroy(): void }).destroy();
+          return;
+        }
+        stream = s;
+        let buffered = '';
+        s.setEncoding('utf8');
+        s.on('data', (chunk: string) => {
+          buffered += chunk;
+          let nl: number;
+          while ((nl = buffered.indexOf('\n')) >= 0) {
+            const line = buffered.slice(0, nl).trim();
+            buffered = buffered.slice(nl + 1);
+            if (!line) continue;
+            let ev: { Action?: string; status?: string; id?: string; Actor?: { ID?: string; Attributes?: Record<string, string> } };
+            try {
+              ev = JSON.parse(line) as typeof ev;
+            } catch {
+              continue;
+            }
+            onEvent({
+              action: ev.Action ?? ev.status ?? '',
+              containerId: ev.Actor?.ID ?? ev.id ?? '',
+              labels: ev.Actor?.Attributes ?? {},
+            });
+          }
+        });
+        s.on('end', () => fail(new Error('docker event stream ended')));
+        s.on('error', (e: Error) => fail(e));
+      })
+      .catch((e: unknown) => fail(e instanceof Error ? e : new Error(String(e))));
+    return {
+      close: () => {
+        closed = true;
+        (stream as unknown as { destroy?: () => void } | undefined)?.destroy?.();
+      },
+    };
+  }
+
+  close(): void {
+    // dockerode keeps no pooled connections of its own beyond Node's global agent.
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * An in-memory ContainerRuntime for unit tests: containers, images and events without Docker. It owns a
+ * call log (what the agent asked for) and knobs to make containers exit, images fail to pull, or creates
+ * fail, so tests can drive every branch of the pod worker deterministically.
+ */
+import type { PullPolicy } from '../../src/api/types.js';
+import { systemClock, type Clock } from '../clock.js';
+import {
+  ImagePullError,
+  withDefaultTag,
+  type AppSpec,
+  type ContainerInfo,
+  type ContainerRuntime,
+  type ContainerSummary,
+  type CreateResult,
+  type EventSubscription,
+  type ImageRef,
+  type InfraSpec,
+  type RuntimeEvent,
+} from './runtime.js';
+
+export interface FakeContainer {
+  info: ContainerInfo;
+  kind: 'infra' | 'app';
+  spec: InfraSpec | AppSpec;
+}
+
+export interface FakeCall {
+  op: 'runInfra' | 'createApp' | 'start' | 'stop' | 'remove' | 'pull';
+  target: string;
+}
+
+export class FakeRuntime implements ContainerRuntime {
+  readonly containers = new Map<string, FakeContainer>();
+  readonly calls: FakeCall[] = [];
+  /** images present locally (normalized with a default tag) */
+  readonly images = new Set<string>();
+  /** images a pull can fetch; a pull of anything else fails */
+  readonly pullable = new Set<string>();
+  /** exit code a stopped container reports */
+  stopExitCode = 137;
+  /** when set, createApp throws this */
+  createError: Error | undefined;
+  private seq = 0;
+  private ipSeq = 1;
+  private readonly subscribers = new Set<{ labels: string[]; onEvent: (ev: RuntimeEvent) => void }>();
+
+  constructor(private readonly clock: Clock = systemClock) {}
+
+  private iso(): string {
+    return new Date(this.clock.now()).toISOString();
+  }
+
+  private emit(action: string, c: ContainerInfo): void {
+    for (const s of this.subscribers) {
+      if (matches(c.labels, s.labels)) s.onEvent({ action, containerId: c.id, labels: { ...c.labels } });
+    }
+  }
+
+  addImage(image: string): void {
+    this.images.add(withDefaultTag(image));
+  }
+
+  async version(): Promise<string> {
+    return 'docker://20.10.24';
+  }
+
+  async list(filter: { labels: string[] }): Promise<ContainerSummary[]> {
+    const out: ContainerSummary[] = [];
+    for (const c of this.containers.values()) {
+      if (matches(c.info.labels, filter.labels)) out.push({ id: c.info.id, name: c.info.name, labels: { ...c.info.labels }, state: c.info.state, createdAt: c.info.createdAt });
+    }
+    return out;
+  }
+
+  async inspect(id: string): Promise<ContainerInfo | undefined> {
+    const c = this.containers.get(id);
+    return c ? structuredClone(c.info) : undefined;
+  }
+
+  async inspectImage(image: string): Promise<ImageRef | undefined> {
+    const ref = withDefaultTag(image);
+    return this.images.has(ref) ? { id: `sha256:${ref}`, repoDigests: [] } : undefined;
+  }
+
+  async ensureImage(image: string, policy: PullPolicy): Promise<ImageRef> {
+    const ref = withDefaultTag(image);
+    if (policy !== 'Always' && this.images.has(ref)) return { id: `sha256:${ref}`, repoDigests: [] };
+    if (policy === 'Never') throw new ImagePullError(image, `Container image "${image}" is not present with pull policy of Never`, true);
+    this.calls.push({ op: 'pull', target: ref });
+    if (!this.pullable.has(ref)) throw new ImagePullError(ref, `failed to pull image "${ref}": not found`);
+    this.images.add(ref);
+    return { id: `sha256:${ref}`, repoDigests: [`${ref.split(':')[0]}@sha256:fake`] };
+  }
+
+  async ensureInfraImage(): Promise<void> {}
+
+  private byName(name: string): FakeContainer | undefined {
+    for (const c of this.containers.values()) if (c.info.name === name) return c;
+    return undefined;
+  }
+
+  private add(kind: 'infra' | 'app', spec: InfraSpec | AppSpec, image: string): CreateResult {
+    const existing = this.byName(spec.name);
+    if (existing) return { id: existing.info.id, adopted: true };
+    const id = `c${String(++this.seq).padStart(4, '0')}`;
+    const info: ContainerInfo = {
+      id,
+      name: spec.name,
+      labels: { ...spec.labels },
+      state: 'created',
+      createdAt: this.clock.now(),
+      image,
+      imageId: `sha256:${withDefaultTag(image)}`,
+      ips: {},
+    };
+    this.containers.set(id, { info, kind, spec });
+    this.emit('create', info);
+    return { id, adopted: false };
+  }
+
+  async runInfra(spec: InfraSpec): Promise<CreateResult> {
+    this.calls.push({ op: 'runInfra', target: spec.name });
+    const r = this.add('infra', spec, 'berth/pause:fake');
+    const c = this.containers.get(r.id)!;
+    if (c.info.state !== 'running') {
+      c.info.ips = { [spec.network]: `10.88.0.${++this.ipSeq}` };
+      await this.start(r.id);
+    }
+    return r;
+  }
+
+  async createApp(spec: AppSpec): Promise<CreateResult> {
+    this.calls.push({ op: 'createApp', target: spec.name });
+    if (this.createError) throw this.createError;
+    return this.add('app', spec, spec.image);
+  }
+
+  async start(id: string): Promise<void> {
+    this.calls.push({ op: 'start', target: id });
+    const c = this.containers.get(id);
+    if (!c) throw new Error(`no such container ${id}`);
+    if (c.info.state === 'running') return;
+    c.info.state = 'running';
+    c.info.startedAt = this.iso();
+    delete c.info.exit;
+    this.emit('start', c.info);
+  }
+
+  /** Test knob: the container's process ended on its own. */
+  exit(id: string, result: { exitCode: number; oomKilled?: boolean; error?: string }): void {
+    const c = this.containers.get(id);
+    if (!c || c.info.state !== 'running') return;
+    c.info.state = 'exited';
+    c.info.exit = {
+      exitCode: result.exitCode,
+      oomKilled: result.oomKilled ?? false,
+      error: result.error ?? '',
+      finishedAt: this.iso(),
+    };
+    if (c.info.startedAt) c.info.exit.startedAt = c.info.startedAt;
+    if (result.oomKilled) this.emit('oom', c.info);
+    this.emit('die', c.info);
+  }
+
+  async stop(id: string, _graceSeconds: number): Promise<void> {
+    this.calls.push({ op: 'stop', target: id });
+    this.exit(id, { exitCode: this.stopExitCode });
+  }
+
+  async remove(id: string): Promise<void> {
+    this.calls.push({ op: 'remove', target: id });
+    const c = this.containers.get(id);
+    if (!c) return;
+    this.containers.delete(id);
+    this.emit('destroy', c.info);
+  }
+
+  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void): EventSubscription {
+    const sub = { labels: filter.labels, onEvent };
+    this.subscribers.add(sub);
+    return { close: () => void this.subscribers.delete(sub) };
+  }
+
+  close(): void {
+    this.subscribers.clear();
+  }
+
+  /** Test helper: containers of one pod (by uid label), optionally of one container name. */
+  podContainers(podUid: string, containerName?: string): ContainerInfo[] {
+    return [...this.containers.values()]
+      .map((c) => c.info)
+      .filter((i) => i.labels['berth.dev/pod-uid'] === podUid && (containerName === undefined || i.labels['berth.dev/container-name'] === containerName));
+  }
+}
+
+/** Docker `label=` filter semantics: `key` must exist, `key=value` must match. */
+function matches(labels: Record<string, string>, filters: string[]): boolean {
+  return filters.every((f) => {
+    const eq = f.indexOf('=');
+    return eq < 0 ? f in labels : labels[f.slice(0, eq)] === f.slice(eq + 1);
+  });
+}

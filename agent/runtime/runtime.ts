@@ -1,0 +1,167 @@
+/**
+ * The container runtime contract the agent drives (a Nomad-driver-sized interface). It owns nothing but the
+ * vocabulary; agent/runtime/docker.ts implements it over dockerode and agent/runtime/fake.ts in memory.
+ * Everything above this interface is runtime-neutral: no Docker types leak past it.
+ */
+import type { PullPolicy } from '../../src/api/types.js';
+
+/** How a container ended, as the runtime recorded it. */
+export interface ExitResult {
+  exitCode: number;
+  /** the kernel OOM killer ended it (Docker's State.OOMKilled — not inferred from exit 137) */
+  oomKilled: boolean;
+  /** RFC 3339 as the runtime reports it (sub-second precision kept); undefined if it never started */
+  startedAt?: string;
+  finishedAt?: string;
+  /** the runtime's own error text (e.g. "executable file not found"), empty when none */
+  error: string;
+}
+
+export type ContainerRunState = 'created' | 'running' | 'exited' | 'unknown';
+
+/** A container as listed (cheap: no per-container inspect). */
+export interface ContainerSummary {
+  id: string;
+  /** without Docker's leading slash */
+  name: string;
+  labels: Record<string, string>;
+  state: ContainerRunState;
+  /** ms since epoch */
+  createdAt: number;
+}
+
+/** A container as inspected. */
+export interface ContainerInfo extends ContainerSummary {
+  /** the image reference it was created from */
+  image: string;
+  /** the image's id (sha256:…) */
+  imageId: string;
+  /** `repo@sha256:…` when the image came from a registry */
+  imageDigest?: string;
+  /** set while running (startedAt) or after it ended (all fields) */
+  startedAt?: string;
+  exit?: ExitResult;
+  /** IPv4 address per network name (only meaningful for infra containers) */
+  ips: Record<string, string>;
+}
+
+/** The image as resolved locally, used for containerStatuses[].imageID. */
+export interface ImageRef {
+  id: string;
+  /** `repo@sha256:…` when the image came from a registry */
+  repoDigests: string[];
+}
+
+export interface InfraSpec {
+  name: string;
+  labels: Record<string, string>;
+  hostname: string;
+  /** the network the pod's IP lives on */
+  network: string;
+}
+
+export interface AppSpec {
+  name: string;
+  labels: Record<string, string>;
+  image: string;
+  /** the infra container whose network and IPC namespaces it joins */
+  infraId: string;
+  /** share the infra container's PID namespace (spec.shareProcessNamespace) */
+  sharePid?: boolean;
+  entrypoint?: string[];
+  cmd?: string[];
+  env: string[];
+  workingDir?: string;
+  /** bytes; swap is disabled by setting the swap limit to the same value */
+  memoryBytes?: number;
+  nanoCpus?: number;
+  cpuShares?: number;
+}
+
+export interface CreateResult {
+  id: string;
+  /** the name already existed (an earlier create that was never acknowledged); that container was adopted */
+  adopted: boolean;
+}
+
+export type RuntimeEventAction = 'create' | 'start' | 'die' | 'oom' | 'destroy' | 'stop' | 'kill';
+
+export interface RuntimeEvent {
+  action: RuntimeEventAction | string;
+  containerId: string;
+  labels: Record<string, string>;
+}
+
+export interface EventSubscription {
+  close(): void;
+}
+
+/** Pull failures carry their own class so the pod worker can report ErrImagePull and back off. */
+export class ImagePullError extends Error {
+  constructor(
+    readonly image: string,
+    message: string,
+    /** true when policy Never forbids pulling a missing image (ErrImageNeverPull) */
+    readonly neverPull = false,
+  ) {
+    super(message);
+    this.name = 'ImagePullError';
+  }
+}
+
+/** Policy Kubernetes applies when imagePullPolicy is unset: Always for `:latest` or untagged, else IfNotPresent. */
+export function defaultPullPolicy(image: string): PullPolicy {
+  if (image.includes('@')) return 'IfNotPresent';
+  const tag = imageTag(image);
+  return tag === undefined || tag === 'latest' ? 'Always' : 'IfNotPresent';
+}
+
+/** The tag of an image reference, if any (a `:` after the last `/` — a registry port is not a tag). */
+export function imageTag(image: string): string | undefined {
+  const lastSegment = image.slice(image.lastIndexOf('/') + 1);
+  const at = lastSegment.indexOf('@');
+  const nameAndTag = at >= 0 ? lastSegment.slice(0, at) : lastSegment;
+  const colon = nameAndTag.indexOf(':');
+  return colon >= 0 ? nameAndTag.slice(colon + 1) : undefined;
+}
+
+/** The reference with `:latest` added when it names neither a tag nor a digest (Docker pulls every tag otherwise). */
+export function withDefaultTag(image: string): string {
+  return image.includes('@') || imageTag(image) !== undefined ? image : `${image}:latest`;
+}
+
+/**
+ * What the agent needs from a container runtime. Implementations must be safe to call concurrently for
+ * different containers; the agent serializes calls per pod.
+ */
+export interface ContainerRuntime {
+  /** e.g. `docker://20.10.24` (Node.status.nodeInfo.containerRuntimeVersion) */
+  version(): Promise<string>;
+  /** Containers (any state) whose labels match every `key=value` filter. */
+  list(filter: { labels: string[] }): Promise<ContainerSummary[]>;
+  /** undefined when the container no longer exists */
+  inspect(id: string): Promise<ContainerInfo | undefined>;
+  /** Makes the image present per the policy; throws ImagePullError. Returns the local image. */
+  ensureImage(image: string, policy: PullPolicy): Promise<ImageRef>;
+  /** Local image, if present. */
+  inspectImage(image: string): Promise<ImageRef | undefined>;
+  /** Makes sure the infra (pause) image is present; runInfra does too, this lets startup do it early. */
+  ensureInfraImage(): Promise<void>;
+  /** Creates and starts the infra container from the runtime's pause image (idempotent by name). */
+  runInfra(spec: InfraSpec): Promise<CreateResult>;
+  /** Creates an app container (idempotent by name); start() runs it. */
+  createApp(spec: AppSpec): Promise<CreateResult>;
+  /** Starting a running container is a no-op. */
+  start(id: string): Promise<void>;
+  /** SIGTERM (or the image's stop signal), then SIGKILL after graceSeconds; a stopped or missing container is fine. */
+  stop(id: string, graceSeconds: number): Promise<void>;
+  /** Removes the container (forcibly if still running); a missing container is fine. */
+  remove(id: string): Promise<void>;
+  /**
+   * Container lifecycle events for containers matching the label filters. `onEvent` gets each event;
+   * `onError` is called once if the stream breaks (the caller resubscribes and resyncs, events may be lost).
+   */
+  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void): EventSubscription;
+  /** Releases connections. */
+  close(): void;
+}

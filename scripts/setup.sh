@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# Prepares a Debian/Ubuntu machine to build, run and test Berth. Idempotent:
+# every step checks first and only acts when something is missing, so a second
+# run does nothing new. Runs unattended (CI=true, no stdin); uses sudo for
+# system steps when not root.
+#
+#   1. OS packages: Docker engine, static busybox, gcc + libc6-dev (static pause
+#      binary), iproute2, kubectl (Debian's kubernetes-client as a fallback),
+#      python3/make/g++ (better-sqlite3 builds from source without a prebuild)
+#   2. Node.js >= 20
+#   3. A running Docker daemon (systemd when it is PID 1, else dockerd directly)
+#   4. npm dependencies (only when package-lock.json changed) and the native SQLite module
+#   5. TypeScript build (npm run build)
+#   6. Local images: berth/pause, berth/busybox:test (scripts/images/build-images.sh)
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib.sh
+. "$repo/scripts/lib.sh"
+
+export DEBIAN_FRONTEND=noninteractive
+readonly MIN_NODE_MAJOR=20
+readonly DOCKERD_LOG=/var/log/berth-dockerd.log
+readonly DOCKER_START_TIMEOUT_S=60
+
+started_at="$(berth_now)"
+actions=() # what this run changed, for the summary
+trap 'status=$?; [ $status -eq 0 ] || printf "[berth] setup FAILED (exit %s); see the messages above\n" "$status" >&2' EXIT
+
+# Asks the daemon afresh: berth_docker caches whether sudo is needed, and that
+# answer is meaningless until the daemon is up.
+docker_answers() {
+  unset BERTH_DOCKER_MODE
+  berth_have docker && berth_docker info >/dev/null 2>&1
+}
+
+# ---- 1. OS packages -------------------------------------------------------
+
+apt_updated=0
+apt_install() {
+  berth_have apt-get || berth_die "missing $*, and this is not a Debian/Ubuntu system (no apt-get); install them by hand"
+  if [ "$apt_updated" -eq 0 ]; then
+    berth_log "apt-get update"
+    berth_as_root apt-get update -qq || berth_die "apt-get update failed"
+    apt_updated=1
+  fi
+  berth_log "apt-get install $*"
+  berth_as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
+    berth_die "apt-get install $* failed"
+  actions+=("installed $*")
+}
+
+# True when apt knows a candidate version of $1 (after an update if one ran).
+apt_has_candidate() {
+  berth_have apt-cache && LC_ALL=C apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'
+}
+
+packages=()
+# A daemon that already answers (maybe via DOCKER_HOST) needs no local engine.
+if ! docker_answers && ! berth_have dockerd; then packages+=(docker.io); fi
+berth_is_static_elf /bin/busybox || berth_is_static_elf "$(command -v busybox || echo /nonexistent)" ||
+  packages+=(busybox-static)
+berth_have gcc || packages+=(gcc)
+# libc.a is what `gcc -static` links against; gcc prints the bare name when it has none.
+static_libc_present() {
+  berth_pkg_installed libc6-dev && return 0
+  local found
+  found="$(gcc -print-file-name=libc.a 2>/dev/null || true)"
+  [ -n "$found" ] && [ "$found" != libc.a ]
+}
+static_libc_present || packages+=(libc6-dev)
+berth_have ip || packages+=(iproute2)
+[ -e /etc/ssl/certs/ca-certificates.crt ] || packages+=(ca-certificates)
+berth_have python3 || packages+=(python3)
+berth_have make || packages+=(make)
+berth_have g++ || packages+=(g++)
+if ! berth_have node; then packages+=(nodejs); fi
+if ! berth_have npm; then packages+=(npm); fi
+[ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"
+
+# kubectl is for people and e2e tests, not for Berth itself: a missing package
+# is a warning, not a failure.
+if ! berth_have kubectl; then
+  if [ "$apt_updated" -eq 0 ] && berth_have apt-get; then
+    berth_as_root apt-get update -qq || true
+    apt_updated=1
+  fi
+  if apt_has_candidate kubernetes-client; then
+    apt_install kubernetes-client
+  else
+    berth_warn "kubectl not found and no kubernetes-client package here; install kubectl to use the CLI examples"
+  fi
+fi
+
+# ---- 2. Node.js -----------------------------------------------------------
+
+node_major="$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)"
+if [ "$node_major" -lt "$MIN_NODE_MAJOR" ]; then
+  berth_die "Node.js $MIN_NODE_MAJOR or newer is required, found $(node --version 2>/dev/null || echo none).
+  Debian 12's own nodejs package is 18. Install Node $MIN_NODE_MAJOR+ from https://nodejs.org/en/download
+  (or NodeSource: https://github.com/nodesource/distributions), then run this script again."
+fi
+
+# ---- 3. Docker daemon -----------------------------------------------------
+
+if docker_answers; then
+  berth_log "Docker daemon is running"
+elif [ -n "${DOCKER_HOST:-}" ]; then
+  berth_die "DOCKER_HOST=$DOCKER_HOST does not answer; start that daemon or unset DOCKER_HOST to use the local one"
+elif [ "$(ps -p 1 -o comm= 2>/dev/null || true)" = systemd ]; then
+  berth_log "starting Docker with systemd (systemctl enable --now docker)"
+  berth_as_root systemctl enable --now docker || berth_die "systemctl enable --now docker failed; see: journalctl -u docker"
+  actions+=("started docker.service")
+else
+  # No init system to ask (containers, CI sandboxes): run the daemon ourselves,
+  # in its own session so it outlives this script and its terminal.
+  if pgrep -x dockerd >/dev/null 2>&1; then
+    berth_log "dockerd is running but not answering yet; waiting for it"
+  else
+    berth_log "systemd is not PID 1: starting dockerd in the background (log: $DOCKERD_LOG)"
+    berth_as_root sh -c "setsid nohup dockerd >>'$DOCKERD_LOG' 2>&1 </dev/null &" ||
+      berth_die "could not launch dockerd"
+    actions+=("started dockerd (log $DOCKERD_LOG)")
+  fi
+fi
+deadline=$(($(date +%s) + DOCKER_START_TIMEOUT_S))
+until docker_answers; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    berth_die "Docker did not answer within ${DOCKER_START_TIMEOUT_S}s; last lines of $DOCKERD_LOG:
+$(tail -n 15 "$DOCKERD_LOG" 2>/dev/null || echo '(no log)')"
+  fi
+  sleep 0.5
+done
+
+# ---- 4. npm dependencies --------------------------------------------------
+
+cd "$repo"
+if [ ! -f package-lock.json ]; then
+  berth_log "npm install (no package-lock.json)"
+  npm install --no-audit --no-fund || berth_die "npm install failed"
+  actions+=("npm install")
+elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  berth_log "npm ci (dependencies missing or package-lock.json changed)"
+  npm ci --no-audit --no-fund || berth_die "npm ci failed"
+  actions+=("npm ci")
+fi
+
+# Loading the module is not enough: better-sqlite3 only loads its native
+# binding when a database is opened, and a binding built for another Node ABI
+# fails exactly there.
+sqlite_loads() {
+  node -e "const D = require('better-sqlite3'); new D(':memory:').prepare('select 1').get()" >/dev/null 2>&1
+}
+if ! sqlite_loads; then
+  berth_log "better-sqlite3's native module does not load; npm rebuild better-sqlite3 (needs python3, make, g++)"
+  npm rebuild better-sqlite3 || berth_die "npm rebuild better-sqlite3 failed"
+  sqlite_loads || berth_die "better-sqlite3 still does not load after a rebuild:
+$(node -e "const D = require('better-sqlite3'); new D(':memory:')" 2>&1 | head -5)"
+  actions+=("rebuilt better-sqlite3")
+fi
+
+# ---- 5. Build -------------------------------------------------------------
+
+# Always: tsc takes seconds, and a stale dist/ is a worse surprise than the wait.
+berth_log "npm run build"
+npm run --silent build || berth_die "TypeScript build failed (npm run build)"
+
+# ---- 6. Images ------------------------------------------------------------
+
+bash "$repo/scripts/images/build-images.sh"
+
+# ---- Summary --------------------------------------------------------------
+
+elapsed="$(awk -v a="$started_at" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')"
+docker_version="$(berth_docker version --format '{{.Server.Version}}' 2>/dev/null || echo '?')"
+kubectl_version="$(kubectl version --client 2>/dev/null | head -1 | sed 's/^Client Version: //' || true)"
+echo
+echo "Berth setup done in ${elapsed}s"
+echo "  node     $(node --version)"
+echo "  docker   $docker_version${DOCKER_HOST:+ ($DOCKER_HOST)}"
+echo "  kubectl  ${kubectl_version:-not installed}"
+echo "  images   berth/pause:3.9 berth/busybox:test"
+if [ ${#actions[@]} -eq 0 ]; then
+  echo "  changes  none (everything was already in place)"
+else
+  for action in "${actions[@]}"; do echo "  changed  $action"; done
+fi

@@ -1,0 +1,136 @@
+import type { Status, StatusCause } from './types.js';
+
+/** Stable reasons, as Kubernetes names them in Status.reason. */
+export type StatusReason =
+  | 'BadRequest'
+  | 'Unauthorized'
+  | 'Forbidden'
+  | 'NotFound'
+  | 'AlreadyExists'
+  | 'Conflict'
+  | 'Gone'
+  | 'Invalid'
+  | 'RequestEntityTooLarge'
+  | 'UnsupportedMediaType'
+  | 'MethodNotAllowed'
+  | 'NotAcceptable'
+  | 'Expired'
+  | 'TooManyRequests'
+  | 'InternalError'
+  | 'ServiceUnavailable'
+  | 'Timeout';
+
+const CODES: Record<StatusReason, number> = {
+  BadRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  MethodNotAllowed: 405,
+  NotAcceptable: 406,
+  AlreadyExists: 409,
+  Conflict: 409,
+  Gone: 410,
+  Expired: 410,
+  RequestEntityTooLarge: 413,
+  UnsupportedMediaType: 415,
+  Invalid: 422,
+  TooManyRequests: 429,
+  InternalError: 500,
+  ServiceUnavailable: 503,
+  Timeout: 504,
+};
+
+/** One invalid field: `field` is the JSON path Kubernetes prints, e.g. `spec.containers[0].image`. */
+export interface FieldError {
+  field: string;
+  /** FieldValueRequired, FieldValueInvalid, FieldValueNotSupported, FieldValueDuplicate, FieldValueTooLong, FieldValueForbidden */
+  type: string;
+  message: string;
+}
+
+/**
+ * The one error type every layer throws. It carries a Kubernetes reason and maps to a Status
+ * object in exactly one place (toStatus), so the HTTP layer never invents codes.
+ */
+export class ApiError extends Error {
+  readonly reason: StatusReason;
+  readonly code: number;
+  readonly details: Status['details'];
+
+  constructor(reason: StatusReason, message: string, details?: Status['details']) {
+    super(message);
+    this.name = 'ApiError';
+    this.reason = reason;
+    this.code = CODES[reason];
+    this.details = details;
+  }
+
+  toStatus(): Status {
+    const status: Status = {
+      apiVersion: 'v1',
+      kind: 'Status',
+      metadata: {},
+      status: 'Failure',
+      message: this.message,
+      reason: this.reason,
+      code: this.code,
+    };
+    if (this.details) status.details = this.details;
+    return status;
+  }
+}
+
+export interface Target {
+  group?: string;
+  kind?: string;
+  /** plural resource name, used in messages the way Kubernetes does: `pods "web" not found` */
+  resource: string;
+  name?: string;
+}
+
+function qualified(t: Target): string {
+  return t.group ? `${t.resource}.${t.group}` : t.resource;
+}
+
+function detailsOf(t: Target): NonNullable<Status['details']> {
+  const d: NonNullable<Status['details']> = { kind: t.resource };
+  if (t.name !== undefined) d.name = t.name;
+  if (t.group) d.group = t.group;
+  return d;
+}
+
+export const errors = {
+  badRequest: (message: string) => new ApiError('BadRequest', message),
+  unauthorized: (message = 'Unauthorized') => new ApiError('Unauthorized', message),
+  forbidden: (message: string) => new ApiError('Forbidden', message),
+  notFound: (t: Target) => new ApiError('NotFound', `${qualified(t)} "${t.name ?? ''}" not found`, detailsOf(t)),
+  alreadyExists: (t: Target) =>
+    new ApiError('AlreadyExists', `${qualified(t)} "${t.name ?? ''}" already exists`, detailsOf(t)),
+  conflict: (t: Target, why = 'the object has been modified; please apply your changes to the latest version and try again') =>
+    new ApiError('Conflict', `Operation cannot be fulfilled on ${qualified(t)} "${t.name ?? ''}": ${why}`, detailsOf(t)),
+  gone: (message: string) => new ApiError('Expired', message),
+  tooLarge: (message = 'Request entity too large') => new ApiError('RequestEntityTooLarge', message),
+  unsupportedMediaType: (message: string) => new ApiError('UnsupportedMediaType', message),
+  methodNotAllowed: (message: string) => new ApiError('MethodNotAllowed', message),
+  internal: (message: string) => new ApiError('InternalError', message),
+  unavailable: (message: string) => new ApiError('ServiceUnavailable', message),
+  /** 422 with one cause per field, message formatted as kube-apiserver does. */
+  invalid: (t: Target & { kind: string }, fieldErrors: FieldError[]) => {
+    const list = fieldErrors.map((e) => `${e.field}: ${e.message}`);
+    const summary = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
+    const causes: StatusCause[] = fieldErrors.map((e) => ({ reason: e.type, message: e.message, field: e.field }));
+    const details = { ...detailsOf(t), kind: t.kind, causes };
+    return new ApiError('Invalid', `${t.kind} "${t.name ?? ''}" is invalid: ${summary}`, details);
+  },
+};
+
+export function isApiError(e: unknown): e is ApiError {
+  return e instanceof ApiError;
+}
+
+/** Status for a successful delete of something with no object to return. */
+export function successStatus(details?: Status['details']): Status {
+  const s: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', code: 200 };
+  if (details) s.details = details;
+  return s;
+}

@@ -1,0 +1,108 @@
+import { generateKeyPairSync, createHash, randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+/** What a TLS listener and its clients need, as PEM text. */
+export interface ServingPki {
+  caCert: string;
+  serverCert: string;
+  serverKey: string;
+}
+
+export interface PkiOptions {
+  dataDir: string;
+  /** extra DNS names / IPs the serving certificate must cover (besides localhost, 127.0.0.1 and the host's addresses) */
+  altNames?: string[];
+}
+
+const TEN_YEARS_MS = 10 * 365 * 24 * 3600 * 1000;
+
+/**
+ * Owns the cluster CA and the API server's serving certificate in `<dataDir>/pki`. Made once at
+ * first start and reused; the serving certificate is re-issued (by the same CA) when the host's
+ * names change, so agents that pinned the CA keep working. Validity is ten years, because lab
+ * clusters outlive k3s' one-year certificates and nobody rotates them.
+ */
+export async function ensurePki(opts: PkiOptions): Promise<ServingPki> {
+  const dir = path.join(opts.dataDir, 'pki');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const files = { caCert: path.join(dir, 'ca.crt'), caKey: path.join(dir, 'ca.key'), cert: path.join(dir, 'server.crt'), key: path.join(dir, 'server.key'), names: path.join(dir, 'server.names') };
+  // node-forge is only needed when something must be issued; keep it out of the steady-state heap.
+  const forge = (await import('node-forge')).default;
+  const { pki } = forge;
+
+  if (!fs.existsSync(files.caCert) || !fs.existsSync(files.caKey)) {
+    const { cert, key } = issue(forge, { commonName: 'berth-ca', isCA: true });
+    writeSecret(files.caKey, key);
+    fs.writeFileSync(files.caCert, cert, { mode: 0o644 });
+    fs.rmSync(files.cert, { force: true });
+  }
+  const caCert = fs.readFileSync(files.caCert, 'utf8');
+  const wanted = servingNames(opts.altNames ?? []);
+  const haveNames = fs.existsSync(files.names) ? fs.readFileSync(files.names, 'utf8') : '';
+  if (!fs.existsSync(files.cert) || !fs.existsSync(files.key) || haveNames !== wanted.join(',')) {
+    const ca = { cert: pki.certificateFromPem(caCert), key: pki.privateKeyFromPem(fs.readFileSync(files.caKey, 'utf8')) };
+    const { cert, key } = issue(forge, { commonName: 'berth-apiserver', isCA: false, altNames: wanted, signer: ca });
+    writeSecret(files.key, key);
+    fs.writeFileSync(files.cert, cert, { mode: 0o644 });
+    fs.writeFileSync(files.names, wanted.join(','));
+  }
+  return { caCert, serverCert: fs.readFileSync(files.cert, 'utf8'), serverKey: fs.readFileSync(files.key, 'utf8') };
+}
+
+/** sha256 of the CA PEM text, hex: what a join token pins. */
+export function caHash(caPem: string): string {
+  return createHash('sha256').update(caPem).digest('hex');
+}
+
+export function writeSecret(file: string, content: string): void {
+  fs.writeFileSync(file, content, { mode: 0o600 });
+  fs.chmodSync(file, 0o600); // an existing file keeps its old mode on write
+}
+
+function servingNames(extra: string[]): string[] {
+  const names = new Set<string>(['localhost', '127.0.0.1', '::1', os.hostname(), ...extra]);
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (!a.internal) names.add(a.address);
+  }
+  return [...names].sort();
+}
+
+type Forge = typeof import('node-forge');
+
+function issue(
+  forge: Forge,
+  opts: { commonName: string; isCA: boolean; altNames?: string[]; signer?: { cert: import('node-forge').pki.Certificate; key: import('node-forge').pki.PrivateKey } },
+): { cert: string; key: string } {
+  const { pki } = forge;
+  // Node's native keygen is ~100× faster than forge's pure-JS one.
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  const cert = pki.createCertificate();
+  cert.publicKey = pki.publicKeyFromPem(publicKey);
+  cert.serialNumber = '01' + randomBytes(15).toString('hex');
+  const now = Date.now();
+  cert.validity.notBefore = new Date(now - 3600_000);
+  cert.validity.notAfter = new Date(now + TEN_YEARS_MS);
+  const subject = [{ name: 'commonName', value: opts.commonName }, { name: 'organizationName', value: 'berth' }];
+  cert.setSubject(subject);
+  cert.setIssuer(opts.signer ? opts.signer.cert.subject.attributes : subject);
+  const extensions: object[] = [
+    { name: 'basicConstraints', cA: opts.isCA, critical: true },
+    opts.isCA
+      ? { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true }
+      : { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
+    { name: 'subjectKeyIdentifier' },
+  ];
+  if (!opts.isCA) {
+    extensions.push({ name: 'extKeyUsage', serverAuth: true });
+    extensions.push({
+      name: 'subjectAltName',
+      altNames: (opts.altNames ?? []).map((n) => (/^[\d.]+$/.test(n) || n.includes(':') ? { type: 7, ip: n } : { type: 2, value: n })),
+    });
+  }
+  cert.setExtensions(extensions);
+  const signingKey = opts.signer ? opts.signer.key : pki.privateKeyFromPem(privateKey);
+  cert.sign(signingKey as import('node-forge').pki.rsa.PrivateKey, forge.md.sha256.create());
+  return { cert: pki.certificateToPem(cert), key: privateKey };
+}

@@ -1,0 +1,220 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { CONTROLLER_NAMES, startControlPlane } from './control-plane.js';
+
+const HELP: Record<string, string> = {
+  main: `berth — a Kubernetes-style control plane and Docker node agent
+
+Usage:
+  berth server [flags]   run the control plane (API server, store, scheduler, controllers)
+  berth agent  [flags]   run a node agent that joins a control plane and runs its pods on Docker
+  berth up     [flags]   run the control plane plus one local agent (single-host default)
+
+Run 'berth <command> --help' for the flags of each command.`,
+  server: `berth server — run the control plane
+
+Flags:
+  --data-dir DIR          state, certificates and credentials (default: /var/lib/berth as root, else ~/.berth)
+  --port PORT             HTTPS port (default 6443)
+  --bind-address ADDR     listen address (default 0.0.0.0)
+  --insecure-http         serve plain HTTP (only allowed with a loopback --bind-address)
+  --disable-controllers L comma-separated controllers to leave off (${CONTROLLER_NAMES.join(', ')})
+  --node-grace-period S   seconds without heartbeat before a node is Ready=Unknown (default 40)
+  --log-level LEVEL       pino level (default info)
+
+Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
+  agent: `berth agent — run a node agent
+
+Flags:
+  --server URL            control plane URL, e.g. https://10.0.0.1:6443 (required)
+  --node-name NAME        this node's name (default: the host name)
+  --token-file FILE       file with the node token from the server's DIR/node-token (required unless
+                          --data-dir already holds credentials from an earlier join)
+  --data-dir DIR          agent state (default: /var/lib/berth/agent as root, else ~/.berth/agent)
+  --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
+  --node-ip ADDR          address other hosts reach this node on (default: first non-loopback IPv4)
+  --log-level LEVEL       pino level (default info)`,
+  up: `berth up — control plane plus one local agent on this host
+
+Flags:
+  --data-dir DIR          as for 'berth server'; the agent keeps its state in DIR/agent
+  --port PORT             HTTPS port (default 6443)
+  --node-name NAME        the local node's name (default: the host name)
+  --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
+  --log-level LEVEL       pino level (default info)
+
+The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
+};
+
+function defaultDataDir(): string {
+  return process.getuid?.() === 0 ? '/var/lib/berth' : path.join(os.homedir(), '.berth');
+}
+
+function fail(msg: string): never {
+  process.stderr.write(`berth: ${msg}\n`);
+  process.exit(2);
+}
+
+function parsePort(s: string | undefined, fallback: number): number {
+  if (s === undefined) return fallback;
+  const n = Number(s);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) fail(`invalid port "${s}"`);
+  return n;
+}
+
+async function runServer(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'data-dir': { type: 'string' },
+      port: { type: 'string' },
+      'bind-address': { type: 'string' },
+      'insecure-http': { type: 'boolean' },
+      'disable-controllers': { type: 'string' },
+      'node-grace-period': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void console.log(HELP.server);
+  const log = pino({ name: 'berth-server', level: values['log-level'] ?? 'info' });
+  const cp = await startControlPlane({
+    dataDir: values['data-dir'] ?? defaultDataDir(),
+    port: parsePort(values.port, 6443),
+    bindAddress: values['bind-address'],
+    insecureHttp: values['insecure-http'],
+    disabledControllers: values['disable-controllers']?.split(',').map((s) => s.trim()).filter(Boolean),
+    nodeGracePeriodMs: values['node-grace-period'] ? Number(values['node-grace-period']) * 1000 : undefined,
+    logger: log,
+  });
+  onShutdown(async () => {
+    await cp.stop();
+  });
+}
+
+async function runAgent(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      server: { type: 'string' },
+      'node-name': { type: 'string' },
+      'token-file': { type: 'string' },
+      'data-dir': { type: 'string' },
+      'docker-socket': { type: 'string' },
+      'node-ip': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void console.log(HELP.agent);
+  if (!values.server) fail('agent: --server is required (see berth agent --help)');
+  const log = pino({ name: 'berth-agent', level: values['log-level'] ?? 'info' });
+  // The agent is loaded only here so `berth server` never pays for dockerode.
+  const { startAgent } = await import('../agent/agent.js');
+  const agent = await startAgent({
+    server: values.server,
+    nodeName: values['node-name'] ?? os.hostname().toLowerCase(),
+    tokenFile: values['token-file'],
+    dataDir: values['data-dir'] ?? path.join(defaultDataDir(), 'agent'),
+    dockerSocket: values['docker-socket'],
+    nodeIP: values['node-ip'],
+    logger: log,
+  });
+  onShutdown(async () => {
+    await agent.stop();
+  });
+}
+
+async function runUp(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'data-dir': { type: 'string' },
+      port: { type: 'string' },
+      'node-name': { type: 'string' },
+      'docker-socket': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void console.log(HELP.up);
+  const dataDir = values['data-dir'] ?? defaultDataDir();
+  const level = values['log-level'] ?? 'info';
+  const log = pino({ name: 'berth-server', level });
+  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), logger: log });
+  const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
+  if (values['node-name']) agentArgs.push('--node-name', values['node-name']);
+  if (values['docker-socket']) agentArgs.push('--docker-socket', values['docker-socket']);
+  let stopping = false;
+  let child: ChildProcess | undefined;
+  const startChild = () => {
+    child = spawn(process.execPath, [fileURLToPath(import.meta.url), ...agentArgs], { stdio: 'inherit' });
+    child.on('exit', (code, signal) => {
+      if (stopping) return;
+      // Supervise like systemd's Restart=always: the agent adopts its containers on restart.
+      log.warn({ code, signal }, 'local agent exited; restarting in 1 s');
+      setTimeout(startChild, 1000).unref();
+    });
+  };
+  startChild();
+  console.error(`berth is up: export KUBECONFIG=${cp.kubeconfigPath}`);
+  onShutdown(async () => {
+    stopping = true;
+    if (child && child.exitCode === null) {
+      const exited = new Promise((r) => child!.once('exit', r));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    await cp.stop();
+  });
+}
+
+function onShutdown(fn: () => Promise<void>): void {
+  let called = false;
+  const handler = () => {
+    if (called) return;
+    called = true;
+    fn().then(
+      () => process.exit(0),
+      (e: unknown) => {
+        process.stderr.write(`berth: shutdown failed: ${(e as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', handler);
+  process.on('SIGTERM', handler);
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const [cmd, ...rest] = argv;
+  switch (cmd) {
+    case 'server':
+      return runServer(rest);
+    case 'agent':
+      return runAgent(rest);
+    case 'up':
+      return runUp(rest);
+    case undefined:
+    case '-h':
+    case '--help':
+    case 'help':
+      console.log(HELP.main);
+      return;
+    default:
+      fail(`unknown command "${cmd}"\n\n${HELP.main}`);
+  }
+}
+
+const invokedDirectly = process.argv[1] && fs.realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+if (invokedDirectly) {
+  main(process.argv.slice(2)).catch((e: unknown) => {
+    process.stderr.write(`berth: ${(e as Error).stack ?? String(e)}\n`);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,102 @@
+/**
+ * A queue of keys (`namespace/name`), never objects, with the guarantees controllers rely on:
+ * a key queued twice before it is processed is processed once; a key is never handed to two
+ * workers at once (re-adds during processing are deferred until `done`); failures come back
+ * after a per-key exponential backoff, successes `forget` it.
+ */
+export interface WorkQueueOptions {
+  baseDelayMs?: number;
+  maxDelayMs?: number;
+}
+
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private waiters: Array<(key: string | undefined) => void> = [];
+  private shuttingDown = false;
+  private readonly baseDelayMs: number;
+  private readonly maxDelayMs: number;
+
+  constructor(opts: WorkQueueOptions = {}) {
+    this.baseDelayMs = opts.baseDelayMs ?? 5;
+    this.maxDelayMs = opts.maxDelayMs ?? 1000_000;
+  }
+
+  add(key: string): void {
+    if (this.shuttingDown || this.dirty.has(key)) return;
+    this.dirty.add(key);
+    if (this.processing.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      waiter(key);
+    } else {
+      this.queue.push(key);
+    }
+  }
+
+  /** Add after a delay; an earlier pending delayed add for the key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.shuttingDown) return;
+    if (delayMs <= 0) return this.add(key);
+    const existing = this.timers.get(key);
+    if (existing) return;
+    const t = setTimeout(() => {
+      this.timers.delete(key);
+      this.add(key);
+    }, delayMs);
+    t.unref();
+    this.timers.set(key, t);
+  }
+
+  /** Retry with backoff: base × 2^failures, capped. */
+  addRateLimited(key: string): void {
+    const n = this.failures.get(key) ?? 0;
+    this.failures.set(key, n + 1);
+    this.addAfter(key, Math.min(this.baseDelayMs * 2 ** n, this.maxDelayMs));
+  }
+
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  numRequeues(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Next key to process, or undefined once shut down. */
+  get(): Promise<string | undefined> {
+    if (this.shuttingDown) return Promise.resolve(undefined);
+    const key = this.queue.shift();
+    if (key !== undefined) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      return Promise.resolve(key);
+    }
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirty.has(key)) {
+      this.dirty.delete(key);
+      this.add(key);
+    }
+  }
+
+  len(): number {
+    return this.queue.length;
+  }
+
+  shutdown(): void {
+    this.shuttingDown = true;
+    for (const t of this.timers.values()) clearTimeout(t);
+    this.timers.clear();
+    for (const w of this.waiters) w(undefined);
+    this.waiters = [];
+  }
+}

@@ -1,0 +1,118 @@
+import { milliValue, parseQuantity, value } from '../../api/quantity.js';
+import type { Container, Node, Pod, Taint, Toleration } from '../../api/types.js';
+
+/** What a pod asks for, in exact units: cpu in millicores, memory in bytes. */
+export interface Requests {
+  cpuMilli: bigint;
+  memory: bigint;
+}
+
+function containerRequests(c: Container): Requests {
+  // An unset request defaults to the limit, as in Kubernetes.
+  const cpu = c.resources?.requests?.cpu ?? c.resources?.limits?.cpu;
+  const mem = c.resources?.requests?.memory ?? c.resources?.limits?.memory;
+  return { cpuMilli: cpu ? milliValue(parseQuantity(cpu)) : 0n, memory: mem ? value(parseQuantity(mem)) : 0n };
+}
+
+/** Pod requests: the sum of app containers, or the largest init container if that is larger. */
+export function podRequests(pod: Pod): Requests {
+  const sum: Requests = { cpuMilli: 0n, memory: 0n };
+  for (const c of pod.spec.containers ?? []) {
+    const r = containerRequests(c);
+    sum.cpuMilli += r.cpuMilli;
+    sum.memory += r.memory;
+  }
+  for (const c of pod.spec.initContainers ?? []) {
+    const r = containerRequests(c);
+    if (r.cpuMilli > sum.cpuMilli) sum.cpuMilli = r.cpuMilli;
+    if (r.memory > sum.memory) sum.memory = r.memory;
+  }
+  return sum;
+}
+
+export interface NodeAllocatable {
+  cpuMilli: bigint;
+  memory: bigint;
+  pods: bigint;
+}
+
+export function allocatableOf(node: Node): NodeAllocatable {
+  const a = node.status?.allocatable ?? node.status?.capacity ?? {};
+  return {
+    cpuMilli: a.cpu ? milliValue(parseQuantity(a.cpu)) : 0n,
+    memory: a.memory ? value(parseQuantity(a.memory)) : 0n,
+    pods: a.pods ? value(parseQuantity(a.pods)) : 110n,
+  };
+}
+
+export function isNodeReady(node: Node): boolean {
+  return node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+}
+
+/** The taints a node effectively has: its own, plus the ones Kubernetes' node lifecycle adds for readiness and cordoning. */
+export function effectiveTaints(node: Node): Taint[] {
+  const taints = [...(node.spec?.taints ?? [])];
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  const has = (key: string) => taints.some((t) => t.key === key);
+  if (ready?.status === 'Unknown' && !has('node.kubernetes.io/unreachable')) taints.push({ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' });
+  else if (ready?.status !== 'True' && !has('node.kubernetes.io/not-ready')) taints.push({ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' });
+  if (node.spec?.unschedulable && !has('node.kubernetes.io/unschedulable')) taints.push({ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' });
+  return taints;
+}
+
+export function tolerates(tolerations: Toleration[] | undefined, taint: Taint): boolean {
+  return (tolerations ?? []).some((t) => {
+    if (t.effect && t.effect !== taint.effect) return false;
+    if (!t.key) return t.operator === 'Exists';
+    if (t.key !== taint.key) return false;
+    return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
+  });
+}
+
+export interface NodeUsage {
+  requested: Requests;
+  pods: bigint;
+}
+
+/** Why a node cannot take a pod, in the words the scheduler reports, or undefined when it fits. */
+export function unfitReasons(pod: Pod, node: Node, usage: NodeUsage, want: Requests): string[] {
+  const reasons: string[] = [];
+  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) {
+    if (node.metadata.labels?.[k] !== v) {
+      reasons.push("node(s) didn't match Pod's node affinity/selector");
+      break;
+    }
+  }
+  for (const taint of effectiveTaints(node)) {
+    if (taint.effect === 'PreferNoSchedule') continue;
+    if (!tolerates(pod.spec.tolerations, taint)) {
+      reasons.push(`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`);
+      break;
+    }
+  }
+  const alloc = allocatableOf(node);
+  if (usage.pods + 1n > alloc.pods) reasons.push('Too many pods');
+  if (want.cpuMilli > 0n && usage.requested.cpuMilli + want.cpuMilli > alloc.cpuMilli) reasons.push('Insufficient cpu');
+  if (want.memory > 0n && usage.requested.memory + want.memory > alloc.memory) reasons.push('Insufficient memory');
+  return reasons;
+}
+
+/** Lower is better: the mean of used fractions after placing the pod (spreads load, like LeastAllocated). */
+export function score(node: Node, usage: NodeUsage, want: Requests): number {
+  const alloc = allocatableOf(node);
+  const frac = (used: bigint, total: bigint) => (total > 0n ? Number((used * 10000n) / total) / 10000 : 1);
+  return (
+    frac(usage.requested.cpuMilli + want.cpuMilli, alloc.cpuMilli) +
+    frac(usage.requested.memory + want.memory, alloc.memory) +
+    frac(usage.pods + 1n, alloc.pods)
+  ) / 3;
+}
+
+/** `0/2 nodes are available: 2 Insufficient memory.` — counts per reason, sorted, as kube-scheduler words it. */
+export function unschedulableMessage(total: number, reasonsPerNode: string[][]): string {
+  if (total === 0) return 'no nodes available to schedule pods';
+  const counts = new Map<string, number>();
+  for (const reasons of reasonsPerNode) for (const r of reasons) counts.set(r, (counts.get(r) ?? 0) + 1);
+  const parts = [...counts.entries()].map(([r, n]) => `${n} ${r}`).sort();
+  return `0/${total} nodes are available: ${parts.join(', ')}.`;
+}

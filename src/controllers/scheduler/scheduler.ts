@@ -1,0 +1,167 @@
+import type { Logger } from 'pino';
+import { ApiError } from '../../api/errors.js';
+import type { Node, Pod, PodCondition } from '../../api/types.js';
+import { CORE, type Client } from '../../client/client.js';
+import { EventRecorder } from '../../client/events.js';
+import { Informer, keyOf } from '../../client/informer.js';
+import { Controller } from '../runtime/controller.js';
+import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
+
+export interface SchedulerOptions {
+  client: Client;
+  log: Logger;
+  now?: () => number;
+}
+
+const SCHEDULER_NAME = 'default-scheduler';
+
+/**
+ * Binds pods without `spec.nodeName` to a node that fits (nodeSelector, taints, readiness,
+ * resource requests against allocatable minus what is bound there). One worker, so its view of
+ * each node's usage is never raced; pods it has bound but whose update has not come back through
+ * the informer yet are counted as "assumed". Pods that fit nowhere get PodScheduled=False with the
+ * reason, and are retried whenever a node or pod changes.
+ */
+export class Scheduler {
+  readonly pods: Informer<Pod>;
+  readonly nodes: Informer<Node>;
+  private readonly controller: Controller;
+  private readonly unschedulable = new Set<string>();
+  /** pod key → node it was bound to, until the informer shows the binding */
+  private readonly assumed = new Map<string, { node: string; uid: string }>();
+  private readonly events: EventRecorder;
+  private readonly now: () => number;
+
+  constructor(private readonly opts: SchedulerOptions) {
+    this.now = opts.now ?? Date.now;
+    this.pods = new Informer<Pod>({ client: opts.client, resource: CORE.pods, log: opts.log });
+    this.nodes = new Informer<Node>({ client: opts.client, resource: CORE.nodes, log: opts.log });
+    this.events = new EventRecorder({ client: opts.client, component: SCHEDULER_NAME, log: opts.log, now: this.now });
+    this.controller = new Controller({ name: 'scheduler', reconcile: (key) => this.scheduleOne(key), log: opts.log, workers: 1 });
+
+    this.pods.addHandlers({
+      onAdd: (pod) => this.maybeQueue(pod),
+      onUpdate: (pod) => {
+        const a = this.assumed.get(keyOf(pod));
+        if (a && (pod.spec.nodeName || a.uid !== pod.metadata.uid)) this.assumed.delete(keyOf(pod));
+        this.maybeQueue(pod);
+      },
+      onDelete: (pod) => {
+        this.assumed.delete(keyOf(pod));
+        this.unschedulable.delete(keyOf(pod));
+        this.retryUnschedulable();
+      },
+    });
+    const nodeChanged = () => this.retryUnschedulable();
+    this.nodes.addHandlers({ onAdd: nodeChanged, onUpdate: (n, old) => (JSON.stringify(n.spec) !== JSON.stringify(old.spec) || readyOf(n) !== readyOf(old) || JSON.stringify(n.status?.allocatable) !== JSON.stringify(old.status?.allocatable) || JSON.stringify(n.metadata.labels) !== JSON.stringify(old.metadata.labels)) && nodeChanged(), onDelete: nodeChanged });
+  }
+
+  async start(): Promise<void> {
+    await this.nodes.start();
+    await this.pods.start();
+    this.controller.start();
+  }
+
+  async stop(): Promise<void> {
+    this.pods.stop();
+    this.nodes.stop();
+    await this.controller.stop();
+  }
+
+  private maybeQueue(pod: Pod): void {
+    if (needsScheduling(pod)) this.controller.queue.add(keyOf(pod));
+  }
+
+  private retryUnschedulable(): void {
+    for (const key of this.unschedulable) this.controller.queue.add(key);
+  }
+
+  private usageByNode(): Map<string, NodeUsage> {
+    const usage = new Map<string, NodeUsage>();
+    const add = (nodeName: string, pod: Pod) => {
+      const u = usage.get(nodeName) ?? { requested: { cpuMilli: 0n, memory: 0n }, pods: 0n };
+      const r = podRequests(pod);
+      u.requested.cpuMilli += r.cpuMilli;
+      u.requested.memory += r.memory;
+      u.pods += 1n;
+      usage.set(nodeName, u);
+    };
+    for (const pod of this.pods.list()) {
+      const phase = pod.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') continue;
+      const nodeName = pod.spec.nodeName ?? this.assumed.get(keyOf(pod))?.node;
+      if (nodeName) add(nodeName, pod);
+    }
+    return usage;
+  }
+
+  private async scheduleOne(key: string): Promise<void> {
+    const pod = this.pods.get(key);
+    if (!pod || !needsScheduling(pod) || this.assumed.has(key)) {
+      this.unschedulable.delete(key);
+      return;
+    }
+    const nodes = this.nodes.list();
+    const usage = this.usageByNode();
+    const want = podRequests(pod);
+    const rejected: string[][] = [];
+    let best: { node: Node; score: number } | undefined;
+    for (const node of nodes) {
+      const u = usage.get(node.metadata.name!) ?? { requested: { cpuMilli: 0n, memory: 0n }, pods: 0n };
+      const reasons = unfitReasons(pod, node, u, want);
+      if (reasons.length) {
+        rejected.push(reasons);
+        continue;
+      }
+      const s = score(node, u, want);
+      if (!best || s < best.score || (s === best.score && node.metadata.name! < best.node.metadata.name!)) best = { node, score: s };
+    }
+    if (!best) {
+      this.unschedulable.add(key);
+      await this.markUnschedulable(pod, unschedulableMessage(nodes.length, rejected));
+      return;
+    }
+    this.unschedulable.delete(key);
+    const nodeName = best.node.metadata.name!;
+    try {
+      await this.opts.client.create(
+        CORE.pods,
+        { apiVersion: 'v1', kind: 'Binding', metadata: { name: pod.metadata.name, namespace: pod.metadata.namespace, uid: pod.metadata.uid }, target: { apiVersion: 'v1', kind: 'Node', name: nodeName } } as never,
+        { namespace: pod.metadata.namespace, name: pod.metadata.name, subresource: 'binding' },
+      );
+    } catch (e) {
+      // Already bound, or deleted meanwhile: the informer will tell us the outcome.
+      if (e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound')) return;
+      throw e;
+    }
+    this.assumed.set(key, { node: nodeName, uid: pod.metadata.uid ?? '' });
+    void this.events.record({ about: pod, type: 'Normal', reason: 'Scheduled', message: `Successfully assigned ${key} to ${nodeName}` });
+  }
+
+  private async markUnschedulable(pod: Pod, message: string): Promise<void> {
+    const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
+    if (current?.status === 'False' && current.message === message) return;
+    const condition: PodCondition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const fresh = await this.opts.client.get<Pod>(CORE.pods, { namespace: pod.metadata.namespace, name: pod.metadata.name! });
+      if (!needsScheduling(fresh)) return;
+      fresh.status ??= {};
+      fresh.status.conditions = [...(fresh.status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), condition];
+      try {
+        await this.opts.client.update(CORE.pods, fresh, { subresource: 'status' });
+        break;
+      } catch (e) {
+        if (!(e instanceof ApiError && e.reason === 'Conflict')) throw e;
+      }
+    }
+    void this.events.record({ about: pod, type: 'Warning', reason: 'FailedScheduling', message });
+  }
+}
+
+function needsScheduling(pod: Pod): boolean {
+  return !pod.spec.nodeName && !pod.metadata.deletionTimestamp && (pod.spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME;
+}
+
+function readyOf(n: Node): string | undefined {
+  return n.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+}

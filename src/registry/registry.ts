@@ -1,0 +1,542 @@
+import { randomUUID } from 'node:crypto';
+import { errors, ApiError, type FieldError } from '../api/errors.js';
+import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, assertFieldsSupported } from '../api/selectors.js';
+import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
+import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../storage/backend.js';
+import { apiVersionOf, type ResourceInfo } from './resource-info.js';
+import { baseSelectableFields, type KindStrategy } from './strategy.js';
+
+export interface Clock {
+  now(): number;
+}
+
+export interface RegistryOptions {
+  backend: Backend;
+  clock?: Clock;
+}
+
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+  resourceVersion?: string;
+}
+
+export interface WriteOptions {
+  dryRun?: boolean;
+  subresource?: string;
+}
+
+export interface DeleteOptions {
+  dryRun?: boolean;
+  gracePeriodSeconds?: number;
+  preconditions?: { uid?: string; resourceVersion?: string };
+  propagationPolicy?: string;
+}
+
+export interface WatchOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  /** '' or '0': start with synthetic ADDED events for what exists now */
+  resourceVersion?: string;
+  onEvent: (ev: WatchEvent) => void;
+}
+
+/** Called around every write; admission plugs in here (mutating then validating). */
+export type WriteHook = (attrs: {
+  operation: 'CREATE' | 'UPDATE' | 'DELETE';
+  info: ResourceInfo;
+  object: KubeObject;
+  oldObject?: KubeObject;
+  subresource?: string;
+  dryRun: boolean;
+}) => Promise<void> | void;
+
+/**
+ * The generic resource store: turns API semantics (uid, generation, resourceVersion, graceful
+ * deletion, finalizers, selectors, paging, watch) into backend calls. Kind specifics come from
+ * strategies; nothing here knows about Pods or Nodes.
+ */
+export class Registry {
+  private readonly backend: Backend;
+  private readonly clock: Clock;
+  private readonly strategies = new Map<string, KindStrategy>();
+  private readonly hooks: WriteHook[] = [];
+
+  constructor(opts: RegistryOptions) {
+    this.backend = opts.backend;
+    this.clock = opts.clock ?? { now: () => Date.now() };
+  }
+
+  register(strategy: KindStrategy): void {
+    this.strategies.set(resourceId(strategy.info), strategy);
+  }
+
+  addWriteHook(hook: WriteHook): void {
+    this.hooks.push(hook);
+  }
+
+  resources(): ResourceInfo[] {
+    return [...this.strategies.values()].map((s) => s.info);
+  }
+
+  /** find by group + plural (version is not part of storage identity) */
+  lookup(group: string, plural: string): KindStrategy | undefined {
+    return this.strategies.get(`${group}/${plural}`);
+  }
+
+  currentRevision(): number {
+    return this.backend.currentRevision();
+  }
+
+  // ---------- reads ----------
+
+  get(info: ResourceInfo, namespace: string | undefined, name: string): KubeObject {
+    const kv = this.backend.get(keyOf(info, namespace, name));
+    if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
+    return decode(info, kv);
+  }
+
+  list(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): KubeList {
+    const strategy = this.strategyOf(info);
+    const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
+    const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
+    if (fieldSel) assertFieldsSupported(fieldSel, this.supportedFields(strategy), info.kind);
+
+    const prefix = prefixOf(info, namespace);
+    let revision = 0;
+    let startAfter: string | undefined;
+    if (opts.continue) {
+      const token = decodeContinue(opts.continue, prefix);
+      revision = token.rv;
+      startAfter = token.start;
+    } else if (opts.resourceVersion && opts.resourceVersion !== '0') {
+      // An exact list at an older revision; "0" means any recent state is fine.
+      revision = parseRevision(opts.resourceVersion);
+    }
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
+    const items: KubeObject[] = [];
+    let more = false;
+    let remaining = 0;
+    let readAt = revision;
+    let lastRead: string | undefined;
+    // Filtering happens after the read, so keep reading pages until the limit is filled.
+    for (;;) {
+      const page = this.readPage(prefix, { revision: readAt, limit: limit ? limit - items.length : 0, startAfter });
+      readAt = page.revision;
+      for (const kv of page.items) {
+        lastRead = kv.key;
+        const obj = decode(info, kv);
+        if (labelSel && !matchesLabels(labelSel, obj.metadata.labels)) continue;
+        if (fieldSel && !matchesFields(fieldSel, this.fieldsOf(strategy, obj))) continue;
+        items.push(obj);
+      }
+      more = page.more;
+      remaining = page.remaining;
+      const last = page.items[page.items.length - 1];
+      if (!more || !limit || items.length >= limit || !last) break;
+      startAfter = last.key;
+    }
+    const metadata: KubeList['metadata'] = { resourceVersion: String(readAt) };
+    if (more && limit && lastRead) {
+      metadata.continue = encodeContinue({ rv: readAt, start: lastRead });
+      if (!labelSel && !fieldSel) metadata.remainingItemCount = remaining;
+    }
+    return { apiVersion: apiVersionOf(info), kind: info.listKind, metadata, items };
+  }
+
+  private readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined }) {
+    try {
+      return this.backend.list(prefix, { revision: opts.revision || undefined, limit: opts.limit || undefined, startAfter: opts.startAfter });
+    } catch (e) {
+      if (e instanceof StorageError && e.code === 'Compacted') {
+        throw new ApiError('Expired', `The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.`);
+      }
+      throw mapStorageError(e, { resource: prefix });
+    }
+  }
+
+  // ---------- writes ----------
+
+  async create(info: ResourceInfo, namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+    const strategy = this.strategyOf(info);
+    const obj = structuredClone(input);
+    obj.apiVersion = apiVersionOf(info);
+    obj.kind = info.kind;
+    obj.metadata ??= {};
+    if (info.namespaced) {
+      if (obj.metadata.namespace && namespace && obj.metadata.namespace !== namespace) {
+        throw errors.badRequest(`the namespace of the provided object does not match the namespace sent on the request`);
+      }
+      obj.metadata.namespace = namespace ?? obj.metadata.namespace ?? 'default';
+      this.assertNamespaceWritable(obj.metadata.namespace);
+    } else {
+      delete obj.metadata.namespace;
+    }
+    if (!obj.metadata.name && obj.metadata.generateName) {
+      obj.metadata.name = obj.metadata.generateName + randomSuffix();
+    }
+    // Server-owned metadata: whatever the client sent is replaced.
+    obj.metadata.uid = randomUUID();
+    obj.metadata.creationTimestamp = isoSeconds(this.clock.now());
+    obj.metadata.generation = 1;
+    delete obj.metadata.resourceVersion;
+    delete obj.metadata.deletionTimestamp;
+    delete obj.metadata.deletionGracePeriodSeconds;
+    strategy.applyDefaults?.(obj);
+    if (strategy.hasStatus) {
+      const initial = strategy.initialStatus?.(obj);
+      if (initial === undefined) delete obj.status;
+      else obj.status = initial;
+    }
+    for (const hook of this.hooks) await hook({ operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun });
+    this.validate(strategy, obj, strategy.validate(obj));
+    const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
+    if (opts.dryRun) {
+      if (this.backend.get(key)) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
+      return obj;
+    }
+    try {
+      return decode(info, this.backend.create(key, encode(obj)));
+    } catch (e) {
+      throw mapStorageError(e, { resource: info.plural, group: info.group, name: obj.metadata.name });
+    }
+  }
+
+  /**
+   * PUT. With a resourceVersion in the body the write is conditional (stale → 409); without one it
+   * applies to whatever is current, as Kubernetes allows for the kinds Berth serves.
+   */
+  async update(info: ResourceInfo, namespace: string | undefined, name: string, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
+    const strategy = this.strategyOf(info);
+    if (input.metadata?.name && input.metadata.name !== name) {
+      throw errors.badRequest(`the name of the object (${input.metadata.name}) does not match the name on the URL (${name})`);
+    }
+    if (info.namespaced && input.metadata?.namespace && input.metadata.namespace !== namespace) {
+      throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    }
+    const key = keyOf(info, namespace, name);
+    const current = this.backend.get(key);
+    if (!current) throw errors.notFound({ resource: info.plural, group: info.group, name });
+    const old = decode(info, current);
+    const expected = input.metadata?.resourceVersion ? parseRevision(input.metadata.resourceVersion) : current.modRevision;
+    if (expected !== current.modRevision) throw errors.conflict({ resource: info.plural, group: info.group, name });
+
+    const obj = this.mergeForUpdate(strategy, structuredClone(input), old, opts.subresource);
+    for (const hook of this.hooks) {
+      await hook({ operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun });
+    }
+    const fieldErrors = strategy.validate(obj);
+    if (strategy.validateUpdate) fieldErrors.push(...strategy.validateUpdate(obj, old));
+    this.validate(strategy, obj, fieldErrors);
+    if (opts.dryRun) return obj;
+
+    // A terminating object whose last finalizer was just removed is gone now.
+    if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !this.waitsForGrace(strategy, obj)) {
+      try {
+        this.backend.delete(key, current.modRevision);
+      } catch (e) {
+        throw mapStorageError(e, { resource: info.plural, group: info.group, name });
+      }
+      return obj;
+    }
+    if (sameStored(obj, old)) return old; // a no-op write is not a new revision
+    try {
+      return decode(info, this.backend.update(key, encode(obj), current.modRevision));
+    } catch (e) {
+      throw mapStorageError(e, { resource: info.plural, group: info.group, name });
+    }
+  }
+
+  /**
+   * Read-modify-write with retries on conflict: `mutate` gets a fresh copy each attempt. Used by
+   * PATCH and by in-process writers that must not lose concurrent updates.
+   */
+  async modify(
+    info: ResourceInfo,
+    namespace: string | undefined,
+    name: string,
+    mutate: (current: KubeObject) => KubeObject | Promise<KubeObject>,
+    opts: WriteOptions = {},
+  ): Promise<KubeObject> {
+    for (let attempt = 0; ; attempt++) {
+      const current = this.get(info, namespace, name);
+      const next = await mutate(structuredClone(current));
+      next.metadata ??= {};
+      next.metadata.resourceVersion = current.metadata.resourceVersion;
+      try {
+        return await this.update(info, namespace, name, next, opts);
+      } catch (e) {
+        if (attempt < 5 && e instanceof ApiError && e.reason === 'Conflict' && !(e.message.includes('precondition'))) continue;
+        throw e;
+      }
+    }
+  }
+
+  async delete(info: ResourceInfo, namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<{ object: KubeObject; removed: boolean }> {
+    const strategy = this.strategyOf(info);
+    const key = keyOf(info, namespace, name);
+    const current = this.backend.get(key);
+    if (!current) throw errors.notFound({ resource: info.plural, group: info.group, name });
+    const obj = decode(info, current);
+    if (opts.preconditions?.uid && opts.preconditions.uid !== obj.metadata.uid) {
+      throw errors.conflict({ resource: info.plural, group: info.group, name }, `Precondition failed: UID in precondition: ${opts.preconditions.uid}, UID in object meta: ${obj.metadata.uid}`);
+    }
+    if (opts.preconditions?.resourceVersion && parseRevision(opts.preconditions.resourceVersion) !== current.modRevision) {
+      throw errors.conflict({ resource: info.plural, group: info.group, name }, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${current.modRevision}`);
+    }
+    for (const hook of this.hooks) await hook({ operation: 'DELETE', info, object: obj, dryRun: !!opts.dryRun });
+
+    const grace = opts.gracePeriodSeconds ?? strategy.defaultDeleteGraceSeconds?.(obj);
+    const hasFinalizers = !!obj.metadata.finalizers?.length;
+    const graceful = grace !== undefined && grace > 0;
+    if (!hasFinalizers && !graceful) {
+      if (opts.dryRun) return { object: obj, removed: true };
+      try {
+        this.backend.delete(key, current.modRevision);
+      } catch (e) {
+        throw mapStorageError(e, { resource: info.plural, group: info.group, name });
+      }
+      return { object: obj, removed: true };
+    }
+    // Graceful deletion: mark, and let the owner of the object (agent, finalizer holder) finish it.
+    const next = structuredClone(obj);
+    const now = this.clock.now();
+    if (graceful) {
+      const deadline = now + grace * 1000;
+      const existing = next.metadata.deletionTimestamp ? Date.parse(next.metadata.deletionTimestamp) : Infinity;
+      // A second delete may only shorten the grace period.
+      if (deadline < existing) {
+        next.metadata.deletionTimestamp = isoSeconds(deadline);
+        next.metadata.deletionGracePeriodSeconds = grace;
+      }
+    } else if (!next.metadata.deletionTimestamp) {
+      next.metadata.deletionTimestamp = isoSeconds(now);
+      next.metadata.deletionGracePeriodSeconds = 0;
+    } else if ((next.metadata.deletionGracePeriodSeconds ?? 0) > 0 && !hasFinalizers) {
+      next.metadata.deletionGracePeriodSeconds = 0;
+    }
+    if (opts.dryRun || sameStored(next, obj)) return { object: obj, removed: false };
+    try {
+      return { object: decode(info, this.backend.update(key, encode(next), current.modRevision)), removed: false };
+    } catch (e) {
+      throw mapStorageError(e, { resource: info.plural, group: info.group, name });
+    }
+  }
+
+  // ---------- watch ----------
+
+  watch(info: ResourceInfo, namespace: string | undefined, opts: WatchOptions): { close(): void } {
+    const strategy = this.strategyOf(info);
+    const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
+    const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
+    if (fieldSel) assertFieldsSupported(fieldSel, this.supportedFields(strategy), info.kind);
+    const matches = (o: KubeObject) =>
+      (!labelSel || matchesLabels(labelSel, o.metadata.labels)) && (!fieldSel || matchesFields(fieldSel, this.fieldsOf(strategy, o)));
+
+    const prefix = prefixOf(info, namespace);
+    let from: number;
+    if (!opts.resourceVersion || opts.resourceVersion === '0') {
+      // Start with the current state as ADDED events, then follow from that revision.
+      const snapshot = this.list(info, namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
+      for (const item of snapshot.items) opts.onEvent({ type: 'ADDED', object: item });
+      from = parseRevision(snapshot.metadata.resourceVersion ?? '0');
+    } else {
+      from = parseRevision(opts.resourceVersion);
+    }
+    const onStoreEvent = (ev: StoreEvent) => {
+      const obj = decode(info, ev.kv);
+      const prev = ev.prev ? decode(info, ev.prev) : undefined;
+      const now = ev.type !== 'delete' && matches(obj);
+      const before = prev !== undefined && matches(prev);
+      if (ev.type === 'delete') {
+        if (matches(obj)) opts.onEvent({ type: 'DELETED', object: obj });
+      } else if (ev.type === 'create' || !prev) {
+        if (now) opts.onEvent({ type: 'ADDED', object: obj });
+      } else if (now && before) {
+        opts.onEvent({ type: 'MODIFIED', object: obj });
+      } else if (now) {
+        opts.onEvent({ type: 'ADDED', object: obj });
+      } else if (before) {
+        // It stopped matching the selector: to this watcher it is gone.
+        opts.onEvent({ type: 'DELETED', object: obj });
+      }
+    };
+    try {
+      return this.backend.watch(prefix, { fromRevision: from, onEvent: onStoreEvent });
+    } catch (e) {
+      if (e instanceof StorageError && e.code === 'Compacted') {
+        throw errors.gone(`too old resource version: ${from} (${this.backend.compactedRevision()})`);
+      }
+      throw e;
+    }
+  }
+
+  // ---------- helpers ----------
+
+  private strategyOf(info: ResourceInfo): KindStrategy {
+    const s = this.strategies.get(resourceId(info));
+    if (!s) throw errors.notFound({ resource: info.plural, group: info.group });
+    return s;
+  }
+
+  private supportedFields(strategy: KindStrategy): string[] {
+    const sample: KubeObject = { metadata: { name: '', namespace: '' }, spec: {}, status: {} };
+    return Object.keys({ ...baseSelectableFields(sample), ...(strategy.selectableFields?.(sample as never) ?? {}) });
+  }
+
+  private fieldsOf(strategy: KindStrategy, obj: KubeObject): Record<string, string> {
+    return { ...baseSelectableFields(obj), ...(strategy.selectableFields?.(obj) ?? {}) };
+  }
+
+  private validate(strategy: KindStrategy, obj: KubeObject, fieldErrors: FieldError[]): void {
+    if (fieldErrors.length) {
+      throw errors.invalid({ resource: strategy.info.plural, group: strategy.info.group, kind: strategy.info.kind, name: obj.metadata.name }, fieldErrors);
+    }
+  }
+
+  private waitsForGrace(strategy: KindStrategy, obj: KubeObject): boolean {
+    return (obj.metadata.deletionGracePeriodSeconds ?? 0) > 0 && strategy.defaultDeleteGraceSeconds !== undefined;
+  }
+
+  private assertNamespaceWritable(namespace: string): void {
+    const kv = this.backend.get(`/registry/core/namespaces/${namespace}`);
+    if (!kv) throw errors.notFound({ resource: 'namespaces', name: namespace });
+    const ns = JSON.parse(kv.value) as KubeObject;
+    if (ns.metadata.deletionTimestamp) {
+      throw errors.forbidden(`unable to create new content in namespace ${namespace} because it is being terminated`);
+    }
+  }
+
+  /**
+   * Start from the client's object but keep what the client may not change through this path:
+   * identity metadata always; status on the main resource; everything but status on /status.
+   */
+  private mergeForUpdate(strategy: KindStrategy, input: KubeObject, old: KubeObject, subresource?: string): KubeObject {
+    let obj: KubeObject;
+    if (subresource === 'status') {
+      obj = structuredClone(old);
+      obj.status = input.status;
+    } else {
+      obj = input;
+      obj.metadata ??= {};
+      if (strategy.hasStatus) {
+        if (old.status === undefined) delete obj.status;
+        else obj.status = structuredClone(old.status);
+      }
+    }
+    obj.apiVersion = old.apiVersion;
+    obj.kind = old.kind;
+    const m = obj.metadata;
+    m.name = old.metadata.name;
+    if (old.metadata.namespace !== undefined) m.namespace = old.metadata.namespace;
+    m.uid = old.metadata.uid;
+    m.creationTimestamp = old.metadata.creationTimestamp;
+    delete m.resourceVersion;
+    // deletionTimestamp is set only through DELETE, never by a write.
+    if (old.metadata.deletionTimestamp) {
+      m.deletionTimestamp = old.metadata.deletionTimestamp;
+      m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
+    } else {
+      delete m.deletionTimestamp;
+      delete m.deletionGracePeriodSeconds;
+    }
+    strategy.applyDefaults?.(obj);
+    const specChanged = JSON.stringify(stripForGeneration(obj)) !== JSON.stringify(stripForGeneration(old));
+    m.generation = (old.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    return obj;
+  }
+}
+
+// ---------- keys and encoding ----------
+
+function resourceId(info: Pick<ResourceInfo, 'group' | 'plural'>): string {
+  return `${info.group}/${info.plural}`;
+}
+
+export function prefixOf(info: ResourceInfo, namespace: string | undefined): string {
+  const base = `/registry/${info.group || 'core'}/${info.plural}/`;
+  return info.namespaced && namespace ? `${base}${namespace}/` : base;
+}
+
+export function keyOf(info: ResourceInfo, namespace: string | undefined, name: string): string {
+  return info.namespaced ? `/registry/${info.group || 'core'}/${info.plural}/${namespace ?? 'default'}/${name}` : `/registry/${info.group || 'core'}/${info.plural}/${name}`;
+}
+
+function encode(obj: KubeObject): string {
+  const copy = { ...obj, metadata: { ...obj.metadata } };
+  delete copy.metadata.resourceVersion;
+  return JSON.stringify(copy);
+}
+
+function decode(info: ResourceInfo, kv: KeyValue): KubeObject {
+  const obj = JSON.parse(kv.value) as KubeObject;
+  obj.metadata.resourceVersion = String(kv.modRevision);
+  obj.apiVersion ??= apiVersionOf(info);
+  return obj;
+}
+
+function sameStored(a: KubeObject, b: KubeObject): boolean {
+  return encode(a) === encode(b);
+}
+
+/** generation counts changes to anything but metadata and status */
+function stripForGeneration(obj: KubeObject): unknown {
+  const { metadata: _m, status: _s, ...rest } = obj;
+  return rest;
+}
+
+function parseRevision(rv: string): number {
+  const n = Number(rv);
+  if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid resourceVersion "${rv}"`);
+  return n;
+}
+
+function encodeContinue(token: { rv: number; start: string }): string {
+  return Buffer.from(JSON.stringify({ v: 1, ...token })).toString('base64url');
+}
+
+function decodeContinue(s: string, prefix: string): { rv: number; start: string } {
+  try {
+    const t = JSON.parse(Buffer.from(s, 'base64url').toString('utf8')) as { v: number; rv: number; start: string };
+    if (t.v !== 1 || !Number.isSafeInteger(t.rv) || typeof t.start !== 'string' || !t.start.startsWith(prefix)) throw new Error('bad');
+    return { rv: t.rv, start: t.start };
+  } catch {
+    throw errors.badRequest('continue key is not valid');
+  }
+}
+
+function isoSeconds(ms: number): string {
+  return new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+function randomSuffix(): string {
+  const alphabet = 'bcdfghjklmnpqrstvwxz2456789';
+  let s = '';
+  for (let i = 0; i < 5; i++) s += alphabet[Math.floor(Math.random() * alphabet.length)];
+  return s;
+}
+
+function mapStorageError(e: unknown, t: { resource: string; group?: string; name?: string }): ApiError {
+  if (e instanceof ApiError) return e;
+  if (e instanceof StorageError) {
+    switch (e.code) {
+      case 'AlreadyExists':
+        return errors.alreadyExists(t);
+      case 'NotFound':
+        return errors.notFound(t);
+      case 'Conflict':
+        return errors.conflict(t);
+      case 'TooLarge':
+        return new ApiError('RequestEntityTooLarge', `${t.resource} "${t.name ?? ''}": the object is too large to store (limit 1.5 MiB)`);
+      case 'Compacted':
+        return errors.gone(e.message);
+      default:
+        return errors.internal(`storage failure: ${e.message}`);
+    }
+  }
+  return errors.internal(e instanceof Error ? e.message : String(e));
+}
+
+export { isoSeconds };

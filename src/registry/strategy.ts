@@ -1,0 +1,32 @@
+import type { FieldError } from '../api/errors.js';
+import type { KubeObject } from '../api/types.js';
+import type { ResourceInfo } from './resource-info.js';
+
+/**
+ * Per-kind behaviour the generic registry consults: defaults, validation, which fields field
+ * selectors may use, and how spec and status are split between the main resource and `/status`.
+ */
+export interface KindStrategy<T extends KubeObject = KubeObject> {
+  info: ResourceInfo;
+  /** fill defaults in place (runs on create and update, after decoding) */
+  applyDefaults?(obj: T): void;
+  validate(obj: T): FieldError[];
+  validateUpdate?(obj: T, old: T): FieldError[];
+  /** field-selector values for this object; metadata.name and metadata.namespace are always supported */
+  selectableFields?(obj: T): Record<string, string>;
+  /**
+   * True when the kind has a status subresource: writes to the main resource keep the stored
+   * status, writes to /status keep everything but status (and metadata labels/annotations).
+   */
+  hasStatus: boolean;
+  /** initial status set on create (e.g. a Pod starts Pending) */
+  initialStatus?(obj: T): unknown;
+  /** the grace period a delete without options uses; undefined → removed at once */
+  defaultDeleteGraceSeconds?(obj: T): number | undefined;
+}
+
+export function baseSelectableFields(obj: KubeObject): Record<string, string> {
+  const f: Record<string, string> = { 'metadata.name': obj.metadata.name ?? '' };
+  if (obj.metadata.namespace !== undefined) f['metadata.namespace'] = obj.metadata.namespace;
+  return f;
+}

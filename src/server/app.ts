@@ -1,0 +1,175 @@
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import { ApiError, errors } from '../api/errors.js';
+import { MAX_BODY_BYTES } from '../api/body.js';
+import type { KubeObject } from '../api/types.js';
+import { authorize } from '../auth/authz.js';
+import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
+import type { Registry } from '../registry/registry.js';
+import { registerApplyEndpoint } from './apply-endpoint.js';
+import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
+import { resolveResourcePath } from './request-path.js';
+import { handleResourceRequest } from './resource-handlers.js';
+import { serveWatch } from './watch-stream.js';
+
+export interface AppOptions {
+  registry: Registry;
+  auth: TokenAuthenticator;
+  /** PEM served at /cacerts so joining agents can pin it against their token's hash */
+  caCert: string;
+  /** fastify/pino logger instance or options; false disables logging */
+  logger?: unknown;
+  /** what clients should call us (discovery's serverAddressByClientCIDRs) */
+  advertiseAddress?: string;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    identity?: Identity;
+    rawBody?: Buffer;
+  }
+}
+
+/** Paths any caller may use: fetching the CA (pinned by the join token) and joining (has its own secret). */
+const PUBLIC_PATHS = new Set(['/cacerts', '/berth/v1/join']);
+
+/**
+ * Build the API server. It never listens: the caller decides (HTTPS in production, `inject()` in tests).
+ * Closing the app ends open watch streams.
+ */
+export function buildApp(opts: AppOptions): FastifyInstance {
+  const app = Fastify({
+    logger: (opts.logger ?? false) as never,
+    bodyLimit: MAX_BODY_BYTES,
+    disableRequestLogging: true,
+    // kubectl sends `?` queries with repeated keys rarely; plain parsing is enough.
+    routerOptions: { maxParamLength: 1024 },
+    return503OnClosing: false,
+  });
+  const openWatches = new Set<() => void>();
+  app.addHook('onClose', async () => {
+    for (const end of [...openWatches]) end();
+  });
+
+  // Keep every body as raw bytes: decoding (UTF-8, JSON/YAML, depth, aliases) happens in one place, body.ts.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler((err, req, reply) => {
+    const apiErr = toApiError(err);
+    if (apiErr.code >= 500) req.log.error({ err, url: req.url, method: req.method }, 'request failed');
+    void reply.code(apiErr.code).type('application/json').send(apiErr.toStatus());
+  });
+  app.setNotFoundHandler((req, reply) => {
+    // Kubernetes answers unknown paths with this exact 404 Status.
+    const e = new ApiError('NotFound', 'the server could not find the requested resource', { causes: [{ reason: 'UnexpectedServerResponse', message: '404 page not found' }] });
+    req.log.debug({ url: req.url }, 'no route');
+    void reply.code(404).type('application/json').send(e.toStatus());
+  });
+
+  app.addHook('onRequest', async (req) => {
+    const path = req.url.split('?')[0] ?? '';
+    if (PUBLIC_PATHS.has(path)) return;
+    const identity = opts.auth.authenticate(req.headers.authorization);
+    if (!identity) throw errors.unauthorized();
+    req.identity = identity;
+  });
+
+  app.get('/cacerts', async (_req, reply) => reply.type('text/plain').send(opts.caCert));
+  app.post('/berth/v1/join', async (req) => {
+    const body = parseJoinBody(req.body as Buffer | undefined);
+    return { token: opts.auth.join(req.headers.authorization, body.nodeName) };
+  });
+  for (const p of ['/healthz', '/livez', '/readyz']) app.get(p, async (_req, reply) => reply.type('text/plain').send('ok'));
+
+  registerDiscoveryRoutes(app, { registry: opts.registry, advertiseAddress: opts.advertiseAddress ?? '127.0.0.1:6443' });
+  registerApplyEndpoint(app, { registry: opts.registry });
+
+  const handler = (group: string, version: string, rest: string) => async (req: FastifyRequest, reply: FastifyReply) => {
+    const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
+    const query = flatQuery(req.query);
+    const verb = verbOf(req.method, target.name, query);
+    if (!authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name })) {
+      throw errors.forbidden(`${req.identity!.user} cannot ${verb} resource "${target.info.plural}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`);
+    }
+    const table = wantsTable(req.headers.accept);
+    if (verb === 'watch') {
+      reply.hijack();
+      serveWatch(reply.raw, {
+        registry: opts.registry,
+        target,
+        query,
+        open: openWatches,
+        render: table ? tableRowRenderer(target.info, query) : undefined,
+      });
+      return;
+    }
+    const result = await handleResourceRequest(opts.registry, {
+      method: req.method,
+      target,
+      query,
+      contentType: req.headers['content-type'],
+      body: req.body as Buffer | undefined,
+    });
+    let body = result.body;
+    if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query);
+    return reply.code(result.code).type('application/json').send(body);
+  };
+
+  app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
+  app.all('/apis/:group/:version/*', async (req, reply) => {
+    const p = req.params as { group: string; version: string; '*': string };
+    return handler(p.group, p.version, p['*'])(req, reply);
+  });
+  return app;
+}
+
+function verbOf(method: string, name: string | undefined, query: Record<string, string | undefined>): string {
+  const watch = query.watch === 'true' || query.watch === '1';
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+      return watch ? 'watch' : name === undefined ? 'list' : 'get';
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return name === undefined ? 'deletecollection' : 'delete';
+    default:
+      return method.toLowerCase();
+  }
+}
+
+function flatQuery(q: unknown): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries((q ?? {}) as Record<string, unknown>)) {
+    out[k] = Array.isArray(v) ? String(v[v.length - 1]) : v === undefined ? undefined : String(v);
+  }
+  return out;
+}
+
+function parseJoinBody(body: Buffer | undefined): { nodeName: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body?.toString('utf8') ?? '');
+  } catch {
+    throw errors.badRequest('join body must be JSON: {"nodeName": "..."}');
+  }
+  const nodeName = (parsed as { nodeName?: unknown })?.nodeName;
+  if (typeof nodeName !== 'string' || !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
+    throw errors.badRequest('nodeName must be a lowercase RFC 1123 subdomain');
+  }
+  return { nodeName };
+}
+
+/** Map anything thrown to an ApiError once, here. */
+function toApiError(err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { statusCode?: number; code?: string; message?: string };
+  if (e.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || e.statusCode === 413) return errors.tooLarge(`the request body exceeds the limit of ${MAX_BODY_BYTES} bytes`);
+  if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e.statusCode === 415) return errors.unsupportedMediaType(e.message ?? 'unsupported media type');
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return errors.badRequest(e.message ?? 'bad request');
+  return errors.internal(e.message ?? String(err));
+}

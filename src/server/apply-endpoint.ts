@@ -1,0 +1,81 @@
+import type { FastifyInstance } from 'fastify';
+import { ApiError, errors } from '../api/errors.js';
+import { assertObject, decodeDocuments } from '../api/body.js';
+import type { KubeObject } from '../api/types.js';
+import { authorize } from '../auth/authz.js';
+import type { Registry } from '../registry/registry.js';
+import type { ResourceInfo } from '../registry/resource-info.js';
+
+export interface ApplyItemResult {
+  apiVersion?: string;
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  /** what happened to this document */
+  result: 'created' | 'configured' | 'unchanged' | 'failed';
+  /** for failures: the Status the API would have answered */
+  error?: ReturnType<ApiError['toStatus']>;
+}
+
+/**
+ * `POST /berth/v1/apply` — for curl users: a multi-document YAML (or JSON) body, each document
+ * created or, when it exists, updated to the manifest (server-owned metadata and status kept).
+ * Every document is tried; the answer lists one result per document, 200 when all succeeded,
+ * 422 when any failed. `?dryRun=All` validates without storing.
+ */
+export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Registry }): void {
+  app.post('/berth/v1/apply', async (req, reply) => {
+    const body = req.body as Buffer | undefined;
+    if (!body || body.length === 0) throw errors.badRequest('the request body is empty');
+    const docs = decodeDocuments(body, req.headers['content-type'] ?? 'application/yaml');
+    const dryRun = (req.query as Record<string, string>).dryRun === 'All';
+    const items: ApplyItemResult[] = [];
+    for (const [index, doc] of docs.entries()) {
+      const item: ApplyItemResult = { result: 'failed' };
+      try {
+        assertObject(doc, index);
+        const obj = doc as KubeObject;
+        item.apiVersion = obj.apiVersion;
+        item.kind = obj.kind;
+        item.name = obj.metadata?.name;
+        const info = resourceForKind(opts.registry, obj.apiVersion ?? '', obj.kind ?? '');
+        const namespace = info.namespaced ? obj.metadata?.namespace ?? 'default' : undefined;
+        if (namespace) item.namespace = namespace;
+        const verb = exists(opts.registry, info, namespace, obj.metadata?.name) ? 'update' : 'create';
+        if (!authorize(req.identity!, { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name })) {
+          throw errors.forbidden(`${req.identity!.user} cannot ${verb} ${info.plural}`);
+        }
+        if (verb === 'create') {
+          await opts.registry.create(info, namespace, obj, { dryRun });
+          item.result = 'created';
+        } else {
+          const before = opts.registry.get(info, namespace, obj.metadata!.name!);
+          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun });
+          item.result = after.metadata.resourceVersion === before.metadata.resourceVersion ? 'unchanged' : 'configured';
+        }
+      } catch (e) {
+        item.error = (e instanceof ApiError ? e : errors.internal(String(e))).toStatus();
+      }
+      items.push(item);
+    }
+    const failed = items.some((i) => i.result === 'failed');
+    return reply.code(failed ? 422 : 200).send({ apiVersion: 'berth.dev/v1', kind: 'ApplyResult', items });
+  });
+}
+
+function resourceForKind(registry: Registry, apiVersion: string, kind: string): ResourceInfo {
+  const [group, version] = apiVersion.includes('/') ? apiVersion.split('/', 2) : ['', apiVersion];
+  const info = registry.resources().find((r) => r.group === group && r.version === version && r.kind === kind);
+  if (!info) throw errors.badRequest(`no kind "${kind}" is registered for version "${apiVersion}"`);
+  return info;
+}
+
+function exists(registry: Registry, info: ResourceInfo, namespace: string | undefined, name: string | undefined): boolean {
+  if (!name) return false;
+  try {
+    registry.get(info, namespace, name);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,89 @@
+import type { FastifyInstance } from 'fastify';
+import { errors } from '../api/errors.js';
+import type { KubeList, KubeObject } from '../api/types.js';
+import type { Registry } from '../registry/registry.js';
+import type { ResourceInfo } from '../registry/resource-info.js';
+import {
+  aggregatedDiscovery,
+  apiGroup,
+  apiGroupList,
+  coreApiVersions,
+  coreResourceList,
+  discoveryContentType,
+  groupResourceList,
+  negotiateDiscoveryFormat,
+  servesGroupVersion,
+  versionInfo,
+} from './discovery.js';
+import { openapiV3Group, openapiV3Root } from './openapi.js';
+import { toTable } from './tables.js';
+
+/**
+ * The read-only surface kubectl needs before it does anything: /version, discovery (plain and
+ * aggregated) and OpenAPI v3. All of it is computed from the registered resources on each call,
+ * so kinds added later (CRDs) appear without a restart.
+ */
+export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: Registry; advertiseAddress: string }): void {
+  const resources = () => opts.registry.resources();
+
+  app.get('/version', async () => versionInfo());
+
+  app.get('/api', async (req, reply) => {
+    const format = negotiateDiscoveryFormat(req.headers.accept);
+    reply.header('vary', 'Accept').type(discoveryContentType(format));
+    return format === 'legacy' ? coreApiVersions(opts.advertiseAddress) : aggregatedDiscovery(resources(), 'api', { version: format });
+  });
+  app.get('/api/v1', async () => coreResourceList(resources()));
+
+  app.get('/apis', async (req, reply) => {
+    const format = negotiateDiscoveryFormat(req.headers.accept);
+    reply.header('vary', 'Accept').type(discoveryContentType(format));
+    return format === 'legacy' ? apiGroupList(resources()) : aggregatedDiscovery(resources(), 'apis', { version: format });
+  });
+  app.get('/apis/:group', async (req) => {
+    const { group } = req.params as { group: string };
+    const g = apiGroup(group, resources());
+    if (!g) throw errors.notFound({ resource: 'apigroups', name: group });
+    return g;
+  });
+  app.get('/apis/:group/:version', async (req) => {
+    const { group, version } = req.params as { group: string; version: string };
+    if (!servesGroupVersion(group, version, resources())) throw errors.notFound({ resource: 'apiversions', name: `${group}/${version}` });
+    return groupResourceList(group, version, resources());
+  });
+
+  app.get('/openapi/v3', async () => openapiV3Root(resources()));
+  app.get('/openapi/v3/*', async (req) => {
+    const path = (req.params as { '*': string })['*'];
+    const doc = openapiV3Group(path, resources());
+    if (!doc) throw errors.notFound({ resource: 'openapi', name: path });
+    return doc;
+  });
+  // kubectl asks for v2 only as protobuf and only when v3 is missing; we serve v3.
+  app.get('/openapi/v2', async () => {
+    throw errors.notFound({ resource: 'openapi', name: 'v2' });
+  });
+}
+
+/** kubectl get asks for `application/json;as=Table;v=v1;g=meta.k8s.io` (v1beta1 too, on older clients). */
+export function wantsTable(accept: string | undefined): boolean {
+  return !!accept && /as=Table/.test(accept) && /g=meta\.k8s\.io/.test(accept);
+}
+
+function includeObjectOf(query: Record<string, string | undefined>): 'None' | 'Metadata' | 'Object' {
+  const v = query.includeObject;
+  return v === 'None' || v === 'Object' ? v : 'Metadata';
+}
+
+/** A list or single object as a Table. */
+export function renderTable(info: ResourceInfo, body: KubeObject | KubeList, query: Record<string, string | undefined>): unknown {
+  const isList = Array.isArray((body as KubeList).items);
+  const objects = isList ? (body as KubeList).items : [body as KubeObject];
+  const meta = isList ? (body as KubeList).metadata : { resourceVersion: (body as KubeObject).metadata.resourceVersion };
+  return toTable({ info, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue });
+}
+
+/** For `kubectl get -w`: each watch event carries a one-row Table. */
+export function tableRowRenderer(info: ResourceInfo, query: Record<string, string | undefined>): (obj: KubeObject) => unknown {
+  return (obj) => toTable({ info, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion });
+}

@@ -1,0 +1,210 @@
+import { errors } from '../api/errors.js';
+import { assertObject, decodeBody } from '../api/body.js';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
+import type { KubeObject, Pod } from '../api/types.js';
+import type { DeleteOptions, Registry } from '../registry/registry.js';
+import { isoSeconds } from '../registry/registry.js';
+import type { ResourceTarget } from './request-path.js';
+
+/** The decoded pieces of one API request that the handlers need (kept free of fastify types). */
+export interface ApiRequest {
+  method: string;
+  target: ResourceTarget;
+  query: Record<string, string | undefined>;
+  contentType: string | undefined;
+  body: Buffer | undefined;
+}
+
+export interface HandlerResult {
+  code: number;
+  body: unknown;
+}
+
+/**
+ * Non-watch verbs on a resolved resource: get, list, create, update, patch, delete and the
+ * subresources every kind shares (status) or Pods add (binding). Watch streams live elsewhere.
+ */
+export async function handleResourceRequest(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
+  const { target, query } = req;
+  const { info, namespace, name, subresource } = target;
+  const dryRun = query.dryRun === 'All';
+
+  if (subresource && !info.subresources.includes(subresource) && !(info.kind === 'Pod' && subresource === 'binding')) {
+    throw errors.notFound({ resource: `${info.plural}/${subresource}`, name: name ?? '' });
+  }
+
+  switch (req.method) {
+    case 'GET': {
+      if (name === undefined) {
+        return {
+          code: 200,
+          body: registry.list(info, namespace, {
+            labelSelector: query.labelSelector,
+            fieldSelector: query.fieldSelector,
+            limit: query.limit ? parseLimit(query.limit) : undefined,
+            continue: query.continue,
+            resourceVersion: query.resourceVersion,
+          }),
+        };
+      }
+      return { code: 200, body: registry.get(info, namespace, name) };
+    }
+    case 'POST': {
+      if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
+      if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
+      const obj = decodeObject(req);
+      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun }) };
+    }
+    case 'PUT': {
+      if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
+      const obj = decodeObject(req);
+      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource }) };
+    }
+    case 'PATCH': {
+      if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
+      return patchObject(registry, req, name, dryRun);
+    }
+    case 'DELETE': {
+      if (name === undefined) return deleteCollection(registry, req);
+      const opts = deleteOptions(req);
+      const { object } = await registry.delete(info, namespace, name, opts);
+      return { code: 200, body: object };
+    }
+    default:
+      throw errors.methodNotAllowed(`${req.method} is not supported`);
+  }
+}
+
+function decodeObject(req: ApiRequest): KubeObject {
+  if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
+  const doc = decodeBody(req.body, req.contentType);
+  assertObject(doc);
+  const obj = doc as KubeObject;
+  const { info } = req.target;
+  if (obj.kind !== undefined && obj.kind !== info.kind && !(req.target.subresource && obj.kind)) {
+    throw errors.badRequest(`the kind of the provided object (${String(obj.kind)}) does not match the resource (${info.kind})`);
+  }
+  if (typeof obj.metadata !== 'object' || obj.metadata === null) obj.metadata = {};
+  return obj;
+}
+
+async function patchObject(registry: Registry, req: ApiRequest, name: string, dryRun: boolean): Promise<HandlerResult> {
+  const { info, namespace, subresource } = req.target;
+  if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
+  const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const patch = decodeBody(req.body, type);
+  const opts = { dryRun, subresource };
+
+  if (type === 'application/apply-patch+yaml') {
+    // Server-side apply, first cut: create when absent, otherwise merge the applied configuration
+    // strategically. Field ownership (managedFields, conflicts) arrives with the declarative-API issue.
+    assertObject(patch);
+    const applied = patch as KubeObject;
+    try {
+      registry.get(info, namespace, name);
+    } catch (e) {
+      if ((e as { reason?: string }).reason === 'NotFound') {
+        applied.metadata = { ...(applied.metadata ?? {}), name };
+        return { code: 201, body: await registry.create(info, namespace, applied, { dryRun }) };
+      }
+      throw e;
+    }
+    const schema = builtinPatchSchema(info.kind);
+    return { code: 200, body: await registry.modify(info, namespace, name, (cur) => applyStrategicMergePatch(cur, applied, schema) as KubeObject, opts) };
+  }
+
+  let apply: (current: KubeObject) => KubeObject;
+  switch (type) {
+    case 'application/json-patch+json':
+      if (!Array.isArray(patch)) throw errors.badRequest('a JSON patch must be an array of operations');
+      apply = (cur) => applyJsonPatch(cur, patch) as KubeObject;
+      break;
+    case 'application/merge-patch+json':
+      apply = (cur) => applyMergePatch(cur, patch) as KubeObject;
+      break;
+    case 'application/strategic-merge-patch+json': {
+      const schema = builtinPatchSchema(info.kind);
+      apply = (cur) => applyStrategicMergePatch(cur, patch, schema) as KubeObject;
+      break;
+    }
+    default:
+      throw errors.unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
+  }
+  const result = await registry.modify(info, namespace, name, (cur) => {
+    const next = apply(cur);
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) throw errors.badRequest('the patch did not produce an object');
+    return next;
+  }, opts);
+  return { code: 200, body: result };
+}
+
+function deleteOptions(req: ApiRequest): DeleteOptions {
+  const opts: DeleteOptions = { dryRun: req.query.dryRun === 'All' };
+  if (req.body && req.body.length > 0) {
+    const body = decodeBody(req.body, req.contentType) as Record<string, unknown> | null;
+    if (body && typeof body === 'object') {
+      if (typeof body.gracePeriodSeconds === 'number') opts.gracePeriodSeconds = body.gracePeriodSeconds;
+      if (typeof body.propagationPolicy === 'string') opts.propagationPolicy = body.propagationPolicy;
+      if (body.preconditions && typeof body.preconditions === 'object') opts.preconditions = body.preconditions as DeleteOptions['preconditions'];
+      if (Array.isArray(body.dryRun) && body.dryRun.includes('All')) opts.dryRun = true;
+    }
+  }
+  if (req.query.gracePeriodSeconds !== undefined) opts.gracePeriodSeconds = parseNonNegative(req.query.gracePeriodSeconds, 'gracePeriodSeconds');
+  if (req.query.propagationPolicy) opts.propagationPolicy = req.query.propagationPolicy;
+  if (opts.gracePeriodSeconds !== undefined && (!Number.isInteger(opts.gracePeriodSeconds) || opts.gracePeriodSeconds < 0)) {
+    throw errors.badRequest('gracePeriodSeconds must be a non-negative integer');
+  }
+  return opts;
+}
+
+async function deleteCollection(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
+  const { info, namespace } = req.target;
+  const list = registry.list(info, namespace, { labelSelector: req.query.labelSelector, fieldSelector: req.query.fieldSelector });
+  const opts = deleteOptions(req);
+  for (const item of list.items) {
+    try {
+      await registry.delete(info, item.metadata.namespace, item.metadata.name ?? '', opts);
+    } catch (e) {
+      if ((e as { reason?: string }).reason !== 'NotFound') throw e;
+    }
+  }
+  return { code: 200, body: list };
+}
+
+/** pods/binding: the scheduler's way of assigning a node — only once, only to an unbound pod. */
+async function bindPod(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
+  const { info, namespace, name } = req.target;
+  const binding = decodeObject(req) as KubeObject & { target?: { name?: string } };
+  const nodeName = binding.target?.name;
+  if (!nodeName) throw errors.invalid({ resource: 'bindings', kind: 'Binding', name }, [{ field: 'target.name', type: 'FieldValueRequired', message: 'Required value' }]);
+  const pod = (await registry.modify(info, namespace, name!, (cur) => {
+    const p = cur as Pod;
+    if (p.spec.nodeName) throw errors.conflict({ resource: 'pods', name }, `pod ${name} is already assigned to node "${p.spec.nodeName}"`);
+    if (p.metadata.deletionTimestamp) throw errors.conflict({ resource: 'pods', name }, 'pod is being deleted, cannot be assigned to a host');
+    if (binding.metadata.uid && binding.metadata.uid !== p.metadata.uid) throw errors.conflict({ resource: 'pods', name }, 'UID mismatch');
+    p.spec.nodeName = nodeName;
+    return p;
+  })) as Pod;
+  // The PodScheduled condition is status; set it through the status path so both writes are ordinary updates.
+  await registry.modify(info, namespace, name!, (cur) => {
+    const p = cur as Pod;
+    const status = (p.status ??= {});
+    const conditions = (status.conditions ?? []).filter((c) => c.type !== 'PodScheduled');
+    conditions.unshift({ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: isoSeconds(Date.now()) });
+    status.conditions = conditions;
+    return p;
+  }, { subresource: 'status' });
+  return { code: 201, body: { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', code: 201, details: { name: pod.metadata.name, kind: 'pods' } } };
+}
+
+function parseLimit(s: string): number {
+  const n = Number(s);
+  if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid limit "${s}"`);
+  return n;
+}
+
+function parseNonNegative(s: string, field: string): number {
+  const n = Number(s);
+  if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid ${field} "${s}"`);
+  return n;
+}
