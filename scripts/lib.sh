@@ -7,7 +7,12 @@ berth_die() {
   printf '[berth] ERROR: %s\n' "$*" >&2
   exit 1
 }
-berth_have() { command -v "$1" >/dev/null 2>&1; }
+# True when external command $1 is on PATH and executable (bash's `command -v`
+# alone also reports a non-executable file of that name).
+berth_have() {
+  local path
+  path="$(command -v "$1" 2>/dev/null)" && [ -x "$path" ]
+}
 
 # Runs a command as root. Non-interactive runs (CI, no tty) use `sudo -n` so a
 # missing sudo rule fails at once instead of hanging on a password prompt.

@@ -57,7 +57,10 @@ apt_has_candidate() {
 
 packages=()
 # A daemon that already answers (maybe via DOCKER_HOST) needs no local engine.
-if ! docker_answers && ! berth_have dockerd; then packages+=(docker.io); fi
+if ! docker_answers && { ! berth_have dockerd || ! berth_have docker; }; then
+  # Debian's docker.io conflicts with Docker's own packages; stay with those when present.
+  if berth_pkg_installed docker-ce-cli; then packages+=(docker-ce); else packages+=(docker.io); fi
+fi
 berth_is_static_elf /bin/busybox || berth_is_static_elf "$(command -v busybox || echo /nonexistent)" ||
   packages+=(busybox-static)
 berth_have gcc || packages+=(gcc)
@@ -161,9 +164,24 @@ fi
 
 # ---- 5. Build -------------------------------------------------------------
 
-# Always: tsc takes seconds, and a stale dist/ is a worse surprise than the wait.
-berth_log "npm run build"
-npm run --silent build || berth_die "TypeScript build failed (npm run build)"
+# Skipped when no input changed since the last successful build here, which
+# keeps a repeat run near-instant; any newer .ts/.json input rebuilds.
+build_stamp=dist/.berth-setup-build
+build_inputs_changed() {
+  [ -f "$build_stamp" ] || return 0
+  [ -n "$(find src agent test scripts bin tsconfig.json package-lock.json -newer "$build_stamp" \
+    \( -name '*.ts' -o -name '*.json' -o -name '*.js' \) -print -quit 2>/dev/null)" ]
+}
+if build_inputs_changed; then
+  berth_log "npm run build"
+  # Stamped with the time the build started, so edits made during it still count as newer.
+  mkdir -p dist && touch "$build_stamp.next"
+  npm run --silent build || berth_die "TypeScript build failed (npm run build)"
+  mv "$build_stamp.next" "$build_stamp"
+  actions+=("built dist/")
+else
+  berth_log "dist/ is up to date"
+fi
 
 # ---- 6. Images ------------------------------------------------------------
 

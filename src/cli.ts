@@ -25,6 +25,9 @@ Flags:
   --insecure-http         serve plain HTTP (only allowed with a loopback --bind-address)
   --disable-controllers L comma-separated controllers to leave off (${CONTROLLER_NAMES.join(', ')})
   --node-grace-period S   seconds without heartbeat before a node is Ready=Unknown (default 40)
+  --node-monitor-period S how often node heartbeats are checked (default 5)
+  --compact-interval-seconds S   how often old revisions are compacted (default 300)
+  --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -38,6 +41,9 @@ Flags:
   --data-dir DIR          agent state (default: /var/lib/berth/agent as root, else ~/.berth/agent)
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
   --node-ip ADDR          address other hosts reach this node on (default: first non-loopback IPv4)
+  --heartbeat-interval-ms N   node status heartbeat period (default 10000, as the kubelet)
+  --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
+  --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
 
@@ -77,11 +83,20 @@ async function runServer(argv: string[]): Promise<void> {
       'insecure-http': { type: 'boolean' },
       'disable-controllers': { type: 'string' },
       'node-grace-period': { type: 'string' },
+      'node-monitor-period': { type: 'string' },
+      'compact-interval-seconds': { type: 'string' },
+      'compact-keep-revisions': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.server);
+  const num = (s: string | undefined, flag: string) => {
+    if (s === undefined) return undefined;
+    const n = Number(s);
+    if (!Number.isFinite(n) || n < 0) fail(`invalid --${flag} "${s}"`);
+    return n;
+  };
   const log = pino({ name: 'berth-server', level: values['log-level'] ?? 'info' });
   const cp = await startControlPlane({
     dataDir: values['data-dir'] ?? defaultDataDir(),
@@ -89,7 +104,10 @@ async function runServer(argv: string[]): Promise<void> {
     bindAddress: values['bind-address'],
     insecureHttp: values['insecure-http'],
     disabledControllers: values['disable-controllers']?.split(',').map((s) => s.trim()).filter(Boolean),
-    nodeGracePeriodMs: values['node-grace-period'] ? Number(values['node-grace-period']) * 1000 : undefined,
+    nodeGracePeriodMs: mul(num(values['node-grace-period'], 'node-grace-period'), 1000),
+    nodeMonitorPeriodMs: mul(num(values['node-monitor-period'], 'node-monitor-period'), 1000),
+    compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
+    compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     logger: log,
   });
   onShutdown(async () => {
@@ -107,11 +125,21 @@ async function runAgent(argv: string[]): Promise<void> {
       'data-dir': { type: 'string' },
       'docker-socket': { type: 'string' },
       'node-ip': { type: 'string' },
+      'heartbeat-interval-ms': { type: 'string' },
+      'relist-interval-ms': { type: 'string' },
+      'crash-backoff-base-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
+  const ms = (flag: 'heartbeat-interval-ms' | 'relist-interval-ms' | 'crash-backoff-base-ms') => {
+    const s = values[flag];
+    if (s === undefined) return undefined;
+    const n = Number(s);
+    if (!Number.isInteger(n) || n <= 0) fail(`invalid --${flag} "${s}"`);
+    return n;
+  };
   if (!values.server) fail('agent: --server is required (see berth agent --help)');
   const log = pino({ name: 'berth-agent', level: values['log-level'] ?? 'info' });
   // The agent is loaded only here so `berth server` never pays for dockerode.
@@ -123,6 +151,8 @@ async function runAgent(argv: string[]): Promise<void> {
     dataDir: values['data-dir'] ?? path.join(defaultDataDir(), 'agent'),
     dockerSocket: values['docker-socket'],
     nodeIP: values['node-ip'],
+    intervals: { heartbeatMs: ms('heartbeat-interval-ms'), relistMs: ms('relist-interval-ms') },
+    backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,
   });
   onShutdown(async () => {
@@ -172,6 +202,10 @@ async function runUp(argv: string[]): Promise<void> {
     }
     await cp.stop();
   });
+}
+
+function mul(n: number | undefined, by: number): number | undefined {
+  return n === undefined ? undefined : n * by;
 }
 
 function onShutdown(fn: () => Promise<void>): void {

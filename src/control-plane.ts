@@ -32,8 +32,10 @@ export interface ControlPlaneOptions {
   disabledControllers?: string[];
   nodeGracePeriodMs?: number;
   nodeMonitorPeriodMs?: number;
-  /** how often old revisions are compacted */
+  /** how often old revisions are compacted (default 5 min) */
   compactIntervalMs?: number;
+  /** how many recent revisions compaction always keeps (default 1000) */
+  compactKeepRevisions?: number;
 }
 
 export interface RunningControlPlane {
@@ -62,7 +64,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
   const backend = openSqliteBackend({ file: path.join(opts.dataDir, 'state.db'), logger: log.child({ component: 'storage' }) });
-  const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, logger: log.child({ component: 'compactor' }) });
+  const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
   const registry = new Registry({ backend });
   for (const s of CORE_STRATEGIES) registry.register(s);
   registry.addWriteHook(({ operation, info, object }) => {

@@ -136,7 +136,9 @@ export class DockerRuntime implements ContainerRuntime {
       if (statusOf(err) === 404) return undefined;
       throw err;
     }
-    const state = runState(c.State?.Status);
+    let state = runState(c.State?.Status);
+    // A start that failed (bad entrypoint) leaves a "created" container with an error and exit code: it ended.
+    if (state === 'created' && (c.State?.Error || c.State?.ExitCode)) state = 'exited';
     const ips: Record<string, string> = {};
     for (const [net, cfg] of Object.entries(c.NetworkSettings?.Networks ?? {})) {
       if (cfg?.IPAddress) ips[net] = cfg.IPAddress;

@@ -227,8 +227,7 @@ export class Registry {
     for (const hook of this.hooks) {
       await hook({ operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun });
     }
-    const fieldErrors = strategy.validate(obj);
-    if (strategy.validateUpdate) fieldErrors.push(...strategy.validateUpdate(obj, old));
+    const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);
     this.validate(strategy, obj, fieldErrors);
     if (opts.dryRun) return obj;
 

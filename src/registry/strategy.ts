@@ -11,6 +11,7 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   /** fill defaults in place (runs on create and update, after decoding) */
   applyDefaults?(obj: T): void;
   validate(obj: T): FieldError[];
+  /** replaces `validate` on updates, so it must check the whole object as well as the transition */
   validateUpdate?(obj: T, old: T): FieldError[];
   /** field-selector values for this object; metadata.name and metadata.namespace are always supported */
   selectableFields?(obj: T): Record<string, string>;

@@ -779,6 +779,22 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
     },
   ),
 
+  // --- Event ---
+  [`${CORE}.ObjectReference`]: object(
+    {
+      apiVersion: str(),
+      fieldPath: str('Path of the referenced field within the object, e.g. spec.containers{web}.'),
+      kind: str(),
+      name: str(),
+      namespace: str(),
+      resourceVersion: str(),
+      uid: str(),
+    },
+    { mapType: 'atomic', description: 'A reference to an object.' },
+  ),
+  [`${CORE}.EventSource`]: object({ component: str(), host: str() }),
+  [`${CORE}.EventSeries`]: object({ count: int32(), lastObservedTime: named(`${META}.MicroTime`) }),
+
   // --- Namespace ---
   [`${CORE}.NamespaceSpec`]: object({ finalizers: stringList() }),
   [`${CORE}.NamespaceStatus`]: object({
@@ -790,6 +806,56 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
     { required: ['type', 'status'] },
   ),
 };
+
+/** Field descriptions shown by `kubectl explain`, kept apart so the shapes above stay readable. */
+const FIELD_DESCRIPTIONS: Record<string, Record<string, string>> = {
+  [`${CORE}.PodSpec`]: {
+    containers: 'List of containers belonging to the pod. There must be at least one.',
+    initContainers: 'Containers run to completion, in order, before the app containers start.',
+    volumes: 'Volumes that containers of the pod can mount.',
+    tolerations: "The pod's tolerations of node taints.",
+    terminationGracePeriodSeconds: 'Seconds the pod is given to terminate gracefully after a delete request.',
+    activeDeadlineSeconds: 'Seconds the pod may be active on a node before it is failed.',
+    hostname: "The pod's hostname; defaults to the pod name.",
+    schedulerName: 'The scheduler that places this pod.',
+  },
+  [`${CORE}.Container`]: {
+    args: 'Arguments to the entrypoint; the image CMD is used when empty.',
+    command: 'Entrypoint array; the image ENTRYPOINT is used when empty.',
+    env: 'Environment variables to set in the container.',
+    ports: 'Ports exposed by the container (informational).',
+    resources: 'Compute resources required by the container.',
+    volumeMounts: 'Pod volumes to mount into the container filesystem.',
+    workingDir: "The container's working directory.",
+  },
+  [`${CORE}.PodStatus`]: {
+    conditions: 'Current service state of the pod.',
+    containerStatuses: 'Status of each container, as last reported.',
+    podIP: 'IP address allocated to the pod.',
+    hostIP: 'IP address of the host the pod is assigned to.',
+    startTime: 'When the pod was acknowledged by the node.',
+  },
+  [`${CORE}.NodeSpec`]: {
+    unschedulable: 'Whether new pods may be scheduled onto the node (false when cordoned).',
+    taints: 'Taints that repel pods without a matching toleration.',
+    podCIDR: 'The pod IP range assigned to the node.',
+  },
+  [`${CORE}.NodeStatus`]: {
+    addresses: 'Addresses of the node.',
+    allocatable: 'Resources available to pods.',
+    capacity: 'Total resources of the node.',
+    conditions: 'Current observed conditions of the node (Ready, MemoryPressure, ...).',
+    nodeInfo: 'General information about the node.',
+  },
+};
+
+for (const [definition, fields] of Object.entries(FIELD_DESCRIPTIONS)) {
+  const props = (CORE_DEFINITIONS[definition]?.['properties'] ?? {}) as Record<string, JsonSchema>;
+  for (const [field, text] of Object.entries(fields)) {
+    const prop = props[field];
+    if (prop) prop['description'] = text;
+  }
+}
 
 // ---------- registry ----------
 
@@ -864,7 +930,11 @@ registerKindSchema({
   version: 'v1',
   kind: 'Pod',
   schema: object(
-    { ...typeMeta(), spec: named(`${CORE}.PodSpec`), status: named(`${CORE}.PodStatus`) },
+    {
+      ...typeMeta(),
+      spec: named(`${CORE}.PodSpec`, 'Specification of the desired behavior of the pod.'),
+      status: named(`${CORE}.PodStatus`, 'Most recently observed status of the pod. Read-only.'),
+    },
     { description: 'Pod is a collection of containers that can run on a host.' },
   ),
 });
@@ -873,7 +943,11 @@ registerKindSchema({
   version: 'v1',
   kind: 'Node',
   schema: object(
-    { ...typeMeta(), spec: named(`${CORE}.NodeSpec`), status: named(`${CORE}.NodeStatus`) },
+    {
+      ...typeMeta(),
+      spec: named(`${CORE}.NodeSpec`, 'Specification of the node.'),
+      status: named(`${CORE}.NodeStatus`, 'Most recently observed status of the node. Read-only.'),
+    },
     { description: 'Node is a worker machine that runs pods.' },
   ),
 });
@@ -882,8 +956,37 @@ registerKindSchema({
   version: 'v1',
   kind: 'Namespace',
   schema: object(
-    { ...typeMeta(), spec: named(`${CORE}.NamespaceSpec`), status: named(`${CORE}.NamespaceStatus`) },
+    {
+      ...typeMeta(),
+      spec: named(`${CORE}.NamespaceSpec`, 'Spec defines the behavior of the Namespace.'),
+      status: named(`${CORE}.NamespaceStatus`, 'Status describes the current status of a Namespace. Read-only.'),
+    },
     { description: 'Namespace provides a scope for names.' },
+  ),
+});
+registerKindSchema({
+  group: '',
+  version: 'v1',
+  kind: 'Event',
+  schema: object(
+    {
+      ...typeMeta(),
+      action: str(),
+      count: int32(),
+      eventTime: named(`${META}.MicroTime`),
+      firstTimestamp: time(),
+      involvedObject: named(`${CORE}.ObjectReference`, 'The object this event is about.'),
+      lastTimestamp: time(),
+      message: str('A human-readable description of the event.'),
+      reason: str('A short, machine understandable reason for the event.'),
+      related: named(`${CORE}.ObjectReference`),
+      reportingComponent: { type: 'string', default: '' },
+      reportingInstance: { type: 'string', default: '' },
+      series: named(`${CORE}.EventSeries`),
+      source: named(`${CORE}.EventSource`),
+      type: str('Normal or Warning.'),
+    },
+    { required: ['metadata', 'involvedObject'], description: 'Event is a report of an event somewhere in the cluster.' },
   ),
 });
 registerKindSchema({
@@ -965,21 +1068,17 @@ function describeKinds(infos: ResourceInfo[], schemas: SchemaSet): { served: Ser
       'x-kubernetes-group-version-kind': gvk,
     });
     if (!components.has(listDefinitionName)) {
-      components.set(
-        listDefinitionName,
-        object(
-          {
-            apiVersion: str('APIVersion defines the versioned schema of this representation of an object.'),
-            items: listOf(definitionName, { description: `List of ${info.plural}.` }),
-            kind: str('Kind is a string value representing the REST resource this object represents.'),
-            metadata: named(`${META}.ListMeta`, "Standard list metadata."),
-          },
-          { required: ['items'], description: `${listKind} is a list of ${info.kind} objects.` },
-        ),
+      const listSchema = object(
+        {
+          apiVersion: str('APIVersion defines the versioned schema of this representation of an object.'),
+          items: listOf(definitionName, { description: `List of ${info.plural}.` }),
+          kind: str('Kind is a string value representing the REST resource this object represents.'),
+          metadata: named(`${META}.ListMeta`, 'Standard list metadata.'),
+        },
+        { required: ['items'], description: `${listKind} is a list of ${info.kind} objects.` },
       );
-      (components.get(listDefinitionName) as JsonSchema)['x-kubernetes-group-version-kind'] = [
-        { group: info.group, kind: listKind, version: info.version },
-      ];
+      listSchema['x-kubernetes-group-version-kind'] = [{ group: info.group, kind: listKind, version: info.version }];
+      components.set(listDefinitionName, listSchema);
     }
     served.push({
       info,

@@ -50,7 +50,7 @@ export interface TableRow {
 
 export interface Table {
   kind: 'Table';
-  apiVersion: 'meta.k8s.io/v1';
+  apiVersion: 'meta.k8s.io/v1' | 'meta.k8s.io/v1beta1';
   metadata: { resourceVersion?: string; continue?: string; remainingItemCount?: number };
   columnDefinitions: TableColumnDefinition[];
   rows: TableRow[];
@@ -199,6 +199,8 @@ export interface ToTableOptions {
   resourceVersion?: string;
   continue?: string;
   remainingItemCount?: number;
+  /** From wantsTable(); v1beta1 has the same shape and only changes the stamped apiVersion. */
+  tableVersion?: 'v1' | 'v1beta1';
 }
 
 function rowObject(obj: KubeObject, includeObject: IncludeObject): TableRow['object'] {
@@ -225,7 +227,7 @@ export function toTable(options: ToTableOptions): Table {
   if (options.remainingItemCount !== undefined) metadata.remainingItemCount = options.remainingItemCount;
   return {
     kind: 'Table',
-    apiVersion: 'meta.k8s.io/v1',
+    apiVersion: `meta.k8s.io/${options.tableVersion ?? 'v1'}`,
     metadata,
     columnDefinitions: provider.columns.map((c) => ({ ...c })),
     rows,
@@ -579,6 +581,68 @@ const NAMESPACE_PROVIDER: ColumnProvider = {
   },
 };
 
+// ---------- Event ----------
+
+interface EventLike extends KubeObject {
+  involvedObject?: { kind?: string; name?: string; fieldPath?: string };
+  reason?: string;
+  message?: string;
+  type?: string;
+  count?: number;
+  firstTimestamp?: string | null;
+  lastTimestamp?: string | null;
+  eventTime?: string | null;
+  series?: { count?: number; lastObservedTime?: string };
+  source?: { component?: string; host?: string };
+  reportingComponent?: string;
+  reportingInstance?: string;
+}
+
+const EVENT_PROVIDER: ColumnProvider = {
+  columns: [
+    column('Last Seen', 'The time at which the most recent occurrence of this event was recorded.'),
+    column('Type', 'Type of this event (Normal, Warning).'),
+    column('Reason', 'A short, machine understandable string that gives the reason for this event.'),
+    column('Object', 'The object that this event is about.'),
+    column('Subobject', 'The field of the object this event is about, if any.', 1),
+    column('Source', 'The component reporting this event.', 1),
+    column('Message', 'A human-readable description of the status of this operation.'),
+    column('First Seen', 'The time at which the event was first recorded.', 1),
+    column('Count', 'The number of times this event has occurred.', 1),
+    { ...NAME_COLUMN, priority: 1 },
+  ],
+  cells: (obj, { now }) => {
+    const ev = obj as EventLike;
+    const firstSeen = ev.firstTimestamp ? ageSince(ev.firstTimestamp, now) : ageSince(ev.eventTime, now);
+    let lastSeen = ev.lastTimestamp ? ageSince(ev.lastTimestamp, now) : firstSeen;
+    let count = ev.count ?? 0;
+    if (ev.series) {
+      lastSeen = ageSince(ev.series.lastObservedTime, now);
+      count = ev.series.count ?? 0;
+    } else if (count === 0) {
+      // Events from the events.k8s.io API carry no count for a single occurrence.
+      count = 1;
+    }
+    const kind = (ev.involvedObject?.kind ?? '').toLowerCase();
+    const target = ev.involvedObject?.name ? `${kind}/${ev.involvedObject.name}` : kind;
+    const component = ev.source?.component || ev.reportingComponent || '';
+    const host = ev.source?.host || ev.reportingInstance || '';
+    return [
+      lastSeen,
+      ev.type ?? '',
+      ev.reason ?? '',
+      target,
+      ev.involvedObject?.fieldPath ?? '',
+      host ? `${component}, ${host}` : component,
+      (ev.message ?? '').trim(),
+      firstSeen,
+      count,
+      ev.metadata.name ?? '',
+    ];
+  },
+};
+
 registerTableColumns('Pod', POD_PROVIDER);
+registerTableColumns('Event', EVENT_PROVIDER);
 registerTableColumns('Node', NODE_PROVIDER);
 registerTableColumns('Namespace', NAMESPACE_PROVIDER);

@@ -157,7 +157,7 @@ export function validateOwnerReferences(refs: unknown, path: string): FieldError
  */
 export function validateObjectMetaUpdate(newMeta: ObjectMeta, oldMeta: ObjectMeta, path = 'metadata'): FieldError[] {
   const errs: FieldError[] = [];
-  const immutable = (field: keyof ObjectMeta, onlyIfSet: boolean) => {
+  const immutable = (field: 'name' | 'namespace' | 'uid' | 'creationTimestamp', onlyIfSet: boolean) => {
     const next = newMeta[field];
     if (onlyIfSet && (next === undefined || next === '')) return;
     if ((next ?? '') !== (oldMeta[field] ?? '')) errs.push(fieldErrors.invalid(child(path, field), next ?? '', 'field is immutable'));

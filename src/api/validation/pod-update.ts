@@ -101,12 +101,15 @@ function withAllowedChangesReverted(newSpec: Spec, oldSpec: Spec): Spec {
 }
 
 /**
- * Go's zero values and an absent field decode to the same struct, so `""`, `0`, `false`, `null`
- * and `[]` count as "not set" — otherwise a client that omits a defaulted-empty field would be
- * told it changed something.
+ * Go's zero values and an absent field decode to the same struct (and Kubernetes' semantic
+ * equality treats empty and nil maps/lists alike), so `""`, `0`, `false`, `null`, `[]` and `{}`
+ * count as "not set" — otherwise a client that omits a defaulted-empty field (say
+ * `securityContext: {}`) would be told it changed something.
  */
 function isUnset(v: unknown): boolean {
-  return v === undefined || v === null || v === '' || v === 0 || v === false || (Array.isArray(v) && v.length === 0);
+  if (v === undefined || v === null || v === '' || v === 0 || v === false) return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return isRecord(v) && Object.keys(v).length === 0;
 }
 
 function semanticEqual(a: unknown, b: unknown): boolean {
@@ -119,16 +122,23 @@ interface Difference {
   after: unknown;
 }
 
+function isContainer(v: unknown): v is unknown[] | Record<string, unknown> {
+  return Array.isArray(v) || isRecord(v);
+}
+
 function diffPaths(a: unknown, b: unknown, path: string): Difference[] {
   if (isUnset(a) && isUnset(b)) return [];
-  if (Array.isArray(a) && Array.isArray(b)) {
+  // An absent field compares as an empty list/object, so `{x: ""}` still equals "not set".
+  const left = !isContainer(a) && isUnset(a) && isContainer(b) ? (Array.isArray(b) ? [] : {}) : a;
+  const right = !isContainer(b) && isUnset(b) && isContainer(a) ? (Array.isArray(a) ? [] : {}) : b;
+  if (Array.isArray(left) && Array.isArray(right)) {
     const out: Difference[] = [];
-    for (let i = 0; i < Math.max(a.length, b.length); i++) out.push(...diffPaths(a[i], b[i], index(path, i)));
+    for (let i = 0; i < Math.max(left.length, right.length); i++) out.push(...diffPaths(left[i], right[i], index(path, i)));
     return out;
   }
-  if (isRecord(a) && isRecord(b)) {
-    const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
-    return [...keys].flatMap((k) => diffPaths(a[k], b[k], child(path, k)));
+  if (isRecord(left) && isRecord(right)) {
+    const keys = new Set([...Object.keys(left), ...Object.keys(right)]);
+    return [...keys].flatMap((k) => diffPaths(left[k], right[k], child(path, k)));
   }
   return Object.is(a, b) ? [] : [{ path, before: a, after: b }];
 }

@@ -1,0 +1,133 @@
+/**
+ * The node agent's entry point: wires the parts together in start order and owns their lifetime.
+ * join (credentials) → runtime (Docker) → node registration → status manager → pod manager (list/watch,
+ * workers, housekeeping) → heartbeats. stop() undoes it in reverse; containers keep running (a restarted
+ * agent adopts them by their labels).
+ */
+import type { Logger } from 'pino';
+import { isApiError } from '../src/api/errors.js';
+import type { Client } from '../src/client/client.js';
+import { join, type Joined } from './join.js';
+import { NodeStatusReporter } from './node-status.js';
+import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from './options.js';
+import { PodManager } from './pod-manager.js';
+import type { ContainerRuntime } from './runtime/runtime.js';
+import { StatusManager } from './status.js';
+
+export type { AgentOptions } from './options.js';
+
+export interface RunningAgent {
+  readonly nodeName: string;
+  /** the authenticated API client the agent uses */
+  readonly client: Client;
+  readonly runtime: ContainerRuntime;
+  /** Stops watches, timers and workers; leaves containers running. */
+  stop(): Promise<void>;
+  /** Resolves once no pod sync or status write is in flight (tests). */
+  idle(): Promise<void>;
+}
+
+async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime> {
+  if (o.runtime) return o.runtime;
+  // Loaded on demand: dockerode is the agent's biggest import, and tests with a fake runtime skip it.
+  const { DockerRuntime } = await import('./runtime/docker.js');
+  const opts: ConstructorParameters<typeof DockerRuntime>[0] = { socketPath: o.dockerSocket, log: o.log.child({ component: 'runtime' }) };
+  if (o.pauseImage) opts.pauseImage = o.pauseImage;
+  return new DockerRuntime(opts);
+}
+
+function joinOptions(o: ResolvedAgentOptions) {
+  return { server: o.server, nodeName: o.nodeName, tokenFile: o.tokenFile, dataDir: o.dataDir, log: o.log };
+}
+
+function isUnauthorized(err: unknown): boolean {
+  return isApiError(err) && (err.reason === 'Unauthorized' || err.reason === 'Forbidden');
+}
+
+/** Starts a node agent; resolves once the node is registered and the first pod list is being acted on. */
+export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
+  const o = resolveAgentOptions(options);
+  const log: Logger = o.log;
+
+  let joined: Joined | undefined;
+  let client: Client;
+  if (o.client) client = o.client;
+  else {
+    joined = await join(joinOptions(o));
+    client = joined.client;
+  }
+
+  const runtime = await createRuntime(o);
+  try {
+    await runtime.version();
+  } catch (err) {
+    throw new Error(`cannot reach the container runtime at ${o.dockerSocket}: ${(err as Error).message}`, { cause: err });
+  }
+  // Building or pulling the pause image can take a while; the first pod waits for it, registration does not.
+  runtime.ensureInfraImage().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'pause image is not ready yet'));
+
+  const makeReporter = (c: Client) =>
+    new NodeStatusReporter({
+      client: c,
+      runtime,
+      nodeName: o.nodeName,
+      nodeIP: o.nodeIP,
+      hostname: o.hostname,
+      dataDir: o.dataDir,
+      heartbeatMs: o.intervals.heartbeatMs,
+      clock: o.clock,
+      log,
+    });
+  let nodeStatus = makeReporter(client);
+  try {
+    await nodeStatus.register();
+  } catch (err) {
+    // Stored credentials the server no longer accepts (e.g. a reinstalled control plane): join afresh once.
+    if (!(joined?.reused && isUnauthorized(err))) throw err;
+    log.warn('stored node credentials were rejected; joining again');
+    joined.client.close();
+    joined = await join(joinOptions(o), { forceRejoin: true });
+    client = joined.client;
+    nodeStatus = makeReporter(client);
+    await nodeStatus.register();
+  }
+
+  const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs });
+  const pods = new PodManager({
+    client,
+    runtime,
+    status,
+    nodeName: o.nodeName,
+    podNetwork: o.podNetwork,
+    hostIP: o.nodeIP,
+    clock: o.clock,
+    log,
+    backoff: o.backoff,
+    relistMs: o.intervals.relistMs,
+    retryMs: o.intervals.retryMs,
+  });
+  await pods.start();
+  nodeStatus.start();
+  log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork: o.podNetwork }, 'agent started');
+
+  let stopping: Promise<void> | undefined;
+  return {
+    nodeName: o.nodeName,
+    client,
+    runtime,
+    stop: () =>
+      (stopping ??= (async () => {
+        await nodeStatus.stop();
+        await pods.stop();
+        await status.idle();
+        status.stop();
+        if (!o.runtime) runtime.close();
+        joined?.client.close();
+        log.info('agent stopped');
+      })()),
+    idle: async () => {
+      await pods.idle();
+      await status.idle();
+    },
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * Owns the joining protocol: turning a node token into node credentials, and keeping them.
+ *
+ * 1. `<dataDir>/credentials.json` (0600: {server, nodeName, token, ca}) for the same server and node name
+ *    is reused as is.
+ * 2. Otherwise the token file (`berth1::<sha256 hex of the CA PEM>::<secret>`) is read; for https the CA
+ *    is fetched from `<server>/cacerts` without verification — trust comes from its hash matching the token,
+ *    as in k3s — and every later call pins that CA.
+ * 3. `POST <server>/berth/v1/join` with `Authorization: Bearer <secret>` and `{"nodeName"}` returns the
+ *    node's own credential, which is stored in credentials.json before use.
+ * The secret and the credential are never logged.
+ */
+import { createHash } from 'node:crypto';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { HttpClient } from '../src/client/http-client.js';
+
+export interface NodeCredentials {
+  server: string;
+  nodeName: string;
+  token: string;
+  /** CA PEM; absent for plain-http servers */
+  ca?: string;
+}
+
+export interface JoinOptions {
+  server: string;
+  nodeName: string;
+  tokenFile: string | undefined;
+  dataDir: string;
+  log: Logger;
+  /** per-request timeout */
+  timeoutMs?: number;
+}
+
+export const TOKEN_PREFIX = 'berth1';
+
+export interface NodeToken {
+  caHash: string;
+  secret: string;
+}
+
+/** Parses `berth1::<ca sha256 hex>::<secret>`. */
+export function parseNodeToken(text: string): NodeToken {
+  const parts = text.trim().split('::');
+  if (parts.length !== 3 || parts[0] !== TOKEN_PREFIX || !/^[0-9a-f]{64}$/i.test(parts[1] ?? '') || !parts[2]) {
+    throw new Error(`node token is malformed: expected ${TOKEN_PREFIX}::<sha256 of the CA>::<secret>`);
+  }
+  return { caHash: parts[1]!.toLowerCase(), secret: parts[2] };
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+export function credentialsPath(dataDir: string): string {
+  return path.join(dataDir, 'credentials.json');
+}
+
+async function readCredentials(file: string): Promise<NodeCredentials | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw err;
+  }
+  try {
+    const c = JSON.parse(text) as Partial<NodeCredentials>;
+    if (typeof c.server === 'string' && typeof c.nodeName === 'string' && typeof c.token === 'string') return c as NodeCredentials;
+  } catch {
+    // unreadable: join again and overwrite it
+  }
+  return undefined;
+}
+
+/** Written to a temporary file (0600 from the start) and renamed, so a crash never leaves half a secret. */
+async function writeCredentials(file: string, creds: NodeCredentials): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const tmp = `${file}.tmp-${process.pid}`;
+  await writeFile(tmp, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+  await chmod(tmp, 0o600);
+  await rename(tmp, file);
+}
+
+interface PlainResponse {
+  status: number;
+  body: string;
+}
+
+function request(url: URL, opts: { method: string; headers?: Record<string, string>; body?: string; ca?: string; insecure?: boolean; timeoutMs: number }): Promise<PlainResponse> {
+  return new Promise((resolve, reject) => {
+    const secure = url.protocol === 'https:';
+    const headers: Record<string, string> = { accept: 'application/json', ...opts.headers };
+    if (opts.body !== undefined) headers['content-length'] = String(Buffer.byteLength(opts.body));
+    const base = { method: opts.method, hostname: url.hostname, port: url.port, path: url.pathname + url.search, headers };
+    const onResponse = (res: http.IncomingMessage) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    };
+    // No keep-alive agent: these calls happen once, and a private agent keeps the insecure setting contained.
+    const req = secure
+      ? https.request({ ...base, agent: false, ca: opts.ca, rejectUnauthorized: !opts.insecure }, onResponse)
+      : http.request({ ...base, agent: false }, onResponse);
+    req.setTimeout(opts.timeoutMs, () => req.destroy(new Error(`${opts.method} ${url.pathname} timed out`)));
+    req.on('error', reject);
+    if (opts.body !== undefined) req.write(opts.body);
+    req.end();
+  });
+}
+
+function describeFailure(what: string, res: PlainResponse): Error {
+  let message = res.body.slice(0, 200);
+  try {
+    const st = JSON.parse(res.body) as { message?: string };
+    if (st.message) message = st.message;
+  } catch {
+    // not JSON
+  }
+  return new Error(`${what} failed: HTTP ${res.status}: ${message}`);
+}
+
+/** Performs the join exchange (steps 2–3) and returns fresh credentials (not yet stored). */
+export async function requestCredentials(opts: JoinOptions): Promise<NodeCredentials> {
+  if (!opts.tokenFile) throw new Error('agent has no stored credentials and no token file to join with (--token-file)');
+  const token = parseNodeToken(await readFile(opts.tokenFile, 'utf8'));
+  const server = new URL(opts.server);
+  const timeoutMs = opts.timeoutMs ?? 15_000;
+  let ca: string | undefined;
+  if (server.protocol === 'https:') {
+    // The one unverified call: what it returns is trusted only if its hash matches the token.
+    const res = await request(new URL('/cacerts', server), { method: 'GET', insecure: true, timeoutMs });
+    if (res.status !== 200) throw describeFailure('fetching the cluster CA', res);
+    if (sha256Hex(res.body) !== token.caHash) {
+      throw new Error(`CA hash mismatch: the CA served by ${server.origin} does not match the node token`);
+    }
+    ca = res.body;
+  }
+  const res = await request(new URL('/berth/v1/join', server), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token.secret}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ nodeName: opts.nodeName }),
+    ca,
+    timeoutMs,
+  });
+  if (res.status < 200 || res.status >= 300) throw describeFailure('joining the cluster', res);
+  const issued = JSON.parse(res.body) as { token?: unknown };
+  if (typeof issued.token !== 'string' || !issued.token) throw new Error('joining the cluster failed: the server returned no token');
+  const creds: NodeCredentials = { server: opts.server, nodeName: opts.nodeName, token: issued.token };
+  if (ca !== undefined) creds.ca = ca;
+  return creds;
+}
+
+export interface Joined {
+  client: HttpClient;
+  credentials: NodeCredentials;
+  /** true when stored credentials were reused (a caller may re-join if the server rejects them) */
+  reused: boolean;
+}
+
+/** Stored credentials for this server and node, else a fresh join; the result is an authenticated client. */
+export async function join(opts: JoinOptions, { forceRejoin = false } = {}): Promise<Joined> {
+  const file = credentialsPath(opts.dataDir);
+  const log = opts.log.child({ component: 'join' });
+  if (!forceRejoin) {
+    const stored = await readCredentials(file);
+    if (stored && stored.server === opts.server && stored.nodeName === opts.nodeName) {
+      log.info({ server: opts.server }, 'using stored node credentials');
+      return { client: clientFor(stored, opts.timeoutMs), credentials: stored, reused: true };
+    }
+  } else {
+    await rm(file, { force: true });
+  }
+  const credentials = await requestCredentials(opts);
+  await writeCredentials(file, credentials);
+  log.info({ server: opts.server }, 'joined the cluster; node credentials stored');
+  return { client: clientFor(credentials, opts.timeoutMs), credentials, reused: false };
+}
+
+function clientFor(c: NodeCredentials, timeoutMs?: number): HttpClient {
+  const o: ConstructorParameters<typeof HttpClient>[0] = { server: c.server, token: c.token };
+  if (c.ca) o.ca = c.ca;
+  if (timeoutMs !== undefined) o.timeoutMs = timeoutMs;
+  return new HttpClient(o);
+}

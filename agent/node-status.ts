@@ -1,0 +1,223 @@
+/**
+ * Owns this node's Node object: registration (create, or update an existing one) with capacity, system
+ * info, addresses and labels, and the heartbeat that keeps its conditions (Ready above all) fresh every
+ * heartbeatMs with a merge patch of status.conditions (a list, so the whole list is sent each time).
+ */
+import { readFile, statfs } from 'node:fs/promises';
+import os from 'node:os';
+import type { Logger } from 'pino';
+import { isApiError } from '../src/api/errors.js';
+import type { Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../src/api/types.js';
+import { CORE, type Client } from '../src/client/client.js';
+import { kubeTime, type Clock, type TimerHandle } from './clock.js';
+import type { ContainerRuntime } from './runtime/runtime.js';
+
+export const KUBELET_VERSION = 'v1.32.0-berth';
+export const MAX_PODS = 110;
+
+export interface NodeStatusOptions {
+  client: Client;
+  runtime: ContainerRuntime;
+  nodeName: string;
+  nodeIP: string;
+  hostname: string;
+  /** filesystem whose size is reported as ephemeral-storage */
+  dataDir: string;
+  heartbeatMs: number;
+  clock: Clock;
+  log: Logger;
+}
+
+/** Kubernetes spells architectures as Go does. */
+export function kubeArch(nodeArch: string = process.arch): string {
+  const map: Record<string, string> = { x64: 'amd64', arm64: 'arm64', arm: 'arm', ia32: '386', ppc64: 'ppc64le', s390x: 's390x', riscv64: 'riscv64' };
+  return map[nodeArch] ?? nodeArch;
+}
+
+async function readTrimmed(file: string): Promise<string | undefined> {
+  try {
+    return (await readFile(file, 'utf8')).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** PRETTY_NAME from os-release, as the kubelet reports osImage. */
+async function osImage(): Promise<string> {
+  for (const file of ['/etc/os-release', '/usr/lib/os-release']) {
+    const text = await readTrimmed(file);
+    const m = text?.match(/^PRETTY_NAME=(?:"([^"]*)"|(.*))$/m);
+    if (m) return m[1] ?? m[2] ?? '';
+  }
+  // No os-release: ask systeminformation (loaded only here: it costs ≈12 MB RSS once imported).
+  try {
+    const si = (await import('systeminformation')).default;
+    const info = await si.osInfo();
+    return [info.distro, info.release].filter(Boolean).join(' ') || 'Linux';
+  } catch {
+    return 'Linux';
+  }
+}
+
+/**
+ * The node's system info and capacity. Read from the same sources the kubelet uses (uname, os-release,
+ * machine-id, DMI, boot_id, statfs) — cheap file reads, so the agent stays within its memory budget.
+ */
+export async function collectSystemInfo(opts: { dataDir: string; runtimeVersion: string }): Promise<Pick<NodeStatus, 'capacity' | 'allocatable' | 'nodeInfo'>> {
+  const machineID = (await readTrimmed('/etc/machine-id')) ?? (await readTrimmed('/var/lib/dbus/machine-id')) ?? '';
+  const nodeInfo: NodeSystemInfo = {
+    machineID,
+    systemUUID: (await readTrimmed('/sys/class/dmi/id/product_uuid')) ?? (await readTrimmed('/sys/devices/virtual/dmi/id/product_uuid')) ?? machineID,
+    bootID: (await readTrimmed('/proc/sys/kernel/random/boot_id')) ?? '',
+    kernelVersion: os.release(),
+    osImage: await osImage(),
+    containerRuntimeVersion: opts.runtimeVersion,
+    kubeletVersion: KUBELET_VERSION,
+    kubeProxyVersion: '',
+    operatingSystem: 'linux',
+    architecture: kubeArch(),
+  };
+  const capacity: Record<string, string> = {
+    cpu: String(typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length),
+    memory: `${Math.floor(os.totalmem() / 1024)}Ki`,
+    pods: String(MAX_PODS),
+  };
+  try {
+    const fs = await statfs(opts.dataDir);
+    capacity['ephemeral-storage'] = `${Math.floor((fs.blocks * fs.bsize) / 1024)}Ki`;
+  } catch {
+    // optional
+  }
+  return { capacity, allocatable: { ...capacity }, nodeInfo };
+}
+
+export class NodeStatusReporter {
+  private timer: TimerHandle | undefined;
+  private stopped = false;
+  private readonly log: Logger;
+  /** lastTransitionTime per condition type, kept across heartbeats */
+  private readonly transitions = new Map<string, { status: string; at: string }>();
+  private beating: Promise<void> | undefined;
+
+  constructor(private readonly opts: NodeStatusOptions) {
+    this.log = opts.log.child({ component: 'node-status' });
+  }
+
+  private conditions(runtimeUp: boolean, runtimeError?: string): NodeCondition[] {
+    const now = kubeTime(this.opts.clock.now());
+    const make = (type: string, status: 'True' | 'False', reason: string, message: string): NodeCondition => {
+      const prev = this.transitions.get(type);
+      const at = prev && prev.status === status ? prev.at : now;
+      this.transitions.set(type, { status, at });
+      return { type, status, lastHeartbeatTime: now, lastTransitionTime: at, reason, message };
+    };
+    return [
+      make('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
+      make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+      make('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
+      runtimeUp
+        ? make('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status')
+        : make('Ready', 'False', 'KubeletNotReady', `container runtime is down: ${runtimeError ?? 'unreachable'}`),
+    ];
+  }
+
+  private async nodeObject(): Promise<Node> {
+    const runtimeVersion = await this.opts.runtime.version();
+    const sys = await collectSystemInfo({ dataDir: this.opts.dataDir, runtimeVersion });
+    const arch = kubeArch();
+    return {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: {
+        name: this.opts.nodeName,
+        labels: {
+          'kubernetes.io/hostname': this.opts.nodeName,
+          'kubernetes.io/os': 'linux',
+          'kubernetes.io/arch': arch,
+          'beta.kubernetes.io/os': 'linux',
+          'beta.kubernetes.io/arch': arch,
+        },
+      },
+      spec: {},
+      status: {
+        ...sys,
+        conditions: this.conditions(true),
+        addresses: [
+          { type: 'InternalIP', address: this.opts.nodeIP },
+          { type: 'Hostname', address: this.opts.hostname },
+        ],
+      },
+    };
+  }
+
+  /** Creates the Node, or brings an existing one up to date (labels merged; spec — taints, cordon — left alone). */
+  async register(): Promise<void> {
+    const { client, nodeName } = this.opts;
+    const desired = await this.nodeObject();
+    let created: Node | undefined;
+    try {
+      created = await client.create<Node>(CORE.nodes, desired);
+      this.log.info({ nodeIP: this.opts.nodeIP }, 'node registered');
+    } catch (err) {
+      if (!(isApiError(err) && (err.reason === 'AlreadyExists' || err.reason === 'Conflict'))) throw err;
+    }
+    if (!created) {
+      const existing = await client.get<Node>(CORE.nodes, { name: nodeName });
+      const labels = desired.metadata.labels!;
+      const missing = Object.entries(labels).some(([k, v]) => existing.metadata.labels?.[k] !== v);
+      if (missing) await client.patch<Node>(CORE.nodes, { name: nodeName, type: 'merge', patch: { metadata: { labels } } });
+      this.log.info({ nodeIP: this.opts.nodeIP }, 'node already registered; updated it');
+    }
+    // A create may or may not keep status; one merge patch of the status subresource settles it.
+    if (!created?.status?.nodeInfo) {
+      await client.patch<Node>(CORE.nodes, { name: nodeName, type: 'merge', subresource: 'status', patch: { status: desired.status } });
+    }
+  }
+
+  /** One heartbeat: the runtime's health into the Ready condition. Re-registers a node that was deleted. */
+  async heartbeat(): Promise<void> {
+    let runtimeUp = true;
+    let runtimeError: string | undefined;
+    try {
+      await this.opts.runtime.version();
+    } catch (err) {
+      runtimeUp = false;
+      runtimeError = (err as Error).message;
+    }
+    try {
+      await this.opts.client.patch<Node>(CORE.nodes, {
+        name: this.opts.nodeName,
+        type: 'merge',
+        subresource: 'status',
+        patch: { status: { conditions: this.conditions(runtimeUp, runtimeError) } },
+      });
+    } catch (err) {
+      if (isApiError(err) && err.reason === 'NotFound') {
+        this.log.warn('node object is gone; registering again');
+        await this.register();
+        return;
+      }
+      throw err;
+    }
+  }
+
+  /** Starts periodic heartbeats (the first one heartbeatMs from now). */
+  start(): void {
+    const tick = () => {
+      if (this.stopped) return;
+      this.beating = this.heartbeat()
+        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'node heartbeat failed'))
+        .finally(() => {
+          this.beating = undefined;
+          if (!this.stopped) this.timer = this.opts.clock.setTimeout(tick, this.opts.heartbeatMs);
+        });
+    };
+    this.timer = this.opts.clock.setTimeout(tick, this.opts.heartbeatMs);
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
+    await this.beating;
+  }
+}

@@ -1,0 +1,113 @@
+/**
+ * Owns the agent's options: what callers may pass (AgentOptions) and the one place defaults are applied
+ * (resolveAgentOptions). Everything else in the agent reads ResolvedAgentOptions only.
+ */
+import os from 'node:os';
+import pino, { type Logger } from 'pino';
+import type { Client } from '../src/client/client.js';
+import { systemClock, type Clock } from './clock.js';
+import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
+import type { ContainerRuntime } from './runtime/runtime.js';
+
+export interface AgentIntervals {
+  /** node heartbeat (Ready condition) period; Kubernetes: 10 s */
+  heartbeatMs: number;
+  /** safety-net resync of every pod and stray-container sweep (events drive the fast path) */
+  relistMs: number;
+  /** minimum time between two status writes of one pod */
+  statusMinIntervalMs: number;
+  /** delay before retrying a failed pod sync or a broken watch */
+  retryMs: number;
+}
+
+export interface AgentOptions {
+  /** control plane URL, e.g. https://10.0.0.1:6443 (http:// for tests on loopback) */
+  server: string;
+  nodeName: string;
+  /** node-token file (`berth1::<ca sha256>::<secret>`); not needed once credentials.json exists */
+  tokenFile?: string | undefined;
+  /** where credentials.json lives */
+  dataDir: string;
+  /** default /var/run/docker.sock */
+  dockerSocket?: string | undefined;
+  /** InternalIP to report; default the first non-internal IPv4 */
+  nodeIP?: string | undefined;
+  /** Docker network the infra containers join; default 'bridge' */
+  podNetwork?: string | undefined;
+  intervals?: Partial<AgentIntervals>;
+  backoff?: Partial<BackoffSettings>;
+  clock?: Clock;
+  logger?: Logger;
+  /** tests: skip joining and use this client */
+  client?: Client;
+  /** tests: use this runtime instead of Docker */
+  runtime?: ContainerRuntime;
+  /** tests: pause image tag for the Docker runtime */
+  pauseImage?: string;
+}
+
+export interface ResolvedAgentOptions {
+  server: string;
+  nodeName: string;
+  tokenFile: string | undefined;
+  dataDir: string;
+  dockerSocket: string;
+  nodeIP: string;
+  hostname: string;
+  podNetwork: string;
+  intervals: AgentIntervals;
+  backoff: BackoffSettings;
+  clock: Clock;
+  log: Logger;
+  client: Client | undefined;
+  runtime: ContainerRuntime | undefined;
+  pauseImage: string | undefined;
+}
+
+export const DEFAULT_INTERVALS: AgentIntervals = {
+  heartbeatMs: 10_000,
+  relistMs: 10_000,
+  statusMinIntervalMs: 100,
+  retryMs: 1_000,
+};
+
+/** The first non-internal IPv4 address of this host (what a node reports as InternalIP). */
+export function detectNodeIP(): string {
+  for (const addrs of Object.values(os.networkInterfaces())) {
+    for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+// Kubernetes node names are DNS subdomains.
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
+  if (!o.server) throw new Error('agent: server URL is required');
+  if (!o.nodeName || o.nodeName.length > 253 || !NODE_NAME.test(o.nodeName)) {
+    throw new Error(`agent: node name "${o.nodeName}" is not a valid DNS subdomain (lower-case letters, digits, '-', '.')`);
+  }
+  if (!o.dataDir) throw new Error('agent: dataDir is required');
+  const log = o.logger ?? pino({ name: 'berth-agent' });
+  return {
+    server: o.server.replace(/\/+$/, ''),
+    nodeName: o.nodeName,
+    tokenFile: o.tokenFile,
+    dataDir: o.dataDir,
+    dockerSocket: o.dockerSocket ?? '/var/run/docker.sock',
+    nodeIP: o.nodeIP ?? detectNodeIP(),
+    hostname: os.hostname(),
+    podNetwork: o.podNetwork ?? 'bridge',
+    intervals: { ...DEFAULT_INTERVALS, ...definedOnly(o.intervals) },
+    backoff: { ...DEFAULT_BACKOFF, ...definedOnly(o.backoff) },
+    clock: o.clock ?? systemClock,
+    log: log.child({ node: o.nodeName }),
+    client: o.client,
+    runtime: o.runtime,
+    pauseImage: o.pauseImage,
+  };
+}
+
+function definedOnly<T extends object>(o: T | undefined): Partial<T> {
+  return Object.fromEntries(Object.entries(o ?? {}).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

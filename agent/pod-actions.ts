@@ -1,0 +1,246 @@
+/**
+ * Owns the decision of what one sync must do to a pod's containers (the kubelet's computePodActions):
+ * a pure function from the pod spec and the observed containers to a list of kills, removals, an optional
+ * new infra container, and container starts. The pod worker carries the actions out; nothing here does I/O.
+ */
+import type { Container, Pod, PodPhase } from '../src/api/types.js';
+import { containerHash, graceSecondsOf, infraHash } from './container-config.js';
+import { finishedAtMs, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
+import { crashBackoffKey, type Backoff } from './restart-backoff.js';
+import { effectiveRestartPolicy, shouldRestart } from './restart-policy.js';
+
+export interface KillAction {
+  id: string;
+  containerName: string;
+  graceSeconds: number;
+  reason: string;
+  /** remove it once stopped (it has no future use: stray name, duplicate) */
+  remove: boolean;
+}
+
+export interface StartAction {
+  container: Container;
+  type: 'app' | 'init';
+  restartCount: number;
+  /** a container that was created but never started (agent crashed in between): start it as is */
+  existingId?: string;
+  /** set when this start restarts a failed container: the crash backoff is advanced from failedAt */
+  crashKey?: string;
+  failedAt?: number;
+}
+
+export interface PodActions {
+  kill: KillAction[];
+  /** exited containers to remove (older than the previous one of their name, or strays) */
+  remove: string[];
+  /** start a new infra container with this attempt number */
+  createInfra?: { attempt: number };
+  /** the running infra container app containers join (when not creating one) */
+  infraId?: string;
+  /** containers to create and start, in order (init containers: at most one) */
+  start: StartAction[];
+  /** containers held back by crash backoff: name → ms until the restart is allowed */
+  backoff: Map<string, number>;
+  /** the pod is finished: stop its infra container (kept for its record) */
+  stopInfra?: string;
+}
+
+export interface ComputeActionsInput {
+  pod: Pod;
+  containers: PodContainers;
+  /** the network infra containers join (part of the infra hash) */
+  network: string;
+  backoff: Backoff;
+  /** the pod's latest phase; Succeeded/Failed pods never run anything again */
+  phase?: PodPhase | undefined;
+}
+
+/** Grace for the pause container: it exits on SIGTERM at once, the wait is only a safety net. */
+const INFRA_GRACE_SECONDS = 2;
+
+/**
+ * Decides one sync, in kubelet order:
+ * 1. containers under names the spec no longer has, and older duplicates, are killed/removed;
+ * 2. a finished pod (Succeeded/Failed) only has its running parts stopped;
+ * 3. if the infra container is missing, dead or built from a different spec, a new one is planned and
+ *    every running container is killed — except for restartPolicy Never pods that already ran, which
+ *    are not brought back;
+ * 4. init containers run one at a time, each to success, before any app container;
+ * 5. app containers are started when missing, replaced when their spec hash changed, and restarted
+ *    after exiting when the restart policy says so, subject to crash backoff.
+ */
+export function computePodActions(input: ComputeActionsInput): PodActions {
+  const { pod, containers } = input;
+  const actions: PodActions = { kill: [], remove: [], start: [], backoff: new Map() };
+  const grace = graceSecondsOf(pod);
+  const policy = effectiveRestartPolicy(pod.spec.restartPolicy);
+  const initSpecs = pod.spec.initContainers ?? [];
+  const wanted = new Set([...initSpecs, ...pod.spec.containers].map((c) => c.name));
+
+  const killOrRemove = (c: ObservedContainer, reason: string) => {
+    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds: grace, reason, remove: true });
+    else actions.remove.push(c.info.id);
+  };
+  const kill = (c: ObservedContainer, reason: string, graceSeconds = grace) => {
+    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds, reason, remove: false });
+  };
+
+  // Step 1: strays and older infra containers.
+  for (const [name, list] of containers.byName) {
+    if (!wanted.has(name)) for (const c of list) killOrRemove(c, 'container is not in the pod spec');
+  }
+  const latestInfra = containers.infra[0];
+  for (const c of containers.infra.slice(1)) killOrRemove(c, 'older infra container');
+
+  /** Old containers of a name: keep the newest and the one before it (logs --previous), or one fewer when a new one comes. */
+  const collectOld = (list: ObservedContainer[], replacing: boolean) => {
+    for (const c of list.slice(replacing ? 1 : 2)) killOrRemove(c, 'older container of the same name');
+    if (!replacing && list[1]) kill(list[1], 'duplicate container of the same name');
+  };
+  const latestOf = (name: string): ObservedContainer[] => containers.byName.get(name) ?? [];
+
+  // Step 2: a finished pod.
+  if (input.phase === 'Succeeded' || input.phase === 'Failed') {
+    for (const name of wanted) {
+      const list = latestOf(name);
+      if (list[0]) kill(list[0], 'pod is finished');
+      collectOld(list, false);
+    }
+    if (latestInfra && isRunning(latestInfra)) actions.stopInfra = latestInfra.info.id;
+    return finish(actions);
+  }
+
+  // Step 3: the infra container.
+  const infraReady = latestInfra !== undefined && isRunning(latestInfra) && latestInfra.identity.hash === infraHash(pod, input.network);
+  const fresh = !infraReady;
+  if (fresh) {
+    const ranBefore = [...wanted].some((n) => latestOf(n).length > 0);
+    if (latestInfra) kill(latestInfra, 'infra container must change', INFRA_GRACE_SECONDS);
+    for (const name of wanted) {
+      const latest = latestOf(name)[0];
+      if (latest) kill(latest, 'infra container is being replaced');
+    }
+    // A Never pod whose sandbox went away has run its course; its containers get no second life.
+    if (policy === 'Never' && ranBefore) {
+      for (const name of wanted) collectOld(latestOf(name), false);
+      return finish(actions);
+    }
+    actions.createInfra = { attempt: latestInfra ? latestInfra.identity.restartCount + 1 : 0 };
+  } else {
+    actions.infraId = latestInfra.info.id;
+  }
+  const sandboxCreatedAt = fresh ? Infinity : latestInfra!.info.createdAt;
+
+  const restart = (spec: Container, type: 'app' | 'init', list: ObservedContainer[]) => {
+    const latest = list[0];
+    const start: StartAction = { container: spec, type, restartCount: latest ? latest.identity.restartCount + 1 : 0 };
+    if (latest?.info.state === 'created') actions.remove.push(latest.info.id); // never ran; nothing to keep
+    if (latest && latest.info.state === 'exited') {
+      const key = crashBackoffKey(pod.metadata.uid ?? '', spec.name, containerHash(spec));
+      const failedAt = finishedAtMs(latest.info);
+      const wait = input.backoff.remainingMs(key, failedAt);
+      if (wait > 0) {
+        actions.backoff.set(spec.name, wait);
+        collectOld(list, false);
+        return;
+      }
+      start.crashKey = key;
+      start.failedAt = failedAt;
+    }
+    collectOld(list, true);
+    actions.start.push(start);
+  };
+
+  // Step 4: init containers, one at a time; only runs inside the current sandbox count.
+  for (const spec of initSpecs) {
+    const list = latestOf(spec.name);
+    const latest = list[0];
+    const current = latest && latest.info.createdAt >= sandboxCreatedAt ? latest : undefined;
+    if (current?.info.state === 'exited' && current.info.exit?.exitCode === 0) {
+      collectOld(list, false);
+      continue;
+    }
+    if (current && isRunning(current)) {
+      collectOld(list, false);
+      return finish(actions);
+    }
+    if (current?.info.state === 'created') {
+      actions.start.push({ container: spec, type: 'init', restartCount: current.identity.restartCount, existingId: current.info.id });
+      collectOld(list, false);
+      return finish(actions);
+    }
+    if (current && policy === 'Never') {
+      collectOld(list, false);
+      return finish(actions); // failed init under Never: the pod fails
+    }
+    restart(spec, 'init', list);
+    return finish(actions);
+  }
+
+  // Step 5: app containers.
+  for (const spec of pod.spec.containers) {
+    const list = latestOf(spec.name);
+    const latest = list[0];
+    if (!latest) {
+      actions.start.push({ container: spec, type: 'app', restartCount: 0 });
+      continue;
+    }
+    const sameSpec = latest.identity.hash === containerHash(spec);
+    if (fresh) {
+      // Everything restarts in the new sandbox, except what has legitimately finished.
+      if (latest.info.state === 'exited' && latest.info.exit && !shouldRestart(policy, latest.info.exit)) {
+        collectOld(list, false);
+        continue;
+      }
+      restart(spec, 'app', list);
+      continue;
+    }
+    switch (latest.info.state) {
+      case 'created':
+        if (sameSpec) {
+          actions.start.push({ container: spec, type: 'app', restartCount: latest.identity.restartCount, existingId: latest.info.id });
+          collectOld(list, false);
+        } else {
+          actions.remove.push(latest.info.id);
+          collectOld(list, true);
+          actions.start.push({ container: spec, type: 'app', restartCount: latest.identity.restartCount + 1 });
+        }
+        break;
+      case 'running':
+      case 'unknown':
+        if (sameSpec) {
+          collectOld(list, false);
+        } else {
+          // A changed spec replaces the container whatever the restart policy says.
+          kill(latest, 'container spec changed');
+          collectOld(list, true);
+          actions.start.push({ container: spec, type: 'app', restartCount: latest.identity.restartCount + 1 });
+        }
+        break;
+      case 'exited':
+        if (latest.info.exit && shouldRestart(policy, latest.info.exit)) restart(spec, 'app', list);
+        else collectOld(list, false);
+        break;
+    }
+  }
+  return finish(actions);
+}
+
+/** One entry per container: a container both killed and listed for removal is killed, then removed. */
+function finish(actions: PodActions): PodActions {
+  const killed = new Map<string, KillAction>();
+  for (const k of actions.kill) {
+    const seen = killed.get(k.id);
+    if (!seen) killed.set(k.id, k);
+    else if (k.remove) seen.remove = true;
+  }
+  const remove = new Set<string>();
+  for (const id of actions.remove) {
+    const k = killed.get(id);
+    if (k) k.remove = true;
+    else remove.add(id);
+  }
+  actions.kill = [...killed.values()];
+  actions.remove = [...remove];
+  return actions;
+}

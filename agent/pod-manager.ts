@@ -1,0 +1,217 @@
+/**
+ * The pod manager owns the set of pods this node runs: it keeps the desired pods (from the pod source),
+ * routes every change to that pod's worker (one serialized worker per pod uid), turns runtime events into
+ * resyncs of the pod they concern, and does housekeeping — containers labeled with this node's name whose
+ * pod is not desired are torn down. Containers without Berth labels or of another node are never touched.
+ */
+import type { Logger } from 'pino';
+import type { Pod } from '../src/api/types.js';
+import type { Client } from '../src/client/client.js';
+import type { Clock, TimerHandle } from './clock.js';
+import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
+import { PodSource } from './pod-source.js';
+import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
+import { Backoff, type BackoffSettings } from './restart-backoff.js';
+import type { ContainerRuntime, EventSubscription, RuntimeEvent } from './runtime/runtime.js';
+import type { StatusManager } from './status.js';
+
+export interface PodManagerOptions {
+  client: Client;
+  runtime: ContainerRuntime;
+  status: StatusManager;
+  nodeName: string;
+  podNetwork: string;
+  hostIP: string;
+  clock: Clock;
+  log: Logger;
+  backoff: BackoffSettings;
+  relistMs: number;
+  retryMs: number;
+}
+
+/** Events that change what a pod's status or actions should be. */
+const RESYNC_ACTIONS = new Set(['start', 'die', 'oom', 'destroy']);
+
+export class PodManager {
+  private readonly pods = new Map<string, Pod>();
+  private readonly workers = new Map<string, PodWorker>();
+  /** pods this agent has finished tearing down, until the API confirms they are gone */
+  private readonly finished = new Set<string>();
+  private readonly source: PodSource;
+  private readonly deps: PodWorkerDeps;
+  private readonly log: Logger;
+  private events: EventSubscription | undefined;
+  private relistTimer: TimerHandle | undefined;
+  private eventRetryTimer: TimerHandle | undefined;
+  private synced = false;
+  private stopped = false;
+  private housekeeping: Promise<void> | undefined;
+
+  constructor(private readonly opts: PodManagerOptions) {
+    this.log = opts.log.child({ component: 'pod-manager' });
+    this.deps = {
+      nodeName: opts.nodeName,
+      podNetwork: opts.podNetwork,
+      hostIP: opts.hostIP,
+      runtime: opts.runtime,
+      client: opts.client,
+      status: opts.status,
+      crashBackoff: new Backoff(opts.backoff, opts.clock),
+      pullBackoff: new Backoff(opts.backoff, opts.clock),
+      clock: opts.clock,
+      log: opts.log.child({ component: 'pod-worker' }),
+      retryMs: opts.retryMs,
+    };
+    this.source = new PodSource(
+      { client: opts.client, nodeName: opts.nodeName, clock: opts.clock, log: this.log, retryMs: opts.retryMs },
+      { replace: (pods) => this.replace(pods), upsert: (pod) => this.upsert(pod), remove: (pod) => this.remove(pod) },
+    );
+  }
+
+  /** Subscribes to runtime events, lists the node's pods (resolves once the first list is in) and starts the relist timer. */
+  async start(): Promise<void> {
+    this.subscribe();
+    await this.source.start();
+    this.scheduleRelist();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.source.stop();
+    this.events?.close();
+    if (this.relistTimer !== undefined) this.opts.clock.clearTimeout(this.relistTimer);
+    if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
+    for (const w of this.workers.values()) w.stop();
+    await Promise.all([...this.workers.values()].map((w) => w.idle()));
+    await this.housekeeping;
+  }
+
+  /** Resolves when no worker has a sync in flight (tests). */
+  async idle(): Promise<void> {
+    for (let i = 0; i < 1000; i++) {
+      await this.housekeeping;
+      await Promise.all([...this.workers.values()].map((w) => w.idle()));
+      await new Promise((r) => setImmediate(r));
+      if (!this.housekeeping && [...this.workers.values()].every((w) => !w.isBusy())) return;
+    }
+  }
+
+  /** Pods currently desired on this node (tests, debugging). */
+  desiredPods(): Pod[] {
+    return [...this.pods.values()];
+  }
+
+  private worker(uid: string, pod?: Pod): PodWorker {
+    let w = this.workers.get(uid);
+    if (!w) {
+      w = new PodWorker(uid, this.deps, (done) => this.workerFinished(done), pod);
+      this.workers.set(uid, w);
+    }
+    return w;
+  }
+
+  private workerFinished(uid: string): void {
+    this.workers.delete(uid);
+    if (this.pods.has(uid)) this.finished.add(uid);
+  }
+
+  private replace(pods: Pod[]): void {
+    const seen = new Set<string>();
+    for (const pod of pods) {
+      const uid = pod.metadata.uid;
+      if (!uid) continue;
+      seen.add(uid);
+      this.upsert(pod);
+    }
+    for (const [uid, pod] of this.pods) if (!seen.has(uid)) this.remove(pod);
+    this.synced = true;
+    this.runHousekeeping();
+  }
+
+  private upsert(pod: Pod): void {
+    const uid = pod.metadata.uid;
+    if (!uid || this.stopped) return;
+    this.pods.set(uid, pod);
+    this.opts.status.podUpdated(pod);
+    if (this.finished.has(uid)) return; // torn down already; waiting for the API to drop it
+    this.worker(uid, pod).update(pod);
+  }
+
+  private remove(pod: Pod): void {
+    const uid = pod.metadata.uid;
+    if (!uid || this.stopped) return;
+    this.pods.delete(uid);
+    const wasFinished = this.finished.delete(uid);
+    if (wasFinished && !this.workers.has(uid)) return;
+    this.worker(uid, pod).remove(pod);
+  }
+
+  private scheduleRelist(): void {
+    if (this.stopped) return;
+    this.relistTimer = this.opts.clock.setTimeout(() => {
+      this.relistTimer = undefined;
+      this.runHousekeeping();
+      this.deps.crashBackoff.gc();
+      this.deps.pullBackoff.gc();
+      this.scheduleRelist();
+    }, this.opts.relistMs);
+  }
+
+  /**
+   * The safety net behind runtime events: resync every desired pod, and tear down containers of this
+   * node that belong to no desired pod (deleted while the agent was away, or strays of a crash).
+   */
+  private runHousekeeping(): void {
+    if (this.stopped || !this.synced || this.housekeeping) return;
+    this.housekeeping = (async () => {
+      for (const w of this.workers.values()) w.kick();
+      const containers = await this.opts.runtime.list({ labels: labelFilter({ nodeName: this.opts.nodeName }) });
+      const strays = new Set<string>();
+      for (const c of containers) {
+        const id = identityFromLabels(c.labels);
+        if (!id || id.nodeName !== this.opts.nodeName) continue;
+        if (!this.pods.has(id.podUid) && !this.workers.has(id.podUid)) strays.add(id.podUid);
+      }
+      for (const uid of strays) {
+        this.log.info({ uid }, 'removing containers of a pod that is not bound to this node');
+        this.worker(uid).kick();
+      }
+    })()
+      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'housekeeping failed'))
+      .finally(() => {
+        this.housekeeping = undefined;
+      });
+  }
+
+  private subscribe(): void {
+    if (this.stopped) return;
+    this.events = this.opts.runtime.subscribe(
+      { labels: labelFilter({ nodeName: this.opts.nodeName }) },
+      (ev) => this.onRuntimeEvent(ev),
+      (err) => {
+        this.events = undefined;
+        if (this.stopped) return;
+        this.log.warn({ err: err.message }, 'runtime event stream broke; resubscribing');
+        this.eventRetryTimer = this.opts.clock.setTimeout(() => {
+          this.eventRetryTimer = undefined;
+          this.subscribe();
+          // Events may have been missed while the stream was down.
+          this.runHousekeeping();
+        }, this.opts.retryMs);
+      },
+    );
+  }
+
+  private onRuntimeEvent(ev: RuntimeEvent): void {
+    if (this.stopped || !RESYNC_ACTIONS.has(ev.action)) return;
+    const uid = ev.labels[LABEL_POD_UID];
+    if (!uid) return;
+    const w = this.workers.get(uid);
+    if (w) {
+      w.kick();
+      return;
+    }
+    // A container of an unknown pod came to life (or died): make sure it does not linger.
+    if (this.synced && !this.pods.has(uid) && ev.action !== 'destroy') this.worker(uid).kick();
+  }
+}

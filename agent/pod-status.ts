@@ -1,0 +1,235 @@
+/**
+ * Owns the computation of a pod's status from its observed containers (the kubelet's generateAPIPodStatus):
+ * phase, conditions, container statuses, IPs and QoS class. Pure; the status manager decides when to write.
+ */
+import type {
+  Container,
+  ContainerState,
+  ContainerStateTerminated,
+  ContainerStateWaiting,
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodPhase,
+  PodStatus,
+} from '../src/api/types.js';
+import { kubeTime } from './clock.js';
+import { isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
+import { qosClassOf } from './qos.js';
+import { effectiveRestartPolicy, terminatedReason, WaitingReason } from './restart-policy.js';
+import type { ContainerInfo } from './runtime/runtime.js';
+
+export interface ComputeStatusInput {
+  pod: Pod;
+  containers: PodContainers;
+  /** the network the pod IP is read from */
+  network: string;
+  hostIP: string;
+  /** why a container is not running, when the worker knows better than the runtime (pull errors, backoff) */
+  waiting: Map<string, ContainerStateWaiting>;
+  /** the latest status the agent knows (written or read from the API) */
+  previous: PodStatus | undefined;
+  now: number;
+}
+
+/** Condition types the agent owns; any other condition on the pod is kept as it is. */
+const OWN_CONDITIONS = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'];
+
+export function isTerminalPhase(phase: PodPhase | undefined): boolean {
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+function time(s: string | undefined): string | undefined {
+  if (!s) return undefined;
+  const ms = Date.parse(s);
+  return Number.isFinite(ms) ? kubeTime(ms) : undefined;
+}
+
+export function containerIdOf(info: ContainerInfo): string {
+  return `docker://${info.id}`;
+}
+
+export function imageIdOf(info: ContainerInfo): string {
+  return info.imageDigest ? `docker-pullable://${info.imageDigest}` : `docker://${info.imageId}`;
+}
+
+function terminatedOf(c: ObservedContainer | undefined): ContainerStateTerminated | undefined {
+  const exit = c?.info.exit;
+  if (!c || c.info.state !== 'exited' || !exit) return undefined;
+  const t: ContainerStateTerminated = { exitCode: exit.exitCode, reason: terminatedReason(exit) };
+  if (exit.error) t.message = exit.error;
+  const startedAt = time(exit.startedAt);
+  if (startedAt) t.startedAt = startedAt;
+  const finishedAt = time(exit.finishedAt);
+  if (finishedAt) t.finishedAt = finishedAt;
+  t.containerID = containerIdOf(c.info);
+  return t;
+}
+
+function containerStatusOf(
+  spec: Container,
+  list: ObservedContainer[],
+  hint: ContainerStateWaiting | undefined,
+  opts: { init: boolean; blockedByInit: boolean },
+): ContainerStatus {
+  const latest = list[0];
+  const status: ContainerStatus = {
+    name: spec.name,
+    state: {},
+    lastState: {},
+    ready: false,
+    restartCount: latest?.identity.restartCount ?? 0,
+    image: spec.image,
+    imageID: latest ? imageIdOf(latest.info) : '',
+    started: false,
+  };
+  const previousRun = terminatedOf(list[1]);
+  if (latest && isRunning(latest)) {
+    const running: ContainerState['running'] = {};
+    const startedAt = time(latest.info.startedAt);
+    if (startedAt) running.startedAt = startedAt;
+    status.state = { running };
+    if (previousRun) status.lastState = { terminated: previousRun };
+    status.ready = !opts.init;
+    status.started = true;
+    status.containerID = containerIdOf(latest.info);
+    return status;
+  }
+  const ended = terminatedOf(latest);
+  if (hint) {
+    status.state = { waiting: { ...hint } };
+    const last = ended ?? previousRun;
+    if (last) status.lastState = { terminated: last };
+    if (latest) status.containerID = containerIdOf(latest.info);
+    return status;
+  }
+  if (ended) {
+    status.state = { terminated: ended };
+    if (previousRun) status.lastState = { terminated: previousRun };
+    status.containerID = containerIdOf(latest!.info);
+    status.ready = opts.init && ended.exitCode === 0;
+    return status;
+  }
+  status.state = { waiting: { reason: opts.blockedByInit ? WaitingReason.PodInitializing : WaitingReason.ContainerCreating } };
+  if (previousRun) status.lastState = { terminated: previousRun };
+  return status;
+}
+
+/** The kubelet's phase rules (getPhase). */
+export function computePhase(pod: Pod, init: ContainerStatus[], apps: ContainerStatus[]): PodPhase {
+  const policy = effectiveRestartPolicy(pod.spec.restartPolicy);
+  let pendingInit = 0;
+  let failedInit = 0;
+  for (const s of init) {
+    if (s.state.running) pendingInit++;
+    else if (s.state.terminated) {
+      if (s.state.terminated.exitCode !== 0) failedInit++;
+    } else if (s.state.waiting && s.lastState.terminated) {
+      if (s.lastState.terminated.exitCode !== 0) failedInit++;
+      else pendingInit++;
+    } else pendingInit++;
+  }
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const s of apps) {
+    if (s.state.running) running++;
+    else if (s.state.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.state.waiting) {
+      if (s.lastState.terminated) stopped++;
+      else waiting++;
+    }
+  }
+  if (failedInit > 0 && policy === 'Never') return 'Failed';
+  if (pendingInit > 0 || waiting > 0) return 'Pending';
+  if (running > 0) return 'Running';
+  if (stopped > 0) {
+    if (policy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (policy === 'Never') return 'Failed';
+    return 'Running';
+  }
+  return 'Pending';
+}
+
+function condition(type: string, ok: boolean, previous: PodCondition[] | undefined, now: number, reason?: string, message?: string): PodCondition {
+  const status = ok ? 'True' : 'False';
+  const before = previous?.find((c) => c.type === type);
+  const c: PodCondition = {
+    type,
+    status,
+    lastProbeTime: null,
+    // Only a change of status moves the transition time.
+    lastTransitionTime: before && before.status === status && before.lastTransitionTime ? before.lastTransitionTime : kubeTime(now),
+  };
+  if (reason) c.reason = reason;
+  if (message) c.message = message;
+  return c;
+}
+
+/** The pod's status as the agent sees it now. */
+export function computePodStatus(input: ComputeStatusInput): PodStatus {
+  const { pod, containers, previous, now } = input;
+  const listOf = (name: string) => containers.byName.get(name) ?? [];
+
+  const initStatuses: ContainerStatus[] = [];
+  let initDone = true;
+  for (const spec of pod.spec.initContainers ?? []) {
+    const s = containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: true, blockedByInit: false });
+    initStatuses.push(s);
+    if (!(s.state.terminated && s.state.terminated.exitCode === 0)) initDone = false;
+  }
+  const appStatuses = pod.spec.containers
+    .map((spec) => containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: false, blockedByInit: !initDone }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+  let phase = computePhase(pod, initStatuses, appStatuses);
+  // Terminal is forever: a finished pod never runs again, whatever the runtime shows later.
+  if (isTerminalPhase(previous?.phase)) phase = previous!.phase!;
+
+  const infra = containers.infra[0];
+  const infraUp = isRunning(infra);
+  const liveIP = infraUp ? infra!.info.ips[input.network] : undefined;
+  const podIP = liveIP ?? previous?.podIP;
+
+  const prevConditions = previous?.conditions;
+  const unready = appStatuses.filter((s) => !s.ready).map((s) => s.name);
+  const incompleteInit = initStatuses.filter((s) => !(s.state.terminated && s.state.terminated.exitCode === 0)).map((s) => s.name);
+  const completed = phase === 'Succeeded';
+  const readyReason = completed ? 'PodCompleted' : unready.length ? 'ContainersNotReady' : undefined;
+  const readyMessage = !completed && unready.length ? `containers with unready status: [${unready.join(' ')}]` : undefined;
+  const conditions: PodCondition[] = [
+    condition('PodReadyToStartContainers', infraUp, prevConditions, now),
+    condition(
+      'Initialized',
+      incompleteInit.length === 0 || completed,
+      prevConditions,
+      now,
+      completed ? 'PodCompleted' : incompleteInit.length ? 'ContainersNotInitialized' : undefined,
+      !completed && incompleteInit.length ? `containers with incomplete status: [${incompleteInit.join(' ')}]` : undefined,
+    ),
+    condition('Ready', unready.length === 0 && !completed, prevConditions, now, readyReason, readyMessage),
+    condition('ContainersReady', unready.length === 0 && !completed, prevConditions, now, readyReason, readyMessage),
+    condition('PodScheduled', true, prevConditions, now),
+  ];
+  for (const c of prevConditions ?? []) if (!OWN_CONDITIONS.includes(c.type)) conditions.push(c);
+
+  const status: PodStatus = {
+    phase,
+    conditions,
+    hostIP: input.hostIP,
+    hostIPs: [{ ip: input.hostIP }],
+    startTime: previous?.startTime ?? kubeTime(now),
+    containerStatuses: appStatuses,
+    qosClass: qosClassOf(pod.spec),
+  };
+  if (podIP) {
+    status.podIP = podIP;
+    status.podIPs = [{ ip: podIP }];
+  }
+  if (initStatuses.length) status.initContainerStatuses = initStatuses;
+  return status;
+}

@@ -1,0 +1,30 @@
+/**
+ * JSON Merge Patch (RFC 7386, `application/merge-patch+json`): objects merge recursively, `null`
+ * deletes, everything else (arrays included) replaces. Pure: inputs are never modified and the
+ * result shares no objects with them.
+ */
+import { assertPatchedDepth } from './patch-errors.js';
+import { cloneJson, isJsonObject, setOwn } from './json-value.js';
+
+/**
+ * Returns `doc` with `patch` merged in, exactly as RFC 7386 section 2 describes (a patch that is not
+ * an object replaces the whole document). Callers patching API objects should reject non-object
+ * patches first; Kubernetes does.
+ */
+export function applyMergePatch(doc: unknown, patch: unknown): unknown {
+  const result = mergeInto(cloneJson(doc), patch);
+  assertPatchedDepth(result);
+  return result;
+}
+
+/** `target` is owned (a private copy) and may be modified; `patch` is only read. */
+function mergeInto(target: unknown, patch: unknown): unknown {
+  if (!isJsonObject(patch)) return cloneJson(patch);
+  const out = isJsonObject(target) ? target : {};
+  for (const key of Object.keys(patch)) {
+    const value = patch[key];
+    if (value === null) delete out[key];
+    else setOwn(out, key, mergeInto(Object.hasOwn(out, key) ? out[key] : undefined, value));
+  }
+  return out;
+}
