@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Pod } from '../src/api/types.js';
 import type { Client } from '../src/client/client.js';
 import type { Clock, TimerHandle } from './clock.js';
+import { stableStringify } from './container-config.js';
 import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
@@ -28,6 +29,9 @@ export interface PodManagerOptions {
   relistMs: number;
   retryMs: number;
 }
+
+/** How long stop() waits for in-flight syncs. */
+const STOP_WAIT_MS = 5_000;
 
 /** Events that change what a pod's status or actions should be. */
 const RESYNC_ACTIONS = new Set(['start', 'die', 'oom', 'destroy']);
@@ -82,8 +86,15 @@ export class PodManager {
     if (this.relistTimer !== undefined) this.opts.clock.clearTimeout(this.relistTimer);
     if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
     for (const w of this.workers.values()) w.stop();
-    await Promise.all([...this.workers.values()].map((w) => w.idle()));
-    await this.housekeeping;
+    // A sync may be waiting out a container's grace period; don't hold shutdown hostage to it.
+    let timer: TimerHandle | undefined;
+    await Promise.race([
+      Promise.all([...this.workers.values()].map((w) => w.idle()).concat(this.housekeeping ?? [])),
+      new Promise<void>((resolve) => {
+        timer = this.opts.clock.setTimeout(resolve, STOP_WAIT_MS);
+      }),
+    ]);
+    this.opts.clock.clearTimeout(timer);
   }
 
   /** Resolves when no worker has a sync in flight (tests). */
@@ -131,10 +142,13 @@ export class PodManager {
   private upsert(pod: Pod): void {
     const uid = pod.metadata.uid;
     if (!uid || this.stopped) return;
+    const before = this.pods.get(uid);
     this.pods.set(uid, pod);
     this.opts.status.podUpdated(pod);
     if (this.finished.has(uid)) return; // torn down already; waiting for the API to drop it
-    this.worker(uid, pod).update(pod);
+    // Status-only changes (mostly this agent's own writes coming back) need no sync, as in the kubelet.
+    const resync = !before || !this.workers.has(uid) || syncFingerprint(before) !== syncFingerprint(pod);
+    this.worker(uid, pod).update(pod, resync);
   }
 
   private remove(pod: Pod): void {
@@ -208,10 +222,16 @@ export class PodManager {
     if (!uid) return;
     const w = this.workers.get(uid);
     if (w) {
-      w.kick();
+      w.runtimeEvent(ev);
       return;
     }
     // A container of an unknown pod came to life (or died): make sure it does not linger.
     if (this.synced && !this.pods.has(uid) && ev.action !== 'destroy') this.worker(uid).kick();
   }
+}
+
+/** The parts of a pod whose change calls for a sync (not status, not resourceVersion). */
+function syncFingerprint(pod: Pod): string {
+  const m = pod.metadata;
+  return stableStringify([pod.spec, m.labels, m.annotations, m.deletionTimestamp, m.deletionGracePeriodSeconds]);
 }

@@ -15,7 +15,7 @@ import { groupContainers, isRunning, type PodContainers } from './pod-containers
 import { computePodStatus } from './pod-status.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
-import { defaultPullPolicy, ImagePullError, type ContainerInfo, type ContainerRuntime } from './runtime/runtime.js';
+import { defaultPullPolicy, ImagePullError, type ContainerInfo, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
 import type { StatusManager } from './status.js';
 
 /** What every worker shares, owned by the pod manager. */
@@ -38,6 +38,8 @@ export interface PodWorkerDeps {
 
 /** Kubernetes' minimum grace when killing a container (a 0 from a force delete still gets a moment). */
 const MIN_KILL_GRACE_SECONDS = 2;
+/** cap of the retry delay after failed syncs */
+const MAX_RETRY_MS = 60_000;
 
 export class PodWorker {
   private pod: Pod | undefined;
@@ -45,10 +47,14 @@ export class PodWorker {
   private removed = false;
   private running: Promise<void> | undefined;
   private again = false;
+  /** consecutive failed syncs */
+  private failures = 0;
   private finished = false;
   private stopped = false;
   private timer: TimerHandle | undefined;
   private timerAt = Infinity;
+  /** runtime events this worker caused itself (`action:id` or `action:name` → when), which need no resync */
+  private readonly expected = new Map<string, number>();
   /** why containers are not running, when the runtime cannot tell (pull errors, backoff, create errors) */
   private readonly waiting = new Map<string, ContainerStateWaiting>();
   private readonly log: Logger;
@@ -64,10 +70,22 @@ export class PodWorker {
     this.log = deps.log.child(pod ? { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, uid } : { uid });
   }
 
-  /** A newer version of the pod arrived. */
-  update(pod: Pod): void {
+  /** A newer version of the pod arrived; `resync` false when only its status changed (nothing to do). */
+  update(pod: Pod, resync = true): void {
     this.pod = pod;
+    if (resync) this.kick();
+  }
+
+  /** A runtime event about one of this pod's containers: resync unless the worker caused it itself. */
+  runtimeEvent(ev: RuntimeEvent): void {
+    for (const key of [`${ev.action}:${ev.containerId}`, ev.name ? `${ev.action}:${ev.name}` : '']) {
+      if (key && this.expected.delete(key)) return;
+    }
     this.kick();
+  }
+
+  private expect(action: string, idOrName: string): void {
+    this.expected.set(`${action}:${idOrName}`, this.deps.clock.now());
   }
 
   /** The pod is gone from the API: tear down whatever is left. */
@@ -134,9 +152,13 @@ export class PodWorker {
         const deleting = this.removed || this.pod?.metadata.deletionTimestamp !== undefined;
         if (deleting) await this.terminate();
         else await this.sync(this.pod!);
+        this.failures = 0;
       } catch (err) {
-        this.log.warn({ err: (err as Error).message }, 'pod sync failed; will retry');
-        this.syncAfter(this.deps.retryMs);
+        // Doubling retry delay: a daemon that is down or a broken pause image should not flood the log.
+        const delay = Math.min(this.deps.retryMs * 2 ** this.failures, MAX_RETRY_MS);
+        this.failures++;
+        this.log.warn({ err: (err as Error).message, retryInMs: delay }, 'pod sync failed; will retry');
+        this.syncAfter(delay);
       }
     } while (this.again && !this.finished && !this.stopped);
   }
@@ -159,6 +181,7 @@ export class PodWorker {
    */
   private async sync(pod: Pod): Promise<void> {
     const { runtime, status, clock } = this.deps;
+    for (const [k, at] of this.expected) if (clock.now() - at > 30_000) this.expected.delete(k); // events that never came
     // Step 1
     let { containers } = await this.observe();
     const previous = status.latestStatus(this.uid) ?? pod.status;
@@ -171,14 +194,23 @@ export class PodWorker {
       await Promise.all(
         actions.kill.map(async (k) => {
           this.log.info({ container: k.containerName, id: k.id.slice(0, 12), reason: k.reason }, 'killing container');
+          this.expect('die', k.id);
           await runtime.stop(k.id, k.graceSeconds);
-          if (k.remove) await runtime.remove(k.id);
+          if (k.remove) {
+            this.expect('destroy', k.id);
+            await runtime.remove(k.id);
+          }
         }),
       );
     }
     if (actions.remove.length) {
       changed = true;
-      await Promise.all(actions.remove.map((id) => runtime.remove(id)));
+      await Promise.all(
+        actions.remove.map((id) => {
+          this.expect('destroy', id);
+          return runtime.remove(id);
+        }),
+      );
     }
 
     // Step 4
@@ -186,6 +218,7 @@ export class PodWorker {
     if (actions.createInfra) {
       changed = true;
       const spec = infraSpec({ pod, nodeName: this.deps.nodeName, network: this.deps.podNetwork, attempt: actions.createInfra.attempt });
+      this.expect('start', spec.name);
       const created = await runtime.runInfra(spec);
       infraId = created.id;
       this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt }, 'infra container started');
@@ -245,6 +278,7 @@ export class PodWorker {
     const c = s.container;
     const log = this.log.child({ container: c.name });
     if (s.existingId) {
+      this.expect('start', s.existingId);
       await runtime.start(s.existingId);
       this.waiting.delete(c.name);
       return;
@@ -266,7 +300,8 @@ export class PodWorker {
       const delay = this.deps.pullBackoff.next(pullKey);
       this.waiting.set(c.name, { reason: err.neverPull ? WaitingReason.ErrImageNeverPull : WaitingReason.ErrImagePull, message: err.message });
       log.warn({ image: c.image, err: err.message }, 'image pull failed');
-      this.syncAfter(delay);
+      // A sync soon reports ImagePullBackOff (as the kubelet's next sync would); the retry comes after the delay.
+      this.syncAfter(Math.min(delay, this.deps.retryMs));
       return;
     }
     let spec;
@@ -290,6 +325,7 @@ export class PodWorker {
     // The restart counts against the backoff whether or not the start succeeds.
     if (s.crashKey !== undefined) this.deps.crashBackoff.next(s.crashKey, s.failedAt);
     try {
+      this.expect('start', id);
       await runtime.start(id);
       this.waiting.delete(c.name);
       log.info({ id: id.slice(0, 12), restartCount: s.restartCount }, 'container started');

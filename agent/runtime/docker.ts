@@ -101,6 +101,8 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly log: Logger;
   private readonly pauseImage: string;
   private pauseReady: Promise<void> | undefined;
+  /** -998 as the kubelet sets it; 0 once the daemon turned out unable to apply it */
+  private infraOomScoreAdj = -998;
   private readonly pulls = new Map<string, Promise<void>>();
   /** image id → repo digest ('' when none); images are immutable, so entries never go stale */
   private readonly digests = new Map<string, string>();
@@ -240,22 +242,35 @@ export class DockerRuntime implements ContainerRuntime {
 
   async runInfra(spec: InfraSpec): Promise<CreateResult> {
     await this.ensureInfraImage();
-    const result = await this.createIdempotent(spec.name, {
-      name: spec.name,
-      Image: this.pauseImage,
-      Hostname: spec.hostname,
-      Labels: spec.labels,
-      HostConfig: {
-        // Shareable so app containers can join with IpcMode container:<id>.
-        IpcMode: 'shareable',
-        NetworkMode: spec.network,
-        // The pause process needs next to no CPU and must be the last thing the OOM killer picks.
-        CpuShares: 2,
-        OomScoreAdj: -998,
-        RestartPolicy: { Name: 'no' },
-      },
-    });
-    await this.start(result.id);
+    const create = (oomScoreAdj: number) =>
+      this.createIdempotent(spec.name, {
+        name: spec.name,
+        Image: this.pauseImage,
+        Hostname: spec.hostname,
+        Labels: spec.labels,
+        HostConfig: {
+          // Shareable so app containers can join with IpcMode container:<id>.
+          IpcMode: 'shareable',
+          NetworkMode: spec.network,
+          // The pause process needs next to no CPU and must be the last thing the OOM killer picks.
+          CpuShares: 2,
+          OomScoreAdj: oomScoreAdj,
+          RestartPolicy: { Name: 'no' },
+        },
+      });
+    let result = await create(this.infraOomScoreAdj);
+    try {
+      await this.start(result.id);
+    } catch (err) {
+      if (this.infraOomScoreAdj === 0) throw err;
+      // Lowering oom_score_adj needs CAP_SYS_RESOURCE, which a daemon in a VM or container may lack; runc
+      // then fails the start. Run pause containers without it from now on rather than run no pods at all.
+      this.log.warn({ err: messageOf(err), oomScoreAdj: this.infraOomScoreAdj }, 'infra container failed to start with a negative oom_score_adj; retrying without it');
+      this.infraOomScoreAdj = 0;
+      await this.remove(result.id);
+      result = await create(0);
+      await this.start(result.id);
+    }
     return result;
   }
 
@@ -369,11 +384,10 @@ export class DockerRuntime implements ContainerRuntime {
             } catch {
               continue;
             }
-            onEvent({
-              action: ev.Action ?? ev.status ?? '',
-              containerId: ev.Actor?.ID ?? ev.id ?? '',
-              labels: ev.Actor?.Attributes ?? {},
-            });
+            const attributes = ev.Actor?.Attributes ?? {};
+            const event: RuntimeEvent = { action: ev.Action ?? ev.status ?? '', containerId: ev.Actor?.ID ?? ev.id ?? '', labels: attributes };
+            if (attributes.name) event.name = attributes.name;
+            onEvent(event);
           }
         });
         s.on('end', () => fail(new Error('docker event stream ended')));

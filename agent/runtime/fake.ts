@@ -53,7 +53,7 @@ export class FakeRuntime implements ContainerRuntime {
 
   private emit(action: string, c: ContainerInfo): void {
     for (const s of this.subscribers) {
-      if (matches(c.labels, s.labels)) s.onEvent({ action, containerId: c.id, labels: { ...c.labels } });
+      if (matches(c.labels, s.labels)) s.onEvent({ action, containerId: c.id, name: c.name, labels: { ...c.labels } });
     }
   }
 

@@ -89,6 +89,8 @@ export type RuntimeEventAction = 'create' | 'start' | 'die' | 'oom' | 'destroy' 
 export interface RuntimeEvent {
   action: RuntimeEventAction | string;
   containerId: string;
+  /** container name, when the runtime reports it */
+  name?: string;
   labels: Record<string, string>;
 }
 

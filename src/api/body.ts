@@ -28,6 +28,8 @@ export const MAX_BODY_BYTES = 3 * 1024 * 1024;
  * objects with recursive code (patching, yaml's composer and stringifier) and the yaml package
  * overflows V8's default stack at roughly 700 levels. 256 leaves that headroom even when called from
  * a deep server stack, and is still far beyond real manifests (deep CRD schemas reach ~70).
+ * JSON is measured exactly; YAML by a conservative bound (yamlNestingBound), so YAML nested more
+ * than ~90 levels may be refused where the same JSON is accepted.
  */
 export const MAX_NESTING_DEPTH = 256;
 
@@ -118,25 +120,15 @@ export function assertObject(
 export function findDuplicateFields(buf: Buffer, contentType: string | undefined): string[] {
   const text = decodeUtf8(buf);
   const format = formatFor(contentType, {});
-  // The yaml parser reads JSON too and keeps duplicate keys in its AST; it only needs the YAML
-  // nesting guard when the text is not valid JSON (whose depth the JSON scan already bounds).
-  let validJson = false;
   if (format === 'json') {
-    parseJson(text);
-    validJson = true;
-  } else if (looksLikeJson(text)) validJson = tryParseJson(text).ok;
-  if (!validJson) assertYamlNestingWithinLimit(text);
-  const found: string[] = [];
-  const seen = new Set<string>();
-  for (const { doc } of parseYamlStream(text).docs) {
-    collectDuplicates(doc.contents, '', (path) => {
-      if (!seen.has(path)) {
-        seen.add(path);
-        found.push(path);
-      }
-    });
+    parseJson(text); // validates, so the scanner below only ever sees well-formed JSON
+    return jsonDuplicateFields(text);
   }
-  return found;
+  if (looksLikeJson(text) && tryParseJson(text).ok) return jsonDuplicateFields(text);
+  assertYamlNestingWithinLimit(text);
+  const found = new Set<string>();
+  for (const { doc } of parseYamlStream(text).docs) collectDuplicates(doc.contents, '', (path) => found.add(path));
+  return [...found];
 }
 
 /** True when `value` nests objects/arrays deeper than `maxDepth`. Iterative: safe on any input. */
@@ -246,27 +238,28 @@ function jsonNestingExceeds(text: string, max: number): boolean {
 
 // ---------- YAML ----------
 
-/**
- * Upper bound on the nesting the yaml package could build from `text`, rejecting the body when
- * the bound passes MAX_NESTING_DEPTH. This must run before the yaml parser: its composer recurses
- * per level and deep input overflows the stack or (worse) exhausts memory fatally.
- *
- * The bound over-counts on purpose, never under-counts:
- * - flow depth counts every `[`/`{` not yet closed, ignoring quotes and comments entirely, so
- *   text in strings can only raise it;
- * - block collections nest only at strictly greater columns (a sequence may share its parent
- *   mapping's column, hence the factor 2), so the number of distinct columns seen so far that could
- *   start a node, up to this line's deepest, bounds the block depth;
- * - every `- `, `? ` and `: ` on the line may open another level (compact forms like `- - a: b`).
- * Bodies rejected wrongly would need hundreds of unclosed brackets in strings or
- * hundreds of distinct indentation columns: not real manifests.
- */
+/** Refuses YAML whose nesting could exceed MAX_NESTING_DEPTH, before the yaml parser sees it. */
 function assertYamlNestingWithinLimit(text: string): void {
   if (yamlNestingBound(text, MAX_NESTING_DEPTH) > MAX_NESTING_DEPTH) throw tooDeep();
 }
 
 /**
- * The bound described above; stops early once it passes `stopAbove`. Exported for tests.
+ * Upper bound on the nesting the yaml package could build from `text` (exported for tests). It
+ * must be known before parsing: yaml's composer recurses per level, and deep input overflows the
+ * stack or, worse, exhausts memory fatally. One cheap pass; stops once the bound passes `stopAbove`.
+ *
+ * The bound over-counts on purpose and never under-counts, even for invalid YAML that the
+ * lenient parser still turns into nested nodes:
+ * - flow depth counts every `[`/`{` not yet closed, ignoring quotes and comments entirely, so
+ *   text in strings can only raise it;
+ * - block collections nest only at strictly greater columns (a sequence may share its parent
+ *   mapping's column, hence the factor 2), so the number of distinct columns seen so far that could
+ *   start a node, up to this line's deepest, bounds the block depth;
+ * - every `- `, `? ` and `: ` on the line may open another level (`- - a: b`, or `a: b: c`, which
+ *   the parser nests while reporting an error).
+ * Real manifests stay well below the limit (about 2-3 times their true depth); refusing a valid
+ * body would take hundreds of unclosed brackets in strings, hundreds of distinct indentation
+ * columns, or hundreds of `: ` on one line.
  */
 export function yamlNestingBound(text: string, stopAbove = Number.POSITIVE_INFINITY): number {
   const columns: number[] = []; // sorted, distinct
@@ -309,7 +302,9 @@ export function yamlNestingBound(text: string, stopAbove = Number.POSITIVE_INFIN
       record(deepestColumn);
       // Columns right after leading indicators and node properties may start nested nodes too.
       let j = rest;
-      for (;;) {
+      for (let leading = 1; ; leading++) {
+        // Each leading indicator starts a further column on this line: bail out early on long runs.
+        if (2 * leading > stopAbove) return 2 * leading;
         const c = text.charCodeAt(j);
         const next = j + 1 < lineEnd ? text.charCodeAt(j + 1) : 0x20;
         if ((c === 0x2d || c === 0x3f || c === 0x3a) && isBlank(next)) j++;
@@ -330,7 +325,8 @@ export function yamlNestingBound(text: string, stopAbove = Number.POSITIVE_INFIN
           if (flow > 0) flow--;
         } else if ((c === 0x2d || c === 0x3f || c === 0x3a) && (k + 1 >= lineEnd || isBlank(text.charCodeAt(k + 1)))) {
           indicators++;
-        }
+        } else continue;
+        if (indicators + deepestFlow > stopAbove) return indicators + deepestFlow;
       }
       const bound = 2 * countUpTo(deepestColumn) + indicators + deepestFlow;
       if (bound > worst) worst = bound;
@@ -532,6 +528,61 @@ function yamlError(ctx: YamlContext, node: unknown, message: string): ApiError {
   const offset = isNode(node) ? node.range?.[0] : undefined;
   const line = offset === undefined ? '' : `line ${ctx.lineCounter.linePos(offset).line}: `;
   return errors.badRequest(`${ctx.where}error converting YAML to JSON: yaml: ${line}${message}`);
+}
+
+/**
+ * Duplicate keys in well-formed JSON, found in one pass with an explicit stack: kubectl sends JSON
+ * with fieldValidation=Strict on every write, so this must stay cheap.
+ */
+function jsonDuplicateFields(text: string): string[] {
+  interface Frame {
+    isObject: boolean;
+    path: string;
+    keys: Set<string>;
+    key: string;
+    index: number;
+    expectKey: boolean;
+  }
+  const stack: Frame[] = [];
+  const found = new Set<string>();
+  const childPath = (): string => {
+    const top = stack[stack.length - 1];
+    if (!top) return '';
+    if (!top.isObject) return `${top.path}[${top.index}]`;
+    return top.path ? `${top.path}.${top.key}` : top.key;
+  };
+  const open = (isObject: boolean): void => {
+    stack.push({ isObject, path: childPath(), keys: new Set(), key: '', index: 0, expectKey: isObject });
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    const top = stack[stack.length - 1];
+    if (c === 0x7b) open(true);
+    else if (c === 0x5b) open(false);
+    else if (c === 0x7d || c === 0x5d) stack.pop();
+    else if (c === 0x3a && top) top.expectKey = false;
+    else if (c === 0x2c && top) {
+      if (top.isObject) top.expectKey = true;
+      else top.index++;
+    } else if (c === 0x22) {
+      let end = i + 1;
+      let escaped = false;
+      for (let d = text.charCodeAt(end); d !== 0x22; d = text.charCodeAt(end)) {
+        if (d === 0x5c) {
+          escaped = true;
+          end += 2;
+        } else end++;
+      }
+      if (top?.isObject && top.expectKey) {
+        const key = escaped ? (JSON.parse(text.slice(i, end + 1)) as string) : text.slice(i + 1, end);
+        top.key = key;
+        if (top.keys.has(key)) found.add(childPath());
+        else top.keys.add(key);
+      }
+      i = end;
+    }
+  }
+  return [...found];
 }
 
 function collectDuplicates(node: unknown, path: string, report: (path: string) => void): void {

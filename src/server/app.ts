@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
@@ -37,14 +37,17 @@ const PUBLIC_PATHS = new Set(['/cacerts', '/berth/v1/join']);
  * Closing the app ends open watch streams.
  */
 export function buildApp(opts: AppOptions): FastifyInstance {
+  // fastify 5 takes a ready pino instance as `loggerInstance`, options as `logger`.
+  const loggerOpt = opts.logger && typeof (opts.logger as { info?: unknown }).info === 'function' ? { loggerInstance: opts.logger as never } : { logger: (opts.logger ?? false) as never };
   const app = Fastify({
-    logger: (opts.logger ?? false) as never,
+    ...loggerOpt,
     bodyLimit: MAX_BODY_BYTES,
-    disableRequestLogging: true,
+    // One log line per request would cost more than serving it; errors are logged by the error handler.
+    logController: new LogController({ disableRequestLogging: true }),
     // kubectl sends `?` queries with repeated keys rarely; plain parsing is enough.
     routerOptions: { maxParamLength: 1024 },
     return503OnClosing: false,
-  });
+  }) as unknown as FastifyInstance;
   const openWatches = new Set<() => void>();
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();

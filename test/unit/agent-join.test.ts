@@ -1,0 +1,158 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import pino from 'pino';
+import { credentialsPath, join, parseNodeToken, sha256Hex } from '../../agent/join.js';
+import { ensurePki, type ServingPki } from '../../src/auth/pki.js';
+
+const log = pino({ level: 'silent' });
+const SECRET = 'join-secret-123';
+
+interface FakeServer {
+  url: string;
+  joins: Array<{ auth: string | undefined; body: string }>;
+  close(): Promise<void>;
+}
+
+/** A control plane stand-in: /cacerts, /berth/v1/join and one authenticated path. */
+async function serve(pki: ServingPki | undefined, caServed?: string): Promise<FakeServer> {
+  const joins: FakeServer['joins'] = [];
+  const handler: http.RequestListener = (req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => {
+      if (req.url === '/cacerts') return void res.end(caServed ?? pki?.caCert ?? '');
+      if (req.url === '/berth/v1/join' && req.method === 'POST') {
+        joins.push({ auth: req.headers.authorization, body });
+        if (req.headers.authorization !== `Bearer ${SECRET}`) {
+          res.statusCode = 401;
+          return void res.end(JSON.stringify({ kind: 'Status', message: 'bad join secret', reason: 'Unauthorized', code: 401 }));
+        }
+        const { nodeName } = JSON.parse(body) as { nodeName: string };
+        return void res.end(JSON.stringify({ token: `node-cred-${nodeName}` }));
+      }
+      if (req.url === '/api/v1/nodes/n1') {
+        if (req.headers.authorization !== 'Bearer node-cred-n1') {
+          res.statusCode = 401;
+          return void res.end('{}');
+        }
+        return void res.end(JSON.stringify({ metadata: { name: 'n1' } }));
+      }
+      res.statusCode = 404;
+      res.end('{}');
+    });
+  };
+  const server = pki ? https.createServer({ cert: pki.serverCert, key: pki.serverKey }, handler) : http.createServer(handler);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `${pki ? 'https' : 'http'}://127.0.0.1:${port}`,
+    joins,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
+}
+
+describe('joining', () => {
+  let dir: string;
+  let pki: ServingPki;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'berth-join-'));
+    pki = await ensurePki({ dataDir: path.join(dir, 'server') });
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  const tokenFile = (caPem: string, secret = SECRET) => {
+    const f = path.join(dir, `token-${Math.random()}`);
+    writeFileSync(f, `berth1::${sha256Hex(caPem)}::${secret}\n`);
+    return f;
+  };
+
+  it('parses node tokens and rejects malformed ones', () => {
+    assert.deepEqual(parseNodeToken(`berth1::${'a'.repeat(64)}::s3cret`), { caHash: 'a'.repeat(64), secret: 's3cret' });
+    assert.throws(() => parseNodeToken('berth1::abc::s'), /malformed/);
+    assert.throws(() => parseNodeToken(`k10::${'a'.repeat(64)}::s`), /malformed/);
+  });
+
+  it('fetches the CA, checks its hash, joins, stores 0600 credentials and pins the CA', async () => {
+    const srv = await serve(pki);
+    const dataDir = path.join(dir, 'agent1');
+    try {
+      const joined = await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log });
+      assert.equal(joined.reused, false);
+      assert.deepEqual(srv.joins.map((j) => [j.auth, JSON.parse(j.body)]), [[`Bearer ${SECRET}`, { nodeName: 'n1' }]]);
+      const stored = JSON.parse(readFileSync(credentialsPath(dataDir), 'utf8'));
+      assert.deepEqual(stored, { server: srv.url, nodeName: 'n1', token: 'node-cred-n1', ca: pki.caCert });
+      assert.equal(statSync(credentialsPath(dataDir)).mode & 0o777, 0o600);
+      // The client verifies the server against the pinned CA and uses the node credential.
+      const node = await joined.client.get({ plural: 'nodes', namespaced: false }, { name: 'n1' });
+      assert.equal(node.metadata.name, 'n1');
+      joined.client.close();
+
+      // A second start reuses the credentials without joining again (no token file needed).
+      const again = await join({ server: srv.url, nodeName: 'n1', tokenFile: undefined, dataDir, log });
+      assert.equal(again.reused, true);
+      assert.equal(srv.joins.length, 1);
+      again.client.close();
+
+      // Another node name (or server) does not reuse them.
+      const other = await join({ server: srv.url, nodeName: 'n2', tokenFile: tokenFile(pki.caCert), dataDir, log });
+      assert.equal(other.reused, false);
+      assert.equal(other.credentials.token, 'node-cred-n2');
+      other.client.close();
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('fails with "CA hash mismatch" when the served CA is not the one the token pins', async () => {
+    const srv = await serve(pki, pki.caCert.replace('-----END CERTIFICATE-----', '-----END CERTIFICATE-----\n'));
+    try {
+      await assert.rejects(join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir: path.join(dir, 'agent2'), log }), /CA hash mismatch/);
+      assert.equal(srv.joins.length, 0, 'the secret is never sent to an unverified server');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('reports a rejected join secret', async () => {
+    const srv = await serve(pki);
+    try {
+      await assert.rejects(
+        join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert, 'wrong'), dataDir: path.join(dir, 'agent3'), log }),
+        /joining the cluster failed: HTTP 401: bad join secret/,
+      );
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('skips the CA part for a plain-http server', async () => {
+    const srv = await serve(undefined);
+    try {
+      const joined = await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile('whatever'), dataDir: path.join(dir, 'agent4'), log });
+      assert.equal(joined.credentials.ca, undefined);
+      assert.equal(joined.credentials.token, 'node-cred-n1');
+      joined.client.close();
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('re-joins when asked to (stored credentials rejected)', async () => {
+    const srv = await serve(pki);
+    const dataDir = path.join(dir, 'agent5');
+    try {
+      (await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log })).client.close();
+      (await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log }, { forceRejoin: true })).client.close();
+      assert.equal(srv.joins.length, 2);
+    } finally {
+      await srv.close();
+    }
+  });
+});
