@@ -8,6 +8,7 @@ import type { KubeObject } from './api/types.js';
 import { ensurePki, writeSecret } from './auth/pki.js';
 import { TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
+import { NamespaceController } from './controllers/namespace/namespace-controller.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle/node-lifecycle.js';
 import { Scheduler } from './controllers/scheduler/scheduler.js';
 import { CORE_STRATEGIES } from './registry/kinds/core.js';
@@ -17,7 +18,7 @@ import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
 
-export const CONTROLLER_NAMES = ['scheduler', 'node-lifecycle'] as const;
+export const CONTROLLER_NAMES = ['scheduler', 'node-lifecycle', 'namespace'] as const;
 export type ControllerName = (typeof CONTROLLER_NAMES)[number];
 
 export interface ControlPlaneOptions {
@@ -104,6 +105,11 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     const nodeLifecycle = new NodeLifecycleController({ client, log: log.child({ component: 'node-lifecycle' }), gracePeriodMs: opts.nodeGracePeriodMs, monitorPeriodMs: opts.nodeMonitorPeriodMs });
     await nodeLifecycle.start();
     stops.push(() => nodeLifecycle.stop());
+  }
+  if (!disabled.has('namespace')) {
+    const namespaces = new NamespaceController({ client, log: log.child({ component: 'namespace-controller' }), resources: () => registry.resources() });
+    await namespaces.start();
+    stops.push(() => namespaces.stop());
   }
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 

@@ -258,18 +258,26 @@ export class DockerRuntime implements ContainerRuntime {
           RestartPolicy: { Name: 'no' },
         },
       });
-    let result = await create(this.infraOomScoreAdj);
+    const oomScoreAdj = this.infraOomScoreAdj;
+    let result = await create(oomScoreAdj);
     try {
       await this.start(result.id);
     } catch (err) {
-      if (this.infraOomScoreAdj === 0) throw err;
+      if (oomScoreAdj === 0) throw err;
       // Lowering oom_score_adj needs CAP_SYS_RESOURCE, which a daemon in a VM or container may lack; runc
       // then fails the start. Run pause containers without it from now on rather than run no pods at all.
-      this.log.warn({ err: messageOf(err), oomScoreAdj: this.infraOomScoreAdj }, 'infra container failed to start with a negative oom_score_adj; retrying without it');
-      this.infraOomScoreAdj = 0;
+      if (this.infraOomScoreAdj !== 0) {
+        this.log.warn({ err: messageOf(err), oomScoreAdj }, 'infra container failed to start with a negative oom_score_adj; running pause containers without it');
+        this.infraOomScoreAdj = 0;
+      }
       await this.remove(result.id);
-      result = await create(0);
-      await this.start(result.id);
+      try {
+        result = await create(0);
+        await this.start(result.id);
+      } catch (again) {
+        this.infraOomScoreAdj = oomScoreAdj; // failed either way: oom_score_adj was not the cause
+        throw again;
+      }
     }
     return result;
   }

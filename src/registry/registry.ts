@@ -232,7 +232,7 @@ export class Registry {
     if (opts.dryRun) return obj;
 
     // A terminating object whose last finalizer was just removed is gone now.
-    if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !this.waitsForGrace(strategy, obj)) {
+    if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !strategy.deletionBlocked?.(obj) && !this.waitsForGrace(strategy, obj)) {
       try {
         this.backend.delete(key, current.modRevision);
       } catch (e) {
@@ -288,7 +288,7 @@ export class Registry {
     for (const hook of this.hooks) await hook({ operation: 'DELETE', info, object: obj, dryRun: !!opts.dryRun });
 
     const grace = opts.gracePeriodSeconds ?? strategy.defaultDeleteGraceSeconds?.(obj);
-    const hasFinalizers = !!obj.metadata.finalizers?.length;
+    const hasFinalizers = !!obj.metadata.finalizers?.length || !!strategy.deletionBlocked?.(obj);
     const graceful = grace !== undefined && grace > 0;
     if (!hasFinalizers && !graceful) {
       if (opts.dryRun) return { object: obj, removed: true };
@@ -316,6 +316,7 @@ export class Registry {
     } else if ((next.metadata.deletionGracePeriodSeconds ?? 0) > 0 && !hasFinalizers) {
       next.metadata.deletionGracePeriodSeconds = 0;
     }
+    strategy.onMarkedForDeletion?.(next);
     if (opts.dryRun || sameStored(next, obj)) return { object: obj, removed: false };
     try {
       return { object: decode(info, this.backend.update(key, encode(next), current.modRevision)), removed: false };

@@ -22,6 +22,13 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   hasStatus: boolean;
   /** initial status set on create (e.g. a Pod starts Pending) */
   initialStatus?(obj: T): unknown;
+  /**
+   * Something other than metadata.finalizers that holds a deleted object until cleared (a
+   * Namespace's spec.finalizers, emptied by the namespace controller once its content is gone).
+   */
+  deletionBlocked?(obj: T): boolean;
+  /** adjust an object being marked for deletion (e.g. a Namespace's phase becomes Terminating) */
+  onMarkedForDeletion?(obj: T): void;
   /** the grace period a delete without options uses; undefined → removed at once */
   defaultDeleteGraceSeconds?(obj: T): number | undefined;
 }

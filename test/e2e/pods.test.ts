@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Node, Pod } from '../../src/api/types.js';
+import type { Namespace, Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { docker, dockerInspect, podContainers, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 
@@ -180,6 +180,22 @@ describe('pods on real Docker (two agents on one host)', () => {
     // Retried when nodes change: label a node and the pod lands there.
     await c.client.patch(CORE.nodes, { name: nodeA, type: 'merge', patch: { metadata: { labels: { disk: 'ssd' } } } });
     assert.equal((await waitForPod(c.client, 'default', 'nowhere', (x) => !!x.spec.nodeName)).spec.nodeName, nodeA);
+  });
+
+  it('deleting a namespace stops its pods, refuses new content while Terminating, then removes it', async () => {
+    await c.client.create(CORE.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'doomed' } });
+    await c.client.create(CORE.pods, podManifest('inside', { nodeName: nodeA, terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] }), { namespace: 'doomed' });
+    const pod = await waitForPod(c.client, 'doomed', 'inside', running);
+    await c.client.delete(CORE.namespaces, { name: 'doomed' });
+    const ns = await c.client.get<Namespace>(CORE.namespaces, { name: 'doomed' });
+    assert.equal(ns.status?.phase, 'Terminating');
+    await assert.rejects(
+      c.client.create(CORE.pods, podManifest('late', { containers: [{ name: 'main', image: TEST_IMAGE }] }), { namespace: 'doomed' }),
+      (e: Error & { reason?: string }) => e.reason === 'Forbidden',
+    );
+    await waitFor(async () => (await c.client.list(CORE.namespaces, { fieldSelector: 'metadata.name=doomed' })).items.length === 0, 30_000, 'namespace removed');
+    assert.equal((await podContainers(pod.metadata.uid!)).length, 0, 'its containers are gone');
+    await assert.rejects(c.client.delete(CORE.namespaces, { name: 'kube-system' }), (e: Error & { reason?: string }) => e.reason === 'Forbidden');
   });
 
   it('keeps every pod across a control-plane restart, and agents carry on', async () => {

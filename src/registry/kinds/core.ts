@@ -95,6 +95,11 @@ export const namespaceStrategy: KindStrategy<Namespace> = {
   },
   validate: (ns) => validateNamespace(ns),
   initialStatus: () => ({ phase: 'Active' }),
+  // The namespace controller empties spec.finalizers once everything inside is gone.
+  deletionBlocked: (ns) => !!ns.spec?.finalizers?.length,
+  onMarkedForDeletion(ns) {
+    ns.status = { ...(ns.status ?? {}), phase: 'Terminating' };
+  },
   selectableFields: (ns) => ({ 'status.phase': ns.status?.phase ?? '' }),
 };
 
