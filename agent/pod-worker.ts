@@ -213,6 +213,12 @@ export class PodWorker {
       );
     }
 
+    if (actions.stopInfra) {
+      changed = true;
+      this.expect('die', actions.stopInfra);
+      await runtime.stop(actions.stopInfra, MIN_KILL_GRACE_SECONDS);
+    }
+
     // Step 4
     let infraId = actions.infraId;
     if (actions.createInfra) {
@@ -262,6 +268,7 @@ export class PodWorker {
       const allEnded = [...containers.byName.values()].every((list) => !isRunning(list[0]));
       if (allEnded) {
         this.log.info({ phase: next.phase }, 'pod finished; stopping its infra container');
+        this.expect('die', infra.info.id);
         await runtime.stop(infra.info.id, MIN_KILL_GRACE_SECONDS);
       }
     }
@@ -347,7 +354,8 @@ export class PodWorker {
     const { runtime, client } = this.deps;
     const pod = this.pod;
     const { infos, containers } = await this.observe();
-    const labelGrace = Math.max(0, ...infos.map((i) => Number(i.labels['berth.dev/termination-grace-period']) || 0));
+    // A stray (no pod object) is stopped with the grace period recorded on its containers.
+    const labelGrace = Math.max(0, ...[...containers.infra, ...[...containers.byName.values()].flat()].map((c) => c.identity.terminationGraceSeconds));
     const grace = Math.max(
       MIN_KILL_GRACE_SECONDS,
       pod ? (pod.metadata.deletionGracePeriodSeconds ?? graceSecondsOf(pod)) : labelGrace,

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { CONTROLLER_NAMES, startControlPlane } from './control-plane.js';
+import { CONTROLLER_NAMES } from './controller-names.js';
 
 const HELP: Record<string, string> = {
   main: `berth — a Kubernetes-style control plane and Docker node agent
@@ -98,6 +98,8 @@ async function runServer(argv: string[]): Promise<void> {
     return n;
   };
   const log = pino({ name: 'berth-server', level: values['log-level'] ?? 'info' });
+  // Loaded here, not at the top: `berth agent` must not carry the control plane in its heap.
+  const { startControlPlane } = await import('./control-plane.js');
   const cp = await startControlPlane({
     dataDir: values['data-dir'] ?? defaultDataDir(),
     port: parsePort(values.port, 6443),
@@ -176,6 +178,7 @@ async function runUp(argv: string[]): Promise<void> {
   const dataDir = values['data-dir'] ?? defaultDataDir();
   const level = values['log-level'] ?? 'info';
   const log = pino({ name: 'berth-server', level });
+  const { startControlPlane } = await import('./control-plane.js');
   const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), logger: log });
   const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
   if (values['node-name']) agentArgs.push('--node-name', values['node-name']);

@@ -18,8 +18,7 @@ import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
 
-export const CONTROLLER_NAMES = ['scheduler', 'node-lifecycle', 'namespace'] as const;
-export type ControllerName = (typeof CONTROLLER_NAMES)[number];
+export { CONTROLLER_NAMES, type ControllerName } from './controller-names.js';
 
 export interface ControlPlaneOptions {
   dataDir: string;

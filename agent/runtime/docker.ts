@@ -368,7 +368,7 @@ export class DockerRuntime implements ContainerRuntime {
         filters: {
           type: ['container'],
           label: filter.labels,
-          event: ['create', 'start', 'die', 'oom', 'destroy'],
+          event: ['start', 'die', 'oom', 'destroy'],
         },
       })
       .then((s) => {

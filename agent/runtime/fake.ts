@@ -5,6 +5,7 @@
  */
 import type { PullPolicy } from '../../src/api/types.js';
 import { systemClock, type Clock } from '../clock.js';
+import { LABEL_CONTAINER_NAME, LABEL_POD_UID } from '../labels.js';
 import {
   ImagePullError,
   withDefaultTag,
@@ -190,7 +191,7 @@ export class FakeRuntime implements ContainerRuntime {
   podContainers(podUid: string, containerName?: string): ContainerInfo[] {
     return [...this.containers.values()]
       .map((c) => c.info)
-      .filter((i) => i.labels['berth.dev/pod-uid'] === podUid && (containerName === undefined || i.labels['berth.dev/container-name'] === containerName));
+      .filter((i) => i.labels[LABEL_POD_UID] === podUid && (containerName === undefined || i.labels[LABEL_CONTAINER_NAME] === containerName));
   }
 }
 

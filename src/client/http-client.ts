@@ -158,7 +158,15 @@ export class HttpClient implements Client {
             const line = buffered.slice(0, nl).trim();
             buffered = buffered.slice(nl + 1);
             if (!line || closed) continue;
-            const ev = JSON.parse(line) as WatchEvent<T>;
+            let ev: WatchEvent<T>;
+            try {
+              ev = JSON.parse(line) as WatchEvent<T>;
+            } catch {
+              // A garbled stream cannot be trusted past this point: end it and let the caller re-watch.
+              finish(new ApiError('InternalError', `malformed watch event: ${line.slice(0, 100)}`));
+              r.destroy();
+              return;
+            }
             if (ev.type === 'ERROR') {
               // The server ends a watch it cannot continue (e.g. 410 Gone) with an ERROR event carrying a Status.
               const st = ev.object as unknown as Status;

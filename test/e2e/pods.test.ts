@@ -134,7 +134,8 @@ describe('pods on real Docker (two agents on one host)', () => {
   });
 
   it('removes stray containers labeled for its node but never touches unlabeled ones or other nodes', async () => {
-    const stray = await docker(['run', '-d', '--label', `berth.dev/node-name=${nodeA}`, '--label', 'berth.dev/pod-uid=00000000-0000-0000-0000-000000000000', '--label', 'berth.dev/container-type=app', TEST_IMAGE, 'sleep', '3600']);
+    // What a crash leaves behind: a fully labeled container of this node whose pod no longer exists.
+    const stray = await docker(['run', '-d', '--label', `berth.dev/node-name=${nodeA}`, '--label', 'berth.dev/pod-uid=00000000-0000-0000-0000-000000000000', '--label', 'berth.dev/pod-name=gone', '--label', 'berth.dev/pod-namespace=default', '--label', 'berth.dev/container-name=main', '--label', 'berth.dev/container-type=app', '--label', 'berth.dev/termination-grace-period=1', TEST_IMAGE, 'sleep', '3600']);
     const foreign = await docker(['run', '-d', '--label', 'berth.dev/node-name=some-other-node', '--label', 'berth.dev/pod-uid=00000000-0000-0000-0000-000000000001', TEST_IMAGE, 'sleep', '3600']);
     const unlabeled = await docker(['run', '-d', TEST_IMAGE, 'sleep', '3600']);
     try {
@@ -148,7 +149,8 @@ describe('pods on real Docker (two agents on one host)', () => {
   });
 
   it('reports ErrImagePull / ImagePullBackOff for an image it cannot get, and keeps running', async () => {
-    await c.client.create(CORE.pods, podManifest('nopull', { nodeName: nodeB, containers: [{ name: 'main', image: 'berth/does-not-exist:1.0' }] }), { namespace: 'default' });
+    // A registry on a closed loopback port: the pull fails at once and no traffic leaves the machine.
+    await c.client.create(CORE.pods, podManifest('nopull', { nodeName: nodeB, containers: [{ name: 'main', image: '127.0.0.1:9/berth/does-not-exist:1.0' }] }), { namespace: 'default' });
     const p = await waitForPod(c.client, 'default', 'nopull', (x) => ['ErrImagePull', 'ImagePullBackOff'].includes(x.status?.containerStatuses?.[0]?.state.waiting?.reason ?? ''));
     assert.equal(p.status?.phase, 'Pending');
     // The agent is alive: it still runs new pods.
