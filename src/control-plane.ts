@@ -11,7 +11,7 @@ import { LocalClient } from './client/local-client.js';
 import { NamespaceController } from './controllers/namespace/namespace-controller.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle/node-lifecycle.js';
 import { Scheduler } from './controllers/scheduler/scheduler.js';
-import { CORE_STRATEGIES } from './registry/kinds/core.js';
+import { ALL_STRATEGIES } from './registry/kinds/index.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
@@ -66,7 +66,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const backend = openSqliteBackend({ file: path.join(opts.dataDir, 'state.db'), logger: log.child({ component: 'storage' }) });
   const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
   const registry = new Registry({ backend });
-  for (const s of CORE_STRATEGIES) registry.register(s);
+  for (const s of ALL_STRATEGIES) registry.register(s);
   registry.addWriteHook(({ operation, info, object }) => {
     if (operation === 'DELETE' && info.kind === 'Namespace' && SYSTEM_NAMESPACES.includes(object.metadata.name ?? '')) {
       throw errors.forbidden(`namespaces "${object.metadata.name}" is forbidden: this namespace may not be deleted`);
