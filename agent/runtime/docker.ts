@@ -20,8 +20,10 @@ import {
   type ContainerSummary,
   type CreateResult,
   type EventSubscription,
+  type ExecResult,
   type ImageRef,
   type InfraSpec,
+  type MountSpec,
   type RuntimeEvent,
 } from './runtime.js';
 
@@ -93,6 +95,57 @@ function runState(status: string | undefined): ContainerRunState {
       return 'exited';
     default:
       return 'unknown';
+  }
+}
+
+function dockerMount(m: MountSpec): Dockerode.MountSettings {
+  if (m.type === 'tmpfs') {
+    const tmpfs: { SizeBytes?: number; Mode?: number } = {};
+    if (m.sizeBytes !== undefined) tmpfs.SizeBytes = m.sizeBytes;
+    if (m.mode !== undefined) tmpfs.Mode = m.mode;
+    // The typings insist on both fields; Docker treats each as optional.
+    return { Type: 'tmpfs', Target: m.target, Source: '', ReadOnly: m.readOnly === true, TmpfsOptions: tmpfs as { SizeBytes: number; Mode: number } };
+  }
+  return { Type: 'bind', Source: m.source ?? '', Target: m.target, ReadOnly: m.readOnly === true };
+}
+
+/**
+ * Reassembles Docker's multiplexed stdout/stderr stream (8-byte frame headers: stream, 0, 0, 0, size
+ * big-endian) into text, keeping at most `max` bytes. Frames may be split across chunks.
+ */
+class FrameCollector {
+  private pending: Buffer = Buffer.alloc(0);
+  private readonly parts: Buffer[] = [];
+  private size = 0;
+
+  constructor(private readonly max: number) {}
+
+  push(chunk: Buffer): void {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    while (this.pending.length >= 8) {
+      const kind = this.pending[0]!;
+      // Not a multiplexed stream (a TTY container): take the bytes as they are.
+      if (kind > 2 || this.pending[1] !== 0 || this.pending[2] !== 0 || this.pending[3] !== 0) {
+        this.keep(this.pending);
+        this.pending = Buffer.alloc(0);
+        return;
+      }
+      const len = this.pending.readUInt32BE(4);
+      if (this.pending.length < 8 + len) return;
+      this.keep(this.pending.subarray(8, 8 + len));
+      this.pending = this.pending.subarray(8 + len);
+    }
+  }
+
+  private keep(b: Buffer): void {
+    if (this.size >= this.max) return;
+    const part = b.subarray(0, this.max - this.size);
+    this.parts.push(part);
+    this.size += part.length;
+  }
+
+  text(): string {
+    return Buffer.concat(this.parts).toString('utf8');
   }
 }
 
@@ -296,6 +349,7 @@ export class DockerRuntime implements ContainerRuntime {
     }
     if (spec.nanoCpus !== undefined) hostConfig.NanoCpus = spec.nanoCpus;
     if (spec.cpuShares !== undefined) hostConfig.CpuShares = spec.cpuShares;
+    if (spec.mounts?.length) hostConfig.Mounts = spec.mounts.map(dockerMount);
     const create: Dockerode.ContainerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -352,6 +406,48 @@ export class DockerRuntime implements ContainerRuntime {
       if (code === 409 && /already in progress/.test(messageOf(err))) return;
       throw err;
     }
+  }
+
+  async runInContainer(id: string, opts: { cmd: string[]; timeoutMs: number; maxOutputBytes?: number }): Promise<ExecResult> {
+    const max = opts.maxOutputBytes ?? 10 * 1024;
+    const exec = await this.docker.getContainer(id).exec({ Cmd: opts.cmd, AttachStdout: true, AttachStderr: true });
+    const stream = await exec.start({ hijack: true, stdin: false });
+    const frames = new FrameCollector(max);
+    const ended = new Promise<boolean>((resolve) => {
+      stream.on('data', (chunk: Buffer) => frames.push(chunk));
+      stream.on('end', () => resolve(true));
+      stream.on('close', () => resolve(true));
+      stream.on('error', () => resolve(true));
+    });
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = await Promise.race([
+      ended.then(() => false),
+      new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(true), Math.max(1, opts.timeoutMs));
+      }),
+    ]);
+    clearTimeout(timer);
+    if (timedOut) {
+      // The process keeps running inside the container (Docker cannot kill an exec); only our wait ends.
+      stream.destroy();
+      return { exitCode: -1, output: frames.text(), timedOut: true };
+    }
+    const info = await exec.inspect();
+    return { exitCode: typeof info.ExitCode === 'number' ? info.ExitCode : -1, output: frames.text(), timedOut: false };
+  }
+
+  async readLogs(id: string, opts: { tailLines: number; maxBytes: number }): Promise<string> {
+    let buf: Buffer;
+    try {
+      buf = (await this.docker.getContainer(id).logs({ stdout: true, stderr: true, follow: false, tail: opts.tailLines })) as Buffer;
+    } catch (err) {
+      if (statusOf(err) === 404) return '';
+      throw err;
+    }
+    const frames = new FrameCollector(Number.MAX_SAFE_INTEGER);
+    frames.push(Buffer.isBuffer(buf) ? buf : Buffer.from(String(buf)));
+    const all = Buffer.from(frames.text(), 'utf8');
+    return all.subarray(Math.max(0, all.length - opts.maxBytes)).toString('utf8');
   }
 
   subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void): EventSubscription {

@@ -15,6 +15,7 @@ import {
   type ContainerSummary,
   type CreateResult,
   type EventSubscription,
+  type ExecResult,
   type ImageRef,
   type InfraSpec,
   type RuntimeEvent,
@@ -27,8 +28,10 @@ export interface FakeContainer {
 }
 
 export interface FakeCall {
-  op: 'runInfra' | 'createApp' | 'start' | 'stop' | 'remove' | 'pull';
+  op: 'runInfra' | 'createApp' | 'start' | 'stop' | 'remove' | 'pull' | 'exec';
   target: string;
+  /** exec: the command */
+  cmd?: string[];
 }
 
 export class FakeRuntime implements ContainerRuntime {
@@ -42,6 +45,10 @@ export class FakeRuntime implements ContainerRuntime {
   stopExitCode = 137;
   /** when set, createApp throws this */
   createError: Error | undefined;
+  /** answers runInContainer (exec probes and hooks); default: exit 0, no output */
+  execHandler: (id: string, cmd: string[]) => ExecResult | Promise<ExecResult> = () => ({ exitCode: 0, output: '', timedOut: false });
+  /** what readLogs returns per container id */
+  readonly logs = new Map<string, string>();
   private seq = 0;
   private ipSeq = 1;
   private readonly subscribers = new Set<{ labels: string[]; onEvent: (ev: RuntimeEvent) => void }>();
@@ -175,6 +182,20 @@ export class FakeRuntime implements ContainerRuntime {
     if (!c) return;
     this.containers.delete(id);
     this.emit('destroy', c.info);
+  }
+
+  async runInContainer(id: string, opts: { cmd: string[]; timeoutMs: number }): Promise<ExecResult> {
+    this.calls.push({ op: 'exec', target: id, cmd: opts.cmd });
+    const c = this.containers.get(id);
+    if (!c || c.info.state !== 'running') throw new Error(`container ${id} is not running`);
+    return this.execHandler(id, opts.cmd);
+  }
+
+  async readLogs(id: string, opts: { tailLines: number; maxBytes: number }): Promise<string> {
+    const text = this.logs.get(id) ?? '';
+    const lines = text.split('\n');
+    const tail = lines.slice(Math.max(0, lines.length - opts.tailLines)).join('\n');
+    return tail.slice(Math.max(0, tail.length - opts.maxBytes));
   }
 
   subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void): EventSubscription {

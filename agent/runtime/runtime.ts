@@ -60,6 +60,20 @@ export interface InfraSpec {
   network: string;
 }
 
+/** A host path (bind) or a tmpfs mounted into an app container. */
+export interface MountSpec {
+  type: 'bind' | 'tmpfs';
+  /** host path; required for bind */
+  source?: string;
+  /** path inside the container */
+  target: string;
+  readOnly?: boolean;
+  /** tmpfs size limit in bytes */
+  sizeBytes?: number;
+  /** tmpfs mode bits (e.g. 0o1777) */
+  mode?: number;
+}
+
 export interface AppSpec {
   name: string;
   labels: Record<string, string>;
@@ -76,6 +90,17 @@ export interface AppSpec {
   memoryBytes?: number;
   nanoCpus?: number;
   cpuShares?: number;
+  /** extra mounts (termination-message file, volumes) */
+  mounts?: MountSpec[];
+}
+
+/** How a command run inside a container (probe, hook) ended. */
+export interface ExecResult {
+  /** -1 when it timed out or its exit code could not be read */
+  exitCode: number;
+  /** stdout and stderr interleaved, cut to the caller's maxOutputBytes */
+  output: string;
+  timedOut: boolean;
 }
 
 export interface CreateResult {
@@ -159,6 +184,13 @@ export interface ContainerRuntime {
   stop(id: string, graceSeconds: number): Promise<void>;
   /** Removes the container (forcibly if still running); a missing container is fine. */
   remove(id: string): Promise<void>;
+  /**
+   * Runs a command inside a running container and waits for it (exec probes, exec hooks). A command still
+   * running after timeoutMs is abandoned and reported as timedOut; throws only when the exec cannot start.
+   */
+  runInContainer(id: string, opts: { cmd: string[]; timeoutMs: number; maxOutputBytes?: number }): Promise<ExecResult>;
+  /** The last lines of a container's output (stdout and stderr), at most maxBytes from the end; '' if gone. */
+  readLogs(id: string, opts: { tailLines: number; maxBytes: number }): Promise<string>;
   /**
    * Container lifecycle events for containers matching the label filters. `onEvent` gets each event;
    * `onError` is called once if the stream breaks (the caller resubscribes and resyncs, events may be lost).

@@ -78,7 +78,16 @@ describe('pods on real Docker (two agents on one host)', () => {
     assert.equal(one.HostConfig.NanoCpus, 500_000_000);
     assert.equal(one.HostConfig.CpuShares, 256);
     assert.match(one.HostConfig.NetworkMode, /^container:/);
-    assert.equal(one.HostConfig.RestartPolicy.Name, 'no');
+    assert.equal(one.HostConfig.RestartPolicy.Name, 'no', 'the agent, not Docker, restarts');
+    assert.deepEqual(one.Config.Healthcheck?.Test, ['NONE'], "the image's HEALTHCHECK is off");
+    const labels = one.Config.Labels as Record<string, string>;
+    assert.equal(labels['berth.dev/pod-uid'], live.metadata.uid);
+    assert.equal(labels['berth.dev/pod-namespace'], 'default');
+    assert.equal(labels['berth.dev/pod-name'], 'duo');
+    assert.equal(labels['berth.dev/container-name'], 'one');
+    assert.equal(labels['berth.dev/node-name'], nodeA);
+    assert.equal(labels['berth.dev/restart-count'], '0');
+    assert.match(labels['berth.dev/container-hash'] ?? '', /^[0-9a-z]+$/);
     const two = await dockerInspect(apps.find((x) => x.name === 'two')!.id);
     assert.equal(two.HostConfig.Memory, 1536 * 1024 * 1024);
     assert.equal(two.HostConfig.NanoCpus, 1_000_000_000);
@@ -89,6 +98,24 @@ describe('pods on real Docker (two agents on one host)', () => {
     if (terminating) assert.ok(terminating.metadata.deletionTimestamp, 'graceful: marked first, removed after the containers');
     await waitFor(async () => (await c.client.list<Pod>(CORE.pods, { namespace: 'default', fieldSelector: 'metadata.name=duo' })).items.length === 0, 30_000, 'pod object removed');
     assert.equal((await podContainers(live.metadata.uid!)).length, 0, 'containers removed');
+  });
+
+  it('deletes gracefully: SIGTERM first, SIGKILL only after the grace period', async () => {
+    // One container exits on SIGTERM; the other (sleep as PID 1) ignores it and must be killed after the grace period.
+    await c.client.create(CORE.pods, podManifest('polite', { nodeName: nodeA, terminationGracePeriodSeconds: 30, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', "trap 'exit 0' TERM; sleep 1000 & wait"] }] }), { namespace: 'default' });
+    await c.client.create(CORE.pods, podManifest('stubborn', { nodeName: nodeB, terminationGracePeriodSeconds: 3, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] }), { namespace: 'default' });
+    await waitForPod(c.client, 'default', 'polite', running);
+    await waitForPod(c.client, 'default', 'stubborn', running);
+    const gone = async (name: string) => (await c.client.list<Pod>(CORE.pods, { namespace: 'default', fieldSelector: `metadata.name=${name}` })).items.length === 0;
+    let t0 = Date.now();
+    await c.client.delete(CORE.pods, { namespace: 'default', name: 'polite' });
+    await waitFor(() => gone('polite'), 20_000, 'polite pod removed');
+    assert.ok(Date.now() - t0 < 10_000, `SIGTERM ended it well before the 30 s grace (${Date.now() - t0} ms)`);
+    t0 = Date.now();
+    await c.client.delete(CORE.pods, { namespace: 'default', name: 'stubborn' });
+    await waitFor(() => gone('stubborn'), 30_000, 'stubborn pod removed');
+    const took = Date.now() - t0;
+    assert.ok(took >= 2500 && took < 15_000, `waited out the 3 s grace, then SIGKILL (${took} ms)`);
   });
 
   it('honours restartPolicy: Always restarts, OnFailure stops on success, Never fails', async () => {
