@@ -157,6 +157,69 @@ export function withDefaultTag(image: string): string {
   return image.includes('@') || imageTag(image) !== undefined ? image : `${image}:latest`;
 }
 
+/** What `kubectl logs` asks for, in runtime terms. */
+export interface LogStreamOptions {
+  /** keep streaming what the container writes until it exits or the caller destroys the stream */
+  follow: boolean;
+  /** only the last N lines */
+  tailLines?: number;
+  /** only lines written at or after this time (ms since epoch) */
+  sinceMs?: number;
+  /** prefix each line with its RFC 3339 (nanosecond) timestamp and a space */
+  timestamps: boolean;
+}
+
+/** A command to run inside a running container (`kubectl exec`). */
+export interface ExecOptions {
+  command: string[];
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
+/** Which streams to connect to a container's main process (`kubectl attach`). */
+export interface AttachOptions {
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
+/** Terminal size in character cells. */
+export interface TerminalSize {
+  width: number;
+  height: number;
+}
+
+/**
+ * The stdio of a process inside a container, connected. Output streams end when the process (or, for attach,
+ * the container) is done; with a TTY everything arrives on stdout and there is no stderr.
+ */
+export interface ContainerProcess {
+  /** present when stdin was requested; end() closes the process's stdin (EOF), the output keeps flowing */
+  stdin?: NodeJS.WritableStream;
+  stdout?: NodeJS.ReadableStream;
+  stderr?: NodeJS.ReadableStream;
+  /** only meaningful with a TTY */
+  resize(size: TerminalSize): Promise<void>;
+  /** the exit code, once the output has ended; undefined when the runtime cannot tell (attach) */
+  exitCode(): Promise<number | undefined>;
+  /** tears the connection down (the process may keep running, as with `docker exec` detached) */
+  close(): void;
+}
+
+/**
+ * Streaming access to containers: logs, exec, attach. Optional on a runtime: the agent's endpoint answers
+ * 501 for a runtime without it (the in-memory fake).
+ */
+export interface ContainerStreams {
+  /** stdout and stderr interleaved as written (a TTY container's output as is) */
+  logs(id: string, opts: LogStreamOptions): Promise<NodeJS.ReadableStream>;
+  exec(id: string, opts: ExecOptions): Promise<ContainerProcess>;
+  attach(id: string, opts: AttachOptions): Promise<ContainerProcess>;
+}
+
 /**
  * What the agent needs from a container runtime. Implementations must be safe to call concurrently for
  * different containers; the agent serializes calls per pod.
@@ -198,4 +261,6 @@ export interface ContainerRuntime {
   subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void): EventSubscription;
   /** Releases connections. */
   close(): void;
+  /** logs / exec / attach (see ContainerStreams); absent on runtimes that cannot stream */
+  streams?: ContainerStreams;
 }
