@@ -7,12 +7,14 @@
 import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
 import type { Client } from '../src/client/client.js';
+import { EventRecorder } from '../src/client/events.js';
 import { join, type Joined } from './join.js';
 import { NodeStatusReporter } from './node-status.js';
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from './options.js';
 import { PodManager } from './pod-manager.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import { StatusManager } from './status.js';
+import { syncAgentEndpoint } from './server/agent-endpoint.js';
 
 export type { AgentOptions } from './options.js';
 
@@ -37,7 +39,7 @@ async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime>
 }
 
 function joinOptions(o: ResolvedAgentOptions) {
-  return { server: o.server, nodeName: o.nodeName, tokenFile: o.tokenFile, dataDir: o.dataDir, log: o.log };
+  return { server: o.server, nodeName: o.nodeName, tokenFile: o.tokenFile, dataDir: o.dataDir, log: o.log, addresses: [o.nodeIP] };
 }
 
 function isUnauthorized(err: unknown): boolean {
@@ -65,6 +67,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   // Building or pulling the pause image can take a while; the first pod waits for it, registration does not.
   runtime.ensureInfraImage().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'pause image is not ready yet'));
+  const endpointParams = () => ({ runtime, nodeName: o.nodeName, credentials: joined?.credentials, port: o.agentPort, log });
+  let endpoint = await syncAgentEndpoint(undefined, endpointParams());
 
   const makeReporter = (c: Client) =>
     new NodeStatusReporter({
@@ -77,6 +81,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       heartbeatMs: o.intervals.heartbeatMs,
       clock: o.clock,
       log,
+      daemonPort: endpoint?.port,
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -88,6 +93,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     joined.client.close();
     joined = await join(joinOptions(o), { forceRejoin: true });
     client = joined.client;
+    endpoint = await syncAgentEndpoint(endpoint, endpointParams());
     nodeStatus = makeReporter(client);
     await nodeStatus.register();
   }
@@ -105,6 +111,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     backoff: o.backoff,
     relistMs: o.intervals.relistMs,
     retryMs: o.intervals.retryMs,
+    dataDir: o.dataDir,
+    recorder: new EventRecorder({ client, component: 'kubelet', host: o.nodeName, now: () => o.clock.now(), log }),
   });
   await pods.start();
   nodeStatus.start();
@@ -121,6 +129,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         await pods.stop();
         await status.idle();
         status.stop();
+        await endpoint?.close();
         if (!o.runtime) runtime.close();
         joined?.client.close();
         log.info('agent stopped');

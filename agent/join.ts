@@ -6,11 +6,15 @@
  * 2. Otherwise the token file (`berth1::<sha256 hex of the CA PEM>::<secret>`) is read; for https the CA
  *    is fetched from `<server>/cacerts` without verification — trust comes from its hash matching the token,
  *    as in k3s — and every later call pins that CA.
- * 3. `POST <server>/berth/v1/join` with `Authorization: Bearer <secret>` and `{"nodeName"}` returns the
- *    node's own credential, which is stored in credentials.json before use.
- * The secret and the credential are never logged.
+ * 3. `POST <server>/berth/v1/join` with `Authorization: Bearer <secret>` and `{"nodeName", "servingPublicKey",
+ *    "addresses"}` returns the node's own credential, a serving certificate for the agent's HTTPS endpoint
+ *    (for a key generated here, which never leaves the node) and the proxy secret the control plane will
+ *    present to that endpoint. All of it is stored in credentials.json before use; of the proxy secret only
+ *    its sha256 is kept, since the agent only ever checks it.
+ * Credentials from before the agent endpoint existed (no serving certificate) are replaced by a fresh join
+ * when a token file is at hand. The secret and the credentials are never logged.
  */
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPair } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
@@ -24,6 +28,24 @@ export interface NodeCredentials {
   token: string;
   /** CA PEM; absent for plain-http servers */
   ca?: string;
+  /** the agent endpoint's certificate (PEM, signed by the cluster CA) and its private key (PKCS#8 PEM) */
+  servingCert?: string;
+  servingKey?: string;
+  /** sha256 (hex) of the secret the control plane presents to the agent endpoint */
+  proxySecretSha256?: string;
+}
+
+/** The part of the credentials the agent's own HTTPS endpoint needs. */
+export interface ServingCredentials {
+  servingCert: string;
+  servingKey: string;
+  proxySecretSha256: string;
+}
+
+/** The serving credentials, if the join that produced these credentials provided them. */
+export function servingCredentialsOf(c: NodeCredentials): ServingCredentials | undefined {
+  if (!c.servingCert || !c.servingKey || !c.proxySecretSha256) return undefined;
+  return { servingCert: c.servingCert, servingKey: c.servingKey, proxySecretSha256: c.proxySecretSha256 };
 }
 
 export interface JoinOptions {
@@ -34,6 +56,8 @@ export interface JoinOptions {
   log: Logger;
   /** per-request timeout */
   timeoutMs?: number;
+  /** the node's IPs, certified (with the node name) in the agent endpoint's serving certificate */
+  addresses?: string[];
 }
 
 export const TOKEN_PREFIX = 'berth1';
@@ -141,19 +165,35 @@ export async function requestCredentials(opts: JoinOptions): Promise<NodeCredent
     }
     ca = res.body;
   }
+  const serving = await newServingKey();
   const res = await request(new URL('/berth/v1/join', server), {
     method: 'POST',
     headers: { authorization: `Bearer ${token.secret}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ nodeName: opts.nodeName }),
+    body: JSON.stringify({ nodeName: opts.nodeName, servingPublicKey: serving.publicKey, addresses: opts.addresses ?? [] }),
     ca,
     timeoutMs,
   });
   if (res.status < 200 || res.status >= 300) throw describeFailure('joining the cluster', res);
-  const issued = JSON.parse(res.body) as { token?: unknown };
+  const issued = JSON.parse(res.body) as { token?: unknown; servingCert?: unknown; proxySecret?: unknown };
   if (typeof issued.token !== 'string' || !issued.token) throw new Error('joining the cluster failed: the server returned no token');
   const creds: NodeCredentials = { server: opts.server, nodeName: opts.nodeName, token: issued.token };
   if (ca !== undefined) creds.ca = ca;
+  // A server that predates the agent endpoint answers with the token only; the agent then serves nothing.
+  if (typeof issued.servingCert === 'string' && typeof issued.proxySecret === 'string' && issued.proxySecret) {
+    creds.servingCert = issued.servingCert;
+    creds.servingKey = serving.privateKey;
+    creds.proxySecretSha256 = sha256Hex(issued.proxySecret);
+  }
   return creds;
+}
+
+/** RSA, because the control plane's CA library certifies RSA keys only. */
+function newServingKey(): Promise<{ publicKey: string; privateKey: string }> {
+  return new Promise((resolve, reject) =>
+    generateKeyPair('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } }, (err, publicKey, privateKey) =>
+      err ? reject(err) : resolve({ publicKey, privateKey }),
+    ),
+  );
 }
 
 export interface Joined {
@@ -169,10 +209,12 @@ export async function join(opts: JoinOptions, { forceRejoin = false } = {}): Pro
   const log = opts.log.child({ component: 'join' });
   if (!forceRejoin) {
     const stored = await readCredentials(file);
-    if (stored && stored.server === opts.server && stored.nodeName === opts.nodeName) {
+    const upToDate = stored && (servingCredentialsOf(stored) !== undefined || !opts.tokenFile);
+    if (stored && upToDate && stored.server === opts.server && stored.nodeName === opts.nodeName) {
       log.info({ server: opts.server }, 'using stored node credentials');
       return { client: clientFor(stored, opts.timeoutMs), credentials: stored, reused: true };
     }
+    if (stored && !upToDate) log.info('stored node credentials have no serving certificate for the agent endpoint; joining again');
   } else {
     await rm(file, { force: true });
   }

@@ -26,6 +26,8 @@ export interface NodeStatusOptions {
   heartbeatMs: number;
   clock: Clock;
   log: Logger;
+  /** the agent endpoint's port (logs, exec), advertised as status.daemonEndpoints.kubeletEndpoint.Port */
+  daemonPort?: number | undefined;
 }
 
 /** Kubernetes spells architectures as Go does. */
@@ -142,6 +144,7 @@ export class NodeStatusReporter {
       status: {
         ...sys,
         conditions: this.conditions(true),
+        ...(this.opts.daemonPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.opts.daemonPort } } } : {}),
         addresses: [
           { type: 'InternalIP', address: this.opts.nodeIP },
           { type: 'Hostname', address: this.opts.hostname },

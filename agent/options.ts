@@ -44,6 +44,8 @@ export interface AgentOptions {
   runtime?: ContainerRuntime;
   /** tests: pause image tag for the Docker runtime */
   pauseImage?: string;
+  /** the agent's HTTPS endpoint (logs, exec); default 10250, or a free port when taken; 0 = any free port */
+  agentPort?: number | undefined;
 }
 
 export interface ResolvedAgentOptions {
@@ -62,6 +64,7 @@ export interface ResolvedAgentOptions {
   client: Client | undefined;
   runtime: ContainerRuntime | undefined;
   pauseImage: string | undefined;
+  agentPort: number | undefined;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -105,6 +108,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     client: o.client,
     runtime: o.runtime,
     pauseImage: o.pauseImage,
+    agentPort: o.agentPort,
   };
 }
 

@@ -6,6 +6,7 @@
 import type { Container, Pod, PodPhase } from '../src/api/types.js';
 import { containerHash, graceSecondsOf, infraHash } from './container-config.js';
 import { finishedAtMs, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
+import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, type Backoff } from './restart-backoff.js';
 import { effectiveRestartPolicy, shouldRestart } from './restart-policy.js';
 
@@ -16,6 +17,16 @@ export interface KillAction {
   reason: string;
   /** remove it once stopped (it has no future use: stray name, duplicate) */
   remove: boolean;
+  /** the container's spec, when it still has one (its preStop hook runs before the stop) */
+  spec?: Container;
+  /** an init container or sidecar (event field path) */
+  init?: boolean;
+  /** the Killing event's message, when it says more than "Stopping container" */
+  eventMessage?: string;
+  /** the kill makes room for a restart: sync again right after it */
+  restart?: boolean;
+  /** sidecars stop after the app containers (in reverse order): higher goes later */
+  order?: number;
 }
 
 export interface StartAction {
@@ -53,7 +64,19 @@ export interface ComputeActionsInput {
   backoff: Backoff;
   /** the pod's latest phase; Succeeded/Failed pods never run anything again */
   phase?: PodPhase | undefined;
+  /** probe results; without it every container counts as started and healthy */
+  probes?: ProbeActionsView;
 }
+
+/** What the actions need from the prober. */
+export interface ProbeActionsView {
+  /** startup probe passed (or none) */
+  started(containerId: string, spec: Container): boolean;
+  /** 'liveness' / 'startup' when that probe failed: the container is killed */
+  failed(containerId: string): ProbeKind | undefined;
+}
+
+const NO_PROBES: ProbeActionsView = { started: () => true, failed: () => undefined };
 
 /** Grace for the pause container: it exits on SIGTERM at once, the wait is only a safety net. */
 const INFRA_GRACE_SECONDS = 2;
@@ -65,13 +88,18 @@ const INFRA_GRACE_SECONDS = 2;
  * 3. if the infra container is missing, dead or built from a different spec, a new one is planned and
  *    every running container is killed — except for restartPolicy Never pods that already ran, which
  *    are not brought back;
- * 4. init containers run one at a time, each to success, before any app container;
- * 5. app containers are started when missing, replaced when their spec hash changed, and restarted
- *    after exiting when the restart policy says so, subject to crash backoff.
+ * 4. init containers run one at a time, each to success, before any app container; a sidecar
+ *    (restartPolicy Always) only has to start (pass its startup probe) and is kept running from then on,
+ *    restarted whatever the pod's policy;
+ * 5. app containers are started when missing, replaced when their spec hash changed, killed when their
+ *    liveness or startup probe failed, and restarted after exiting when the restart policy says so,
+ *    subject to crash backoff;
+ * 6. once every app container has finished for good, the sidecars are stopped, last one first.
  */
 export function computePodActions(input: ComputeActionsInput): PodActions {
   const { pod, containers } = input;
   const actions: PodActions = { kill: [], remove: [], start: [], backoff: new Map() };
+  const probes = input.probes ?? NO_PROBES;
   const grace = graceSecondsOf(pod);
   const policy = effectiveRestartPolicy(pod.spec.restartPolicy);
   const initSpecs = pod.spec.initContainers ?? [];
@@ -81,8 +109,27 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
     if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds: grace, reason, remove: true });
     else actions.remove.push(c.info.id);
   };
-  const kill = (c: ObservedContainer, reason: string, graceSeconds = grace) => {
-    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds, reason, remove: false });
+  const specOf = new Map<string, { spec: Container; init: boolean }>();
+  for (const c of initSpecs) specOf.set(c.name, { spec: c, init: true });
+  for (const c of pod.spec.containers) specOf.set(c.name, { spec: c, init: false });
+  const kill = (c: ObservedContainer, reason: string, graceSeconds = grace, extra: Partial<KillAction> = {}) => {
+    if (!isRunning(c)) return;
+    const known = specOf.get(c.identity.containerName);
+    const k: KillAction = { id: c.info.id, containerName: c.identity.containerName, graceSeconds, reason, remove: false, ...extra };
+    // The preStop hook belongs to the spec the container was made from; a replaced spec's hook may differ.
+    if (known && c.identity.hash === containerHash(known.spec)) k.spec = known.spec;
+    if (known?.init) k.init = true;
+    actions.kill.push(k);
+  };
+  /** Kills a running container whose liveness/startup probe failed; true when it did. */
+  const killIfUnhealthy = (c: ObservedContainer, spec: Container): boolean => {
+    const failed = probes.failed(c.info.id);
+    if (!failed) return false;
+    kill(c, `${failed} probe failed`, grace, {
+      eventMessage: `Container ${spec.name} failed ${PROBE_LABEL[failed].toLowerCase()} probe, will be restarted`,
+      restart: true,
+    });
+    return true;
   };
 
   // Step 1: strays and older infra containers.
@@ -103,7 +150,7 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
   if (input.phase === 'Succeeded' || input.phase === 'Failed') {
     for (const name of wanted) {
       const list = latestOf(name);
-      if (list[0]) kill(list[0], 'pod is finished');
+      if (list[0]) kill(list[0], 'pod is finished', grace, sidecarOrder(name));
       collectOld(list, false);
     }
     if (latestInfra && isRunning(latestInfra)) actions.stopInfra = latestInfra.info.id;
@@ -111,9 +158,14 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
   }
 
   // Step 3: the infra container.
-  const infraReady = latestInfra !== undefined && isRunning(latestInfra) && latestInfra.identity.hash === infraHash(pod, input.network);
+  const wantedInfraHash = infraHash(pod, input.network);
+  const infraReady = latestInfra !== undefined && isRunning(latestInfra) && latestInfra.identity.hash === wantedInfraHash;
   const fresh = !infraReady;
-  if (fresh) {
+  if (fresh && latestInfra?.info.state === 'created' && latestInfra.identity.hash === wantedInfraHash && ![...wanted].some((n) => latestOf(n).length > 0)) {
+    // Created but never started (the agent died in between): start that one, under its own name, rather
+    // than make a second infra container.
+    actions.createInfra = { attempt: latestInfra.identity.restartCount };
+  } else if (fresh) {
     const ranBefore = [...wanted].some((n) => latestOf(n).length > 0);
     if (latestInfra) kill(latestInfra, 'infra container must change', INFRA_GRACE_SECONDS);
     for (const name of wanted) {
@@ -151,11 +203,38 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
     actions.start.push(start);
   };
 
-  // Step 4: init containers, one at a time; only runs inside the current sandbox count.
+  // Step 4: init containers; only runs inside the current sandbox count.
+  const currentOf = (name: string): ObservedContainer | undefined => {
+    const latest = latestOf(name)[0];
+    return latest && latest.info.createdAt >= sandboxCreatedAt ? latest : undefined;
+  };
+  const appsDone = allAppsDone(pod, latestOf, policy);
+  const initialized = pod.spec.containers.some((c) => currentOf(c.name) !== undefined);
   for (const spec of initSpecs) {
     const list = latestOf(spec.name);
-    const latest = list[0];
-    const current = latest && latest.info.createdAt >= sandboxCreatedAt ? latest : undefined;
+    const current = currentOf(spec.name);
+    if (isSidecar(spec)) {
+      if (current && isRunning(current)) {
+        collectOld(list, false);
+        if (killIfUnhealthy(current, spec)) return finish(actions);
+        if (!initialized && !probes.started(current.info.id, spec)) return finish(actions); // next one waits until it started
+        continue;
+      }
+      if (appsDone) {
+        collectOld(list, false); // the app containers are done: the sidecar is not needed again
+        continue;
+      }
+      if (current?.info.state === 'created') {
+        actions.start.push({ container: spec, type: 'init', restartCount: current.identity.restartCount, existingId: current.info.id });
+        collectOld(list, false);
+      } else restart(spec, 'init', list);
+      if (!initialized) return finish(actions);
+      continue;
+    }
+    if (initialized) {
+      collectOld(list, false); // regular init containers are done once the app containers exist
+      continue;
+    }
     if (current?.info.state === 'exited' && current.info.exit?.exitCode === 0) {
       collectOld(list, false);
       continue;
@@ -210,9 +289,10 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
       case 'unknown':
         if (sameSpec) {
           collectOld(list, false);
+          killIfUnhealthy(latest, spec);
         } else {
           // A changed spec replaces the container whatever the restart policy says.
-          kill(latest, 'container spec changed');
+          kill(latest, 'container spec changed', grace, { eventMessage: `Container ${spec.name} definition changed, will be restarted` });
           collectOld(list, true);
           actions.start.push({ container: spec, type: 'app', restartCount: latest.identity.restartCount + 1 });
         }
@@ -223,7 +303,31 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
         break;
     }
   }
+
+  // Step 6: sidecars outlive the app containers only as long as those may still run.
+  if (appsDone) {
+    for (const spec of initSpecs.filter(isSidecar)) {
+      const latest = latestOf(spec.name)[0];
+      if (latest) kill(latest, "pod's app containers completed", grace, sidecarOrder(spec.name));
+    }
+  }
   return finish(actions);
+
+  /** Sidecars stop after the app containers, the last declared first. */
+  function sidecarOrder(name: string): Partial<KillAction> {
+    const i = initSpecs.findIndex((c) => c.name === name && isSidecar(c));
+    return i < 0 ? {} : { order: 1 + initSpecs.length - i };
+  }
+}
+
+/** Every app container ended and none will run again under the policy (Always never finishes). */
+function allAppsDone(pod: Pod, latestOf: (name: string) => ObservedContainer[], policy: string): boolean {
+  if (policy === 'Always') return false;
+  return pod.spec.containers.every((spec) => {
+    const latest = latestOf(spec.name)[0];
+    if (!latest || latest.info.state !== 'exited' || !latest.info.exit) return false;
+    return latest.identity.hash === containerHash(spec) && !shouldRestart(policy as 'OnFailure' | 'Never', latest.info.exit);
+  });
 }
 
 /** One entry per container: a container both killed and listed for removal is killed, then removed. */

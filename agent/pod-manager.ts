@@ -7,11 +7,14 @@
 import type { Logger } from 'pino';
 import type { Pod } from '../src/api/types.js';
 import type { Client } from '../src/client/client.js';
+import type { EventRecorder } from '../src/client/events.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { stableStringify } from './container-config.js';
 import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
+import { PodEvents } from './pod-events.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
+import { ProbeManager } from './prober/manager.js';
 import { Backoff, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime, EventSubscription, RuntimeEvent } from './runtime/runtime.js';
 import type { StatusManager } from './status.js';
@@ -28,6 +31,10 @@ export interface PodManagerOptions {
   backoff: BackoffSettings;
   relistMs: number;
   retryMs: number;
+  /** the agent's data dir (per-pod files live under pods/<uid>/) */
+  dataDir: string;
+  /** records pod events (component kubelet); none in tests that do not care */
+  recorder?: EventRecorder;
 }
 
 /** How long stop() waits for in-flight syncs. */
@@ -43,6 +50,9 @@ export class PodManager {
   private readonly finished = new Set<string>();
   private readonly source: PodSource;
   private readonly deps: PodWorkerDeps;
+  /** every probe of the node's pods */
+  readonly prober: ProbeManager;
+  private readonly podEvents: PodEvents;
   private readonly log: Logger;
   private events: EventSubscription | undefined;
   private relistTimer: TimerHandle | undefined;
@@ -53,7 +63,19 @@ export class PodManager {
 
   constructor(private readonly opts: PodManagerOptions) {
     this.log = opts.log.child({ component: 'pod-manager' });
+    this.podEvents = new PodEvents(opts.recorder);
+    this.prober = new ProbeManager({
+      runtime: opts.runtime,
+      clock: opts.clock,
+      log: opts.log.child({ component: 'prober' }),
+      // A changed result changes the status (ready) or the actions (kill): the pod's worker syncs.
+      onChange: (uid) => this.workers.get(uid)?.kick(),
+      onFailure: (uid, name, kind, output) => this.workers.get(uid)?.probeFailed(name, kind, output),
+    });
     this.deps = {
+      dataDir: opts.dataDir,
+      prober: this.prober,
+      events: this.podEvents,
       nodeName: opts.nodeName,
       podNetwork: opts.podNetwork,
       hostIP: opts.hostIP,
@@ -86,6 +108,7 @@ export class PodManager {
     if (this.relistTimer !== undefined) this.opts.clock.clearTimeout(this.relistTimer);
     if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
     for (const w of this.workers.values()) w.stop();
+    this.prober.stop();
     // A sync may be waiting out a container's grace period; don't hold shutdown hostage to it.
     let timer: TimerHandle | undefined;
     await Promise.race([
@@ -102,6 +125,8 @@ export class PodManager {
     for (let i = 0; i < 1000; i++) {
       await this.housekeeping;
       await Promise.all([...this.workers.values()].map((w) => w.idle()));
+      await this.prober.idle();
+      await this.podEvents.idle();
       await new Promise((r) => setImmediate(r));
       if (!this.housekeeping && [...this.workers.values()].every((w) => !w.isBusy())) return;
     }

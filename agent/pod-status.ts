@@ -15,6 +15,7 @@ import type {
 } from '../src/api/types.js';
 import { kubeTime } from './clock.js';
 import { isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
+import { isSidecar } from './prober/types.js';
 import { qosClassOf } from './qos.js';
 import { effectiveRestartPolicy, terminatedReason, WaitingReason } from './restart-policy.js';
 import type { ContainerInfo } from './runtime/runtime.js';
@@ -30,7 +31,21 @@ export interface ComputeStatusInput {
   /** the latest status the agent knows (written or read from the API) */
   previous: PodStatus | undefined;
   now: number;
+  /** probe results; without it every running container counts as started and ready */
+  probes?: ProbeView;
+  /** termination messages by runtime container id */
+  messages?: Map<string, string>;
+  /** the agent failed the pod itself (activeDeadlineSeconds): phase Failed with this reason and message */
+  failure?: { reason: string; message: string };
 }
+
+/** What the status needs from the prober. */
+export interface ProbeView {
+  started(containerId: string, spec: Container): boolean;
+  ready(containerId: string, spec: Container): boolean;
+}
+
+const ALWAYS_READY: ProbeView = { started: () => true, ready: () => true };
 
 /** Condition types the agent owns; any other condition on the pod is kept as it is. */
 const OWN_CONDITIONS = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'];
@@ -53,11 +68,13 @@ export function imageIdOf(info: ContainerInfo): string {
   return info.imageDigest ? `docker-pullable://${info.imageDigest}` : `docker://${info.imageId}`;
 }
 
-function terminatedOf(c: ObservedContainer | undefined): ContainerStateTerminated | undefined {
+function terminatedOf(c: ObservedContainer | undefined, messages: Map<string, string> | undefined): ContainerStateTerminated | undefined {
   const exit = c?.info.exit;
   if (!c || c.info.state !== 'exited' || !exit) return undefined;
   const t: ContainerStateTerminated = { exitCode: exit.exitCode, reason: terminatedReason(exit) };
-  if (exit.error) t.message = exit.error;
+  // The container's own message wins; the runtime's error explains a process that never ran.
+  const message = messages?.get(c.info.id) || exit.error;
+  if (message) t.message = message;
   const startedAt = time(exit.startedAt);
   if (startedAt) t.startedAt = startedAt;
   const finishedAt = time(exit.finishedAt);
@@ -70,8 +87,9 @@ function containerStatusOf(
   spec: Container,
   list: ObservedContainer[],
   hint: ContainerStateWaiting | undefined,
-  opts: { init: boolean; blockedByInit: boolean },
+  opts: { init: boolean; blockedByInit: boolean; probes: ProbeView; messages: Map<string, string> | undefined },
 ): ContainerStatus {
+  const sidecar = opts.init && isSidecar(spec);
   const latest = list[0];
   const status: ContainerStatus = {
     name: spec.name,
@@ -83,19 +101,20 @@ function containerStatusOf(
     imageID: latest ? imageIdOf(latest.info) : '',
     started: false,
   };
-  const previousRun = terminatedOf(list[1]);
+  const previousRun = terminatedOf(list[1], opts.messages);
   if (latest && isRunning(latest)) {
     const running: ContainerState['running'] = {};
     const startedAt = time(latest.info.startedAt);
     if (startedAt) running.startedAt = startedAt;
     status.state = { running };
     if (previousRun) status.lastState = { terminated: previousRun };
-    status.ready = !opts.init;
-    status.started = true;
+    status.started = opts.probes.started(latest.info.id, spec);
+    // A regular init container is never ready while it runs; app containers and sidecars follow their probes.
+    status.ready = (!opts.init || sidecar) && opts.probes.ready(latest.info.id, spec);
     status.containerID = containerIdOf(latest.info);
     return status;
   }
-  const ended = terminatedOf(latest);
+  const ended = terminatedOf(latest, opts.messages);
   if (hint) {
     status.state = { waiting: { ...hint } };
     const last = ended ?? previousRun;
@@ -107,7 +126,7 @@ function containerStatusOf(
     status.state = { terminated: ended };
     if (previousRun) status.lastState = { terminated: previousRun };
     status.containerID = containerIdOf(latest!.info);
-    status.ready = opts.init && ended.exitCode === 0;
+    status.ready = opts.init && !sidecar && ended.exitCode === 0;
     return status;
   }
   status.state = { waiting: { reason: opts.blockedByInit ? WaitingReason.PodInitializing : WaitingReason.ContainerCreating } };
@@ -115,13 +134,37 @@ function containerStatusOf(
   return status;
 }
 
-/** The kubelet's phase rules (getPhase). */
+/**
+ * The kubelet's phase rules (getPhase). Regular init containers: a failed one under Never fails the pod,
+ * an unfinished one keeps it Pending. Sidecars (restartable init containers) keep it Pending until they
+ * started, count as running while they run, and are ignored once terminated. App containers: Running
+ * while any container runs; once none runs, Always means Running (they restart), all-zero exits mean
+ * Succeeded, and a failure means Failed under Never — so a pod is Failed only once every container ended.
+ */
 export function computePhase(pod: Pod, init: ContainerStatus[], apps: ContainerStatus[]): PodPhase {
   const policy = effectiveRestartPolicy(pod.spec.restartPolicy);
+  const initSpecs = pod.spec.initContainers ?? [];
   let pendingInit = 0;
   let failedInit = 0;
-  for (const s of init) {
-    if (s.state.running) pendingInit++;
+  let pendingSidecars = 0;
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  let unknown = 0;
+  for (const spec of initSpecs) {
+    const s = init.find((x) => x.name === spec.name);
+    if (isSidecar(spec)) {
+      if (!s) unknown++;
+      else if (s.state.running) {
+        if (!s.started) pendingSidecars++;
+        running++;
+      } else if (s.state.waiting && !s.lastState.terminated) pendingSidecars++;
+      else if (!s.state.terminated && !s.state.waiting) pendingSidecars++;
+      continue;
+    }
+    if (!s) pendingInit++;
+    else if (s.state.running) pendingInit++;
     else if (s.state.terminated) {
       if (s.state.terminated.exitCode !== 0) failedInit++;
     } else if (s.state.waiting && s.lastState.terminated) {
@@ -129,10 +172,6 @@ export function computePhase(pod: Pod, init: ContainerStatus[], apps: ContainerS
       else pendingInit++;
     } else pendingInit++;
   }
-  let running = 0;
-  let waiting = 0;
-  let stopped = 0;
-  let succeeded = 0;
   for (const s of apps) {
     if (s.state.running) running++;
     else if (s.state.terminated) {
@@ -141,12 +180,12 @@ export function computePhase(pod: Pod, init: ContainerStatus[], apps: ContainerS
     } else if (s.state.waiting) {
       if (s.lastState.terminated) stopped++;
       else waiting++;
-    }
+    } else unknown++;
   }
   if (failedInit > 0 && policy === 'Never') return 'Failed';
-  if (pendingInit > 0 || waiting > 0) return 'Pending';
-  if (running > 0) return 'Running';
-  if (stopped > 0) {
+  if (pendingInit > 0 || pendingSidecars > 0 || waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
     if (policy === 'Always') return 'Running';
     if (stopped === succeeded) return 'Succeeded';
     if (policy === 'Never') return 'Failed';
@@ -175,20 +214,36 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
   const { pod, containers, previous, now } = input;
   const listOf = (name: string) => containers.byName.get(name) ?? [];
 
+  const probes = input.probes ?? ALWAYS_READY;
   const initStatuses: ContainerStatus[] = [];
-  let initDone = true;
+  const incompleteInit: string[] = [];
   for (const spec of pod.spec.initContainers ?? []) {
-    const s = containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: true, blockedByInit: false });
+    const s = containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: true, blockedByInit: false, probes, messages: input.messages });
     initStatuses.push(s);
-    if (!(s.state.terminated && s.state.terminated.exitCode === 0)) initDone = false;
+    // A regular init container is done once it exited 0; a sidecar once it started.
+    const done = isSidecar(spec) ? s.started === true && s.state.running !== undefined : s.state.terminated?.exitCode === 0;
+    if (!done) incompleteInit.push(spec.name);
   }
+  // Once any app container exists the pod was initialized, and stays so when a sidecar restarts later.
+  const appsCreated = pod.spec.containers.some((c) => listOf(c.name).length > 0);
+  const initDone = appsCreated || incompleteInit.length === 0;
   const appStatuses = pod.spec.containers
-    .map((spec) => containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: false, blockedByInit: !initDone }))
+    .map((spec) => containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: false, blockedByInit: !initDone, probes, messages: input.messages }))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 
   let phase = computePhase(pod, initStatuses, appStatuses);
+  let reason: string | undefined;
+  let message: string | undefined;
+  if (input.failure) {
+    phase = 'Failed';
+    ({ reason, message } = input.failure);
+  }
   // Terminal is forever: a finished pod never runs again, whatever the runtime shows later.
-  if (isTerminalPhase(previous?.phase)) phase = previous!.phase!;
+  if (isTerminalPhase(previous?.phase)) {
+    phase = previous!.phase!;
+    reason = previous!.reason;
+    message = previous!.message;
+  }
 
   const infra = containers.infra[0];
   const infraUp = isRunning(infra);
@@ -196,8 +251,8 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
   const podIP = liveIP ?? previous?.podIP;
 
   const prevConditions = previous?.conditions;
-  const unready = appStatuses.filter((s) => !s.ready).map((s) => s.name);
-  const incompleteInit = initStatuses.filter((s) => !(s.state.terminated && s.state.terminated.exitCode === 0)).map((s) => s.name);
+  const sidecarNames = new Set((pod.spec.initContainers ?? []).filter(isSidecar).map((c) => c.name));
+  const unready = [...initStatuses.filter((s) => sidecarNames.has(s.name)), ...appStatuses].filter((s) => !s.ready).map((s) => s.name);
   const completed = phase === 'Succeeded';
   const readyReason = completed ? 'PodCompleted' : unready.length ? 'ContainersNotReady' : undefined;
   const readyMessage = !completed && unready.length ? `containers with unready status: [${unready.join(' ')}]` : undefined;
@@ -205,11 +260,11 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
     condition('PodReadyToStartContainers', infraUp, prevConditions, now),
     condition(
       'Initialized',
-      incompleteInit.length === 0 || completed,
+      initDone || completed,
       prevConditions,
       now,
-      completed ? 'PodCompleted' : incompleteInit.length ? 'ContainersNotInitialized' : undefined,
-      !completed && incompleteInit.length ? `containers with incomplete status: [${incompleteInit.join(' ')}]` : undefined,
+      completed ? 'PodCompleted' : !initDone ? 'ContainersNotInitialized' : undefined,
+      !completed && !initDone ? `containers with incomplete status: [${incompleteInit.join(' ')}]` : undefined,
     ),
     condition('Ready', unready.length === 0 && !completed, prevConditions, now, readyReason, readyMessage),
     condition('ContainersReady', unready.length === 0 && !completed, prevConditions, now, readyReason, readyMessage),
@@ -231,5 +286,7 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
     status.podIPs = [{ ip: podIP }];
   }
   if (initStatuses.length) status.initContainerStatuses = initStatuses;
+  if (reason) status.reason = reason;
+  if (message) status.message = message;
   return status;
 }

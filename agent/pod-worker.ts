@@ -5,27 +5,46 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
-import type { ContainerStateWaiting, Pod } from '../src/api/types.js';
+import type { Container, ContainerStateWaiting, Pod, PodStatus } from '../src/api/types.js';
 import { CORE, type Client } from '../src/client/client.js';
+import { checkActiveDeadline, DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON } from './active-deadline.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { appSpec, containerHash, graceSecondsOf, infraSpec } from './container-config.js';
-import { labelFilter } from './labels.js';
-import { computePodActions, type StartAction } from './pod-actions.js';
-import { groupContainers, isRunning, type PodContainers } from './pod-containers.js';
+import { identityFromLabels, labelFilter } from './labels.js';
+import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
+import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
+import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
+import { EventReason, type ContainerRef, type PodEvents } from './pod-events.js';
 import { computePodStatus } from './pod-status.js';
+import type { ProbeManager, ProbedContainer } from './prober/manager.js';
+import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
-import { defaultPullPolicy, ImagePullError, type ContainerInfo, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
+import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
 import type { StatusManager } from './status.js';
+import {
+  FALLBACK_LOG_BYTES,
+  FALLBACK_LOG_LINES,
+  messagePathInContainer,
+  prepareTerminationLog,
+  readTerminationMessage,
+  removePodTerminationLogs,
+  removeTerminationLog,
+  terminationLogPath,
+} from './termination-message.js';
 
 /** What every worker shares, owned by the pod manager. */
 export interface PodWorkerDeps {
   nodeName: string;
   podNetwork: string;
   hostIP: string;
+  /** the agent's data dir: per-pod files (termination messages) live under pods/<uid>/ */
+  dataDir: string;
   runtime: ContainerRuntime;
   client: Client;
   status: StatusManager;
+  prober: ProbeManager;
+  events: PodEvents;
   /** crash-loop backoff */
   crashBackoff: Backoff;
   /** image pull backoff */
@@ -40,6 +59,8 @@ export interface PodWorkerDeps {
 const MIN_KILL_GRACE_SECONDS = 2;
 /** cap of the retry delay after failed syncs */
 const MAX_RETRY_MS = 60_000;
+/** OOM kills older than this when first seen (e.g. while the agent was down) get no event */
+const OOM_EVENT_WINDOW_MS = 5 * 60_000;
 
 export class PodWorker {
   private pod: Pod | undefined;
@@ -57,6 +78,11 @@ export class PodWorker {
   private readonly expected = new Map<string, number>();
   /** why containers are not running, when the runtime cannot tell (pull errors, backoff, create errors) */
   private readonly waiting = new Map<string, ContainerStateWaiting>();
+  /** termination messages of ended containers, by container id (an ended container never changes) */
+  private readonly messages = new Map<string, string>();
+  /** container ids whose OOM kill was reported */
+  private readonly oomReported = new Set<string>();
+  private deadlineReported = false;
   private readonly log: Logger;
 
   constructor(
@@ -82,6 +108,13 @@ export class PodWorker {
       if (key && this.expected.delete(key)) return;
     }
     this.kick();
+  }
+
+  /** One probe run failed: the kubelet's Unhealthy event. */
+  probeFailed(containerName: string, kind: ProbeKind, output: string): void {
+    const pod = this.pod;
+    if (!pod || this.removed) return;
+    this.deps.events.warning(pod, EventReason.Unhealthy, `${PROBE_LABEL[kind]} probe failed: ${output}`.trimEnd(), this.refOf(pod, containerName));
   }
 
   private expect(action: string, idOrName: string): void {
@@ -169,46 +202,82 @@ export class PodWorker {
     return { infos, containers: groupContainers(infos) };
   }
 
+  private specOf(pod: Pod, name: string): { spec: Container; init: boolean } | undefined {
+    const init = pod.spec.initContainers?.find((c) => c.name === name);
+    if (init) return { spec: init, init: true };
+    const app = pod.spec.containers.find((c) => c.name === name);
+    return app ? { spec: app, init: false } : undefined;
+  }
+
+  private refOf(pod: Pod, name: string): ContainerRef {
+    return { name, init: this.specOf(pod, name)?.init ?? false };
+  }
+
+  private podIPOf(containers: PodContainers): string | undefined {
+    const infra = containers.infra[0];
+    return isRunning(infra) ? infra!.info.ips[this.deps.podNetwork] : undefined;
+  }
+
   /**
    * Syncs one pod, in kubelet order:
-   * 1. observe the pod's containers (by labels) and compute the actions (pod-actions.ts);
-   * 2. kill the infra container if it must change (gone, dead, different spec) — with its app containers;
-   * 3. kill unwanted containers (spec hash changed, name no longer in the spec), remove old exited ones;
+   * 1. observe the pod's containers (by labels); check activeDeadlineSeconds; read the termination
+   *    messages of containers that ended; publish the status they show (so an exit reaches the API
+   *    before any restart is attempted);
+   * 2. compute the actions (pod-actions.ts); kill the infra container if it must change (gone, dead,
+   *    different spec) — with its app containers;
+   * 3. kill unwanted containers (spec hash changed, probe failed, pod finished) — preStop first — and
+   *    remove old exited ones;
    * 4. create the infra container if missing;
-   * 5. init containers (one at a time), then app containers: pull per policy → create → start;
-   * 6. compute the status from what now runs and hand it to the status manager;
+   * 5. init containers (one at a time), then app containers: pull per policy → create → start → postStart;
+   * 6. compute the status from what now runs, hand it to the status manager, and tell the prober which
+   *    containers run;
    * 7. stop the infra container of a finished pod; schedule a resync for the earliest backoff expiry.
    */
   private async sync(pod: Pod): Promise<void> {
-    const { runtime, status, clock } = this.deps;
+    const { runtime, status, clock, events, prober } = this.deps;
     for (const [k, at] of this.expected) if (clock.now() - at > 30_000) this.expected.delete(k); // events that never came
     // Step 1
-    let { containers } = await this.observe();
-    const previous = status.latestStatus(this.uid) ?? pod.status;
-    const actions = computePodActions({ pod, containers, network: this.deps.podNetwork, backoff: this.deps.crashBackoff, phase: previous?.phase });
+    let { infos, containers } = await this.observe();
+    let podIP = this.podIPOf(containers);
+    const initialStatus = status.latestStatus(this.uid) ?? pod.status;
+    const terminal = initialStatus?.phase === 'Succeeded' || initialStatus?.phase === 'Failed';
+    const deadline = checkActiveDeadline(pod, initialStatus?.startTime, clock.now());
+    const failure = deadline.exceeded && !terminal ? { reason: DEADLINE_EXCEEDED_REASON, message: DEADLINE_EXCEEDED_MESSAGE } : undefined;
+    if (failure && !this.deadlineReported) {
+      this.deadlineReported = true;
+      this.log.info('active deadline exceeded; failing the pod');
+      events.warning(pod, EventReason.DeadlineExceeded, DEADLINE_EXCEEDED_MESSAGE);
+    }
+    if (deadline.remainingMs !== undefined && !terminal) this.syncAfter(deadline.remainingMs);
+    await this.readMessages(pod, containers);
+    this.reportOOMKills(pod, containers);
+    if (infos.length) this.publishStatus(pod, containers, failure);
+
+    // Step 2
+    const phase = failure ? 'Failed' : status.latestStatus(this.uid)?.phase ?? pod.status?.phase;
+    const actions = computePodActions({ pod, containers, network: this.deps.podNetwork, backoff: this.deps.crashBackoff, phase, probes: prober });
     let changed = false;
 
-    // Steps 2–3: kills run in parallel (each may wait out its grace period), then removals.
+    // Step 3: kills run in parallel (each may wait out its grace period), sidecars after the rest; then removals.
     if (actions.kill.length) {
       changed = true;
-      await Promise.all(
-        actions.kill.map(async (k) => {
-          this.log.info({ container: k.containerName, id: k.id.slice(0, 12), reason: k.reason }, 'killing container');
-          this.expect('die', k.id);
-          await runtime.stop(k.id, k.graceSeconds);
-          if (k.remove) {
-            this.expect('destroy', k.id);
-            await runtime.remove(k.id);
-          }
-        }),
-      );
+      const orders = [...new Set(actions.kill.map((k) => k.order ?? 0))].sort((a, b) => a - b);
+      for (const order of orders) {
+        await Promise.all(actions.kill.filter((k) => (k.order ?? 0) === order).map((k) => this.killContainer(pod, k, podIP)));
+      }
+      // A container killed for a failed probe is restarted (per policy, after backoff) by the next sync.
+      if (actions.kill.some((k) => k.restart)) this.again = true;
     }
     if (actions.remove.length) {
       changed = true;
+      const byId = new Map(infos.map((i) => [i.id, i]));
       await Promise.all(
-        actions.remove.map((id) => {
+        actions.remove.map(async (id) => {
           this.expect('destroy', id);
-          return runtime.remove(id);
+          await runtime.remove(id);
+          this.messages.delete(id);
+          const info = byId.get(id);
+          if (info) await removeTerminationLog(this.terminationFileOf(info));
         }),
       );
     }
@@ -227,7 +296,8 @@ export class PodWorker {
       this.expect('start', spec.name);
       const created = await runtime.runInfra(spec);
       infraId = created.id;
-      this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt }, 'infra container started');
+      podIP = (await runtime.inspect(infraId))?.ips[this.deps.podNetwork];
+      this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt, adopted: created.adopted }, 'infra container started');
     }
 
     // Step 5
@@ -237,30 +307,26 @@ export class PodWorker {
         reason: WaitingReason.CrashLoopBackOff,
         message: `back-off ${delay}s restarting failed container=${name} pod=${pod.metadata.name}_${pod.metadata.namespace}(${this.uid})`,
       });
+      events.warning(pod, EventReason.BackOff, `Back-off restarting failed container ${name} in pod ${pod.metadata.name}_${pod.metadata.namespace}(${this.uid})`, this.refOf(pod, name));
       this.syncAfter(waitMs);
     }
     if (infraId && actions.start.length) {
       changed = true;
       const init = actions.start.filter((s) => s.type === 'init');
       const apps = actions.start.filter((s) => s.type === 'app');
-      for (const s of init) await this.startContainer(pod, s, infraId);
+      for (const s of init) await this.startContainer(pod, s, infraId, podIP);
       // App containers are independent of each other; starting them together saves a round trip each.
-      await Promise.all(apps.map((s) => this.startContainer(pod, s, infraId!)));
+      await Promise.all(apps.map((s) => this.startContainer(pod, s, infraId!, podIP)));
     }
 
     // Step 6
-    if (changed) ({ containers } = await this.observe());
+    if (changed) {
+      ({ infos, containers } = await this.observe());
+      await this.readMessages(pod, containers);
+    }
     for (const [name, list] of containers.byName) if (isRunning(list[0])) this.waiting.delete(name);
-    const next = computePodStatus({
-      pod,
-      containers,
-      network: this.deps.podNetwork,
-      hostIP: this.deps.hostIP,
-      waiting: this.waiting,
-      previous,
-      now: clock.now(),
-    });
-    status.setStatus(pod, next);
+    prober.syncPod(this.uid, this.podIPOf(containers), this.runningForProbes(pod, containers));
+    const next = this.publishStatus(pod, containers, failure);
 
     // Step 7
     const infra = containers.infra[0];
@@ -274,20 +340,125 @@ export class PodWorker {
     }
   }
 
+  private publishStatus(pod: Pod, containers: PodContainers, failure: { reason: string; message: string } | undefined): PodStatus {
+    const next = computePodStatus({
+      pod,
+      containers,
+      network: this.deps.podNetwork,
+      hostIP: this.deps.hostIP,
+      waiting: this.waiting,
+      previous: this.deps.status.latestStatus(this.uid) ?? pod.status,
+      now: this.deps.clock.now(),
+      probes: this.deps.prober,
+      messages: this.messages,
+      ...(failure ? { failure } : {}),
+    });
+    this.deps.status.setStatus(pod, next);
+    return next;
+  }
+
+  /** The running containers the prober should watch (the newest of each name). */
+  private runningForProbes(pod: Pod, containers: PodContainers): ProbedContainer[] {
+    const out: ProbedContainer[] = [];
+    for (const [name, list] of containers.byName) {
+      const latest = list[0];
+      const known = this.specOf(pod, name);
+      if (!latest || !known || !isRunning(latest)) continue;
+      if (known.init && !isSidecar(known.spec)) continue; // regular init containers have no probes
+      const started = latest.info.startedAt ? Date.parse(latest.info.startedAt) : NaN;
+      out.push({ name, id: latest.info.id, spec: known.spec, startedAtMs: Number.isFinite(started) ? started : this.deps.clock.now() });
+    }
+    return out;
+  }
+
+  private terminationFileOf(info: ContainerInfo): string | undefined {
+    const id = identityFromLabels(info.labels);
+    if (!id || id.type === 'infra') return undefined;
+    return terminationLogPath({ dataDir: this.deps.dataDir, podUid: this.uid, containerName: id.containerName, restartCount: id.restartCount });
+  }
+
+  /** Reads the message of every ended container not read yet (the latest two of each name are reported). */
+  private async readMessages(pod: Pod, containers: PodContainers): Promise<void> {
+    const reads: Promise<void>[] = [];
+    for (const [name, list] of containers.byName) {
+      const spec = this.specOf(pod, name)?.spec;
+      for (const c of list.slice(0, 2)) {
+        if (c.info.state !== 'exited' || !c.info.exit || this.messages.has(c.info.id)) continue;
+        const file = terminationLogPath({ dataDir: this.deps.dataDir, podUid: this.uid, containerName: name, restartCount: c.identity.restartCount });
+        const exitCode = c.info.exit.exitCode;
+        reads.push(
+          readTerminationMessage({
+            file,
+            policy: spec?.terminationMessagePolicy,
+            exitCode,
+            readLogs: () => this.deps.runtime.readLogs(c.info.id, { tailLines: FALLBACK_LOG_LINES, maxBytes: FALLBACK_LOG_BYTES }),
+          }).then((m) => {
+            this.messages.set(c.info.id, m);
+          }),
+        );
+      }
+    }
+    await Promise.all(reads);
+  }
+
+  private reportOOMKills(pod: Pod, containers: PodContainers): void {
+    for (const [name, list] of containers.byName) {
+      const c = list[0];
+      const exit = c?.info.exit;
+      if (!c || !exit?.oomKilled || this.oomReported.has(c.info.id)) continue;
+      this.oomReported.add(c.info.id);
+      const at = exit.finishedAt ? Date.parse(exit.finishedAt) : NaN;
+      if (Number.isFinite(at) && this.deps.clock.now() - at > OOM_EVENT_WINDOW_MS) continue;
+      this.deps.events.warning(pod, EventReason.OOMKilling, `Memory cgroup out of memory: container ${name} was OOM-killed`, this.refOf(pod, name));
+    }
+  }
+
+  /**
+   * Stops one container the kubelet way: the Killing event, the preStop hook (if its spec has one) within
+   * the grace period, then the stop signal with what is left of the grace (at least 2 s).
+   */
+  private async killContainer(pod: Pod | undefined, k: KillAction, podIP: string | undefined): Promise<void> {
+    const { runtime, clock, events } = this.deps;
+    this.log.info({ container: k.containerName, id: k.id.slice(0, 12), reason: k.reason }, 'killing container');
+    if (pod && (k.spec || k.eventMessage)) {
+      events.normal(pod, EventReason.Killing, k.eventMessage ?? `Stopping container ${k.containerName}`, { name: k.containerName, init: k.init === true });
+    }
+    let graceSeconds = k.graceSeconds;
+    if (pod && k.spec && hasPreStop(k.spec)) {
+      const began = clock.now();
+      const graceMs = Math.max(MIN_KILL_GRACE_SECONDS, k.graceSeconds) * 1000;
+      const r = await runPreStop({ runtime, clock, pod, container: k.spec, containerId: k.id, podIP }, graceMs);
+      if (!r.ok) {
+        this.log.warn({ container: k.containerName, err: r.message }, 'preStop hook failed');
+        events.warning(pod, EventReason.FailedPreStopHook, r.message, { name: k.containerName, init: k.init === true });
+      }
+      graceSeconds = Math.max(MIN_KILL_GRACE_SECONDS, k.graceSeconds - Math.ceil((clock.now() - began) / 1000));
+    }
+    this.expect('die', k.id);
+    await runtime.stop(k.id, graceSeconds);
+    if (k.remove) {
+      this.expect('destroy', k.id);
+      await runtime.remove(k.id);
+    }
+  }
+
   private crashKeyOf(pod: Pod, name: string): string {
-    const spec = [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((c) => c.name === name);
+    const spec = this.specOf(pod, name)?.spec;
     return spec ? crashBackoffKey(this.uid, name, containerHash(spec)) : '';
   }
 
-  /** Pull per policy → create → start one container; failures become waiting reasons, not exceptions. */
-  private async startContainer(pod: Pod, s: StartAction, infraId: string): Promise<void> {
-    const { runtime } = this.deps;
+  /** Pull per policy → create → start → postStart for one container; failures become waiting reasons, not exceptions. */
+  private async startContainer(pod: Pod, s: StartAction, infraId: string, podIP: string | undefined): Promise<void> {
+    const { runtime, events, clock } = this.deps;
     const c = s.container;
+    const ref: ContainerRef = { name: c.name, init: s.type === 'init' };
     const log = this.log.child({ container: c.name });
     if (s.existingId) {
       this.expect('start', s.existingId);
       await runtime.start(s.existingId);
       this.waiting.delete(c.name);
+      events.normal(pod, EventReason.Started, `Started container ${c.name}`, ref);
+      await this.postStart(pod, c, ref, s.existingId, podIP);
       return;
     }
     // Pull, with its own backoff per image.
@@ -296,35 +467,54 @@ export class PodWorker {
     const pullWait = this.deps.pullBackoff.remainingSinceLast(pullKey);
     if (pullWait > 0) {
       this.waiting.set(c.name, { reason: WaitingReason.ImagePullBackOff, message: `Back-off pulling image "${c.image}"` });
+      events.normal(pod, EventReason.BackOff, `Back-off pulling image "${c.image}"`, ref);
+      events.warning(pod, EventReason.Failed, `Error: ${WaitingReason.ImagePullBackOff}`, ref);
       this.syncAfter(pullWait);
       return;
     }
+    const pullStarted = clock.now();
     try {
-      await runtime.ensureImage(c.image, policy);
+      const image = await runtime.ensureImage(c.image, policy, {
+        onPulling: () => events.normal(pod, EventReason.Pulling, `Pulling image "${c.image}"`, ref),
+      });
       this.deps.pullBackoff.reset(pullKey);
+      if (image.pulled) {
+        const took = ((clock.now() - pullStarted) / 1000).toFixed(3);
+        const size = image.size !== undefined ? ` Image size: ${image.size} bytes.` : '';
+        events.normal(pod, EventReason.Pulled, `Successfully pulled image "${c.image}" in ${took}s (${took}s including waiting).${size}`, ref);
+      } else {
+        events.normal(pod, EventReason.Pulled, `Container image "${c.image}" already present on machine`, ref);
+      }
     } catch (err) {
       if (!(err instanceof ImagePullError)) throw err;
       const delay = this.deps.pullBackoff.next(pullKey);
-      this.waiting.set(c.name, { reason: err.neverPull ? WaitingReason.ErrImageNeverPull : WaitingReason.ErrImagePull, message: err.message });
+      const reason = err.neverPull ? WaitingReason.ErrImageNeverPull : WaitingReason.ErrImagePull;
+      this.waiting.set(c.name, { reason, message: err.message });
+      events.warning(pod, EventReason.Failed, err.neverPull ? err.message : `Failed to pull image "${c.image}": ${err.message}`, ref);
+      events.warning(pod, EventReason.Failed, `Error: ${reason}`, ref);
       log.warn({ image: c.image, err: err.message }, 'image pull failed');
       // A sync soon reports ImagePullBackOff (as the kubelet's next sync would); the retry comes after the delay.
       this.syncAfter(Math.min(delay, this.deps.retryMs));
       return;
     }
-    let spec;
+    let spec: AppSpec;
     try {
       spec = appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type });
     } catch (err) {
       this.waiting.set(c.name, { reason: WaitingReason.CreateContainerConfigError, message: (err as Error).message });
+      events.warning(pod, EventReason.Failed, `Error: ${(err as Error).message}`, ref);
       this.syncAfter(this.deps.retryMs * 10);
       return;
     }
+    await this.addTerminationLog(spec, c, s.restartCount, log);
     let id: string;
     try {
       const created = await runtime.createApp(spec);
       id = created.id;
+      events.normal(pod, EventReason.Created, `Created container ${c.name}`, ref);
     } catch (err) {
       this.waiting.set(c.name, { reason: WaitingReason.CreateContainerError, message: (err as Error).message });
+      events.warning(pod, EventReason.Failed, `Error: ${(err as Error).message}`, ref);
       log.warn({ err: (err as Error).message }, 'container create failed');
       this.syncAfter(this.deps.retryMs * 10);
       return;
@@ -335,36 +525,83 @@ export class PodWorker {
       this.expect('start', id);
       await runtime.start(id);
       this.waiting.delete(c.name);
+      events.normal(pod, EventReason.Started, `Started container ${c.name}`, ref);
       log.info({ id: id.slice(0, 12), restartCount: s.restartCount }, 'container started');
     } catch (err) {
       // The container is left in place; the runtime records why it could not run and the next sync restarts it.
       this.waiting.set(c.name, { reason: WaitingReason.RunContainerError, message: (err as Error).message });
+      events.warning(pod, EventReason.Failed, `Error: ${(err as Error).message}`, ref);
       log.warn({ err: (err as Error).message }, 'container start failed');
       if (s.crashKey === undefined) this.deps.crashBackoff.next(crashBackoffKey(this.uid, c.name, containerHash(c)), this.deps.clock.now());
       this.syncAfter(this.deps.retryMs);
+      return;
+    }
+    await this.postStart(pod, c, ref, id, podIP);
+  }
+
+  /** Bind-mounts a fresh host file at terminationMessagePath (see termination-message.ts). */
+  private async addTerminationLog(spec: AppSpec, c: Container, restartCount: number, log: Logger): Promise<void> {
+    const target = messagePathInContainer(c);
+    const file = terminationLogPath({ dataDir: this.deps.dataDir, podUid: this.uid, containerName: c.name, restartCount });
+    if (!target || !file) return;
+    try {
+      await prepareTerminationLog(file);
+      spec.mounts = [...(spec.mounts ?? []), { type: 'bind', source: file, target }];
+    } catch (err) {
+      // The container still runs; only its termination message is lost.
+      log.warn({ err: (err as Error).message }, 'cannot create the termination message file');
     }
   }
 
+  /** Runs postStart; a failure kills the container, which is then restarted per policy (with backoff). */
+  private async postStart(pod: Pod, c: Container, ref: ContainerRef, id: string, podIP: string | undefined): Promise<void> {
+    const { runtime, clock, events } = this.deps;
+    const r = await runPostStart({ runtime, clock, pod, container: c, containerId: id, podIP });
+    if (r.ok) return;
+    this.log.warn({ container: c.name, err: r.message }, 'postStart hook failed');
+    events.warning(pod, EventReason.FailedPostStartHook, r.message, ref);
+    await this.killContainer(pod, { id, containerName: c.name, graceSeconds: graceSecondsOf(pod), reason: 'postStart hook failed', remove: false, init: ref.init, eventMessage: 'FailedPostStartHook' }, podIP);
+    this.again = true;
+  }
+
   /**
-   * Tears the pod down: app containers get SIGTERM and the grace period (deletionGracePeriodSeconds,
-   * else spec.terminationGracePeriodSeconds, else 30 s), then SIGKILL; then everything is removed, and a
-   * pod still in the API is deleted for real (grace 0, guarded by its uid).
+   * Tears the pod down: app containers get their preStop hook and SIGTERM within the grace period
+   * (deletionGracePeriodSeconds, else spec.terminationGracePeriodSeconds, else 30 s), then SIGKILL;
+   * sidecars are stopped after them, the last declared first, with what is left of the grace; then
+   * everything is removed, and a pod still in the API is deleted for real (grace 0, guarded by its uid).
    */
   private async terminate(): Promise<void> {
-    const { runtime, client } = this.deps;
+    const { runtime, client, clock } = this.deps;
     const pod = this.pod;
     const { infos, containers } = await this.observe();
     // A stray (no pod object) is stopped with the grace period recorded on its containers.
     const labelGrace = Math.max(0, ...[...containers.infra, ...[...containers.byName.values()].flat()].map((c) => c.identity.terminationGraceSeconds));
-    const grace = Math.max(
-      MIN_KILL_GRACE_SECONDS,
-      pod ? (pod.metadata.deletionGracePeriodSeconds ?? graceSecondsOf(pod)) : labelGrace,
-    );
-    const apps = [...containers.byName.values()].flat();
+    const grace = Math.max(MIN_KILL_GRACE_SECONDS, pod ? (pod.metadata.deletionGracePeriodSeconds ?? graceSecondsOf(pod)) : labelGrace);
+    const all = [...containers.byName.values()].flat();
     if (infos.length) this.log.info({ containers: infos.length, graceSeconds: grace }, 'stopping pod');
-    await Promise.all(apps.filter((c) => isRunning(c)).map((c) => runtime.stop(c.info.id, grace)));
-    await Promise.all(apps.map((c) => runtime.remove(c.info.id)));
+    const podIP = this.podIPOf(containers);
+    const began = clock.now();
+    const killOf = (c: ObservedContainer, graceSeconds: number): KillAction => {
+      const known = pod ? this.specOf(pod, c.identity.containerName) : undefined;
+      const k: KillAction = { id: c.info.id, containerName: c.identity.containerName, graceSeconds, reason: 'pod is being deleted', remove: false };
+      if (known) {
+        k.init = known.init;
+        if (c.identity.hash === containerHash(known.spec)) k.spec = known.spec;
+      }
+      return k;
+    };
+    const sidecarNames = (pod?.spec.initContainers ?? []).filter(isSidecar).map((c) => c.name);
+    const running = all.filter((c) => isRunning(c));
+    const first = running.filter((c) => !sidecarNames.includes(c.identity.containerName));
+    await Promise.all(first.map((c) => this.killContainer(pod, killOf(c, grace), podIP)));
+    for (const name of [...sidecarNames].reverse()) {
+      const left = Math.max(MIN_KILL_GRACE_SECONDS, grace - Math.ceil((clock.now() - began) / 1000));
+      for (const c of running.filter((x) => x.identity.containerName === name)) await this.killContainer(pod, killOf(c, left), podIP);
+    }
+    this.deps.prober.removePod(this.uid);
+    await Promise.all(all.map((c) => runtime.remove(c.info.id)));
     await Promise.all(containers.infra.map((c) => runtime.remove(c.info.id)));
+    await removePodTerminationLogs(this.deps.dataDir, this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod files'));
 
     if (pod && !this.removed) {
       try {

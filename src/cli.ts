@@ -41,6 +41,8 @@ Flags:
   --data-dir DIR          agent state (default: /var/lib/berth/agent as root, else ~/.berth/agent)
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
   --node-ip ADDR          address other hosts reach this node on (default: first non-loopback IPv4)
+  --agent-port PORT       HTTPS port of the agent's endpoint for logs and exec, which only the control
+                          plane may call (default 10250, or a free port if taken; 0 = any free port)
   --heartbeat-interval-ms N   node status heartbeat period (default 10000, as the kubelet)
   --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
   --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
@@ -127,6 +129,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'data-dir': { type: 'string' },
       'docker-socket': { type: 'string' },
       'node-ip': { type: 'string' },
+      'agent-port': { type: 'string' },
       'heartbeat-interval-ms': { type: 'string' },
       'relist-interval-ms': { type: 'string' },
       'crash-backoff-base-ms': { type: 'string' },
@@ -153,6 +156,7 @@ async function runAgent(argv: string[]): Promise<void> {
     dataDir: values['data-dir'] ?? path.join(defaultDataDir(), 'agent'),
     dockerSocket: values['docker-socket'],
     nodeIP: values['node-ip'],
+    agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
     intervals: { heartbeatMs: ms('heartbeat-interval-ms'), relistMs: ms('relist-interval-ms') },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,

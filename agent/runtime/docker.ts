@@ -9,6 +9,8 @@ import { createRequire } from 'node:module';
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import type { PullPolicy } from '../../src/api/types.js';
+import { DockerStreams } from './docker-streams.js';
+import { applyContainerOptions, applySandboxOptions } from './docker-options.js'; // [config helper]
 import { ensurePauseImage, PAUSE_IMAGE } from './pause-image.js';
 import {
   ImagePullError,
@@ -151,6 +153,8 @@ class FrameCollector {
 
 export class DockerRuntime implements ContainerRuntime {
   readonly docker: Dockerode;
+  /** logs / exec / attach (docker-streams.ts) */
+  readonly streams: DockerStreams;
   private readonly log: Logger;
   private readonly pauseImage: string;
   private pauseReady: Promise<void> | undefined;
@@ -165,6 +169,7 @@ export class DockerRuntime implements ContainerRuntime {
     this.docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
     this.log = opts.log;
     this.pauseImage = opts.pauseImage ?? PAUSE_IMAGE;
+    this.streams = new DockerStreams({ docker: this.docker, log: opts.log });
   }
 
   async version(): Promise<string> {
@@ -238,14 +243,14 @@ export class DockerRuntime implements ContainerRuntime {
   async inspectImage(image: string): Promise<ImageRef | undefined> {
     try {
       const info = await this.docker.getImage(image).inspect();
-      return { id: info.Id, repoDigests: info.RepoDigests ?? [] };
+      return { id: info.Id, repoDigests: info.RepoDigests ?? [], size: info.Size, user: info.Config?.User ?? '' };
     } catch (err) {
       if (statusOf(err) === 404) return undefined;
       throw err;
     }
   }
 
-  async ensureImage(image: string, policy: PullPolicy): Promise<ImageRef> {
+  async ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef> {
     const ref = withDefaultTag(image);
     if (policy !== 'Always') {
       const present = await this.inspectImage(ref);
@@ -254,10 +259,11 @@ export class DockerRuntime implements ContainerRuntime {
         throw new ImagePullError(image, `Container image "${image}" is not present with pull policy of Never`, true);
       }
     }
+    hooks?.onPulling?.();
     await this.pull(ref);
     const pulled = await this.inspectImage(ref);
     if (!pulled) throw new ImagePullError(image, `image "${image}" is missing after a successful pull`);
-    return pulled;
+    return { ...pulled, pulled: true };
   }
 
   /** One pull per reference at a time; pods asking for the same image share it. */
@@ -296,7 +302,7 @@ export class DockerRuntime implements ContainerRuntime {
   async runInfra(spec: InfraSpec): Promise<CreateResult> {
     await this.ensureInfraImage();
     const create = (oomScoreAdj: number) =>
-      this.createIdempotent(spec.name, {
+      this.createIdempotent(spec.name, applySandboxOptions({ // [config helper] host namespaces, sysctls
         name: spec.name,
         Image: this.pauseImage,
         Hostname: spec.hostname,
@@ -310,7 +316,7 @@ export class DockerRuntime implements ContainerRuntime {
           OomScoreAdj: oomScoreAdj,
           RestartPolicy: { Name: 'no' },
         },
-      });
+      }, spec.sandbox));
     const oomScoreAdj = this.infraOomScoreAdj;
     let result = await create(oomScoreAdj);
     try {
@@ -349,7 +355,6 @@ export class DockerRuntime implements ContainerRuntime {
     }
     if (spec.nanoCpus !== undefined) hostConfig.NanoCpus = spec.nanoCpus;
     if (spec.cpuShares !== undefined) hostConfig.CpuShares = spec.cpuShares;
-    if (spec.mounts?.length) hostConfig.Mounts = spec.mounts.map(dockerMount);
     const create: Dockerode.ContainerCreateOptions = {
       name: spec.name,
       Image: spec.image,
@@ -362,6 +367,14 @@ export class DockerRuntime implements ContainerRuntime {
     if (spec.entrypoint) create.Entrypoint = spec.entrypoint;
     if (spec.cmd) create.Cmd = spec.cmd;
     if (spec.workingDir) create.WorkingDir = spec.workingDir;
+    applyContainerOptions(create, spec.options); // [config helper]
+    // Last, and appended: other settings (volumes) may have put mounts there already.
+    if (spec.mounts?.length) {
+      const host = (create.HostConfig ??= {});
+      const taken = new Set((host.Mounts ?? []).map((m) => m.Target));
+      // A volume the user mounted at the same path wins (Docker refuses two mounts on one target).
+      host.Mounts = [...(host.Mounts ?? []), ...spec.mounts.filter((m) => !taken.has(m.target)).map(dockerMount)];
+    }
     return this.createIdempotent(spec.name, create);
   }
 

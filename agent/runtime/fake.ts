@@ -91,14 +91,15 @@ export class FakeRuntime implements ContainerRuntime {
     return this.images.has(ref) ? { id: `sha256:${ref}`, repoDigests: [] } : undefined;
   }
 
-  async ensureImage(image: string, policy: PullPolicy): Promise<ImageRef> {
+  async ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef> {
     const ref = withDefaultTag(image);
     if (policy !== 'Always' && this.images.has(ref)) return { id: `sha256:${ref}`, repoDigests: [] };
     if (policy === 'Never') throw new ImagePullError(image, `Container image "${image}" is not present with pull policy of Never`, true);
+    hooks?.onPulling?.();
     this.calls.push({ op: 'pull', target: ref });
     if (!this.pullable.has(ref)) throw new ImagePullError(ref, `failed to pull image "${ref}": not found`);
     this.images.add(ref);
-    return { id: `sha256:${ref}`, repoDigests: [`${ref.split(':')[0]}@sha256:fake`] };
+    return { id: `sha256:${ref}`, repoDigests: [`${ref.split(':')[0]}@sha256:fake`], pulled: true, size: 1024 };
   }
 
   async ensureInfraImage(): Promise<void> {}

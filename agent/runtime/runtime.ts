@@ -4,6 +4,7 @@
  * Everything above this interface is runtime-neutral: no Docker types leak past it.
  */
 import type { PullPolicy } from '../../src/api/types.js';
+import type { ContainerOptions, SandboxOptions } from './container-options.js'; // [config helper]
 
 /** How a container ended, as the runtime recorded it. */
 export interface ExitResult {
@@ -50,6 +51,12 @@ export interface ImageRef {
   id: string;
   /** `repo@sha256:…` when the image came from a registry */
   repoDigests: string[];
+  /** ensureImage: the image was pulled now (not already present) */
+  pulled?: boolean;
+  /** ensureImage: bytes of the image, when known (the Pulled event mentions it) */
+  size?: number;
+  /** [config helper] the image's configured user (`Config.User`), '' when unset: runAsNonRoot checks it */
+  user?: string;
 }
 
 export interface InfraSpec {
@@ -58,6 +65,8 @@ export interface InfraSpec {
   hostname: string;
   /** the network the pod's IP lives on */
   network: string;
+  /** [config helper] host namespaces and sysctls of the pod (agent/runtime/container-options.ts) */
+  sandbox?: SandboxOptions;
 }
 
 /** A host path (bind) or a tmpfs mounted into an app container. */
@@ -92,6 +101,8 @@ export interface AppSpec {
   cpuShares?: number;
   /** extra mounts (termination-message file, volumes) */
   mounts?: MountSpec[];
+  /** [config helper] volumes, /etc/hosts, resolv.conf and securityContext (agent/pod-config.ts) */
+  options?: ContainerOptions;
 }
 
 /** How a command run inside a container (probe, hook) ended. */
@@ -201,6 +212,8 @@ export interface ContainerProcess {
   stdin?: NodeJS.WritableStream;
   stdout?: NodeJS.ReadableStream;
   stderr?: NodeJS.ReadableStream;
+  /** resolves once the connection to the process has ended (all output delivered to the streams above) */
+  ended: Promise<void>;
   /** only meaningful with a TTY */
   resize(size: TerminalSize): Promise<void>;
   /** the exit code, once the output has ended; undefined when the runtime cannot tell (attach) */
@@ -232,7 +245,7 @@ export interface ContainerRuntime {
   /** undefined when the container no longer exists */
   inspect(id: string): Promise<ContainerInfo | undefined>;
   /** Makes the image present per the policy; throws ImagePullError. Returns the local image. */
-  ensureImage(image: string, policy: PullPolicy): Promise<ImageRef>;
+  ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef>;
   /** Local image, if present. */
   inspectImage(image: string): Promise<ImageRef | undefined>;
   /** Makes sure the infra (pause) image is present; runInfra does too, this lets startup do it early. */

@@ -51,6 +51,40 @@ export async function ensurePki(opts: PkiOptions): Promise<ServingPki> {
   return { caCert, serverCert: fs.readFileSync(files.cert, 'utf8'), serverKey: fs.readFileSync(files.key, 'utf8') };
 }
 
+/** What a joining node asks to be certified for. */
+export interface NodeServingCertRequest {
+  dataDir: string;
+  nodeName: string;
+  /** the node's IP addresses, added as IP SANs */
+  addresses: string[];
+  /** SPKI PEM of an RSA key the node generated and keeps: the private key never leaves the node */
+  publicKeyPem: string;
+}
+
+/**
+ * Issues the serving certificate of a node agent's HTTPS endpoint, signed by the cluster CA, for the node's
+ * own key. The node name is a DNS SAN because the control plane verifies agents by name (TLS servername), so
+ * a certificate issued to one node never passes for another even if it listed the other's IP.
+ */
+export async function issueNodeServingCert(req: NodeServingCertRequest): Promise<string> {
+  const dir = path.join(req.dataDir, 'pki');
+  const forge = (await import('node-forge')).default;
+  const { pki } = forge;
+  const ca = {
+    cert: pki.certificateFromPem(fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8')),
+    key: pki.privateKeyFromPem(fs.readFileSync(path.join(dir, 'ca.key'), 'utf8')),
+  };
+  const { cert } = issue(forge, {
+    commonName: `system:node:${req.nodeName}`,
+    organization: 'system:nodes',
+    isCA: false,
+    altNames: [req.nodeName, ...req.addresses],
+    signer: ca,
+    publicKeyPem: req.publicKeyPem,
+  });
+  return cert;
+}
+
 /** sha256 of the CA PEM text, hex: what a join token pins. */
 export function caHash(caPem: string): string {
   return createHash('sha256').update(caPem).digest('hex');
@@ -73,18 +107,29 @@ type Forge = typeof import('node-forge');
 
 function issue(
   forge: Forge,
-  opts: { commonName: string; isCA: boolean; altNames?: string[]; signer?: { cert: import('node-forge').pki.Certificate; key: import('node-forge').pki.PrivateKey } },
+  opts: {
+    commonName: string;
+    /** subject O; default berth */
+    organization?: string;
+    isCA: boolean;
+    altNames?: string[];
+    signer?: { cert: import('node-forge').pki.Certificate; key: import('node-forge').pki.PrivateKey };
+    /** certify this public key instead of generating a key pair (the returned key is then '') */
+    publicKeyPem?: string;
+  },
 ): { cert: string; key: string } {
   const { pki } = forge;
   // Node's native keygen is ~100× faster than forge's pure-JS one.
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
+  const { privateKey, publicKey } = opts.publicKeyPem
+    ? { privateKey: '', publicKey: opts.publicKeyPem }
+    : generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
   const cert = pki.createCertificate();
   cert.publicKey = pki.publicKeyFromPem(publicKey);
   cert.serialNumber = '01' + randomBytes(15).toString('hex');
   const now = Date.now();
   cert.validity.notBefore = new Date(now - 3600_000);
   cert.validity.notAfter = new Date(now + TEN_YEARS_MS);
-  const subject = [{ name: 'commonName', value: opts.commonName }, { name: 'organizationName', value: 'berth' }];
+  const subject = [{ name: 'commonName', value: opts.commonName }, { name: 'organizationName', value: opts.organization ?? 'berth' }];
   cert.setSubject(subject);
   cert.setIssuer(opts.signer ? opts.signer.cert.subject.attributes : subject);
   const extensions: object[] = [

@@ -1,9 +1,10 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, createPublicKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { errors } from '../api/errors.js';
 import type { Backend } from '../storage/backend.js';
-import { caHash, writeSecret } from './pki.js';
+import { caHash, issueNodeServingCert, writeSecret } from './pki.js';
 
 /** Who is calling. Nodes authenticate with their own credential issued at join time. */
 export interface Identity {
@@ -20,6 +21,32 @@ export interface TokenAuthOptions {
 }
 
 const CREDENTIAL_PREFIX = '/berth/credentials/nodes/';
+
+/** What a node sends to join (POST /berth/v1/join). Fields after nodeName are optional: older agents omit them. */
+export interface JoinRequest {
+  nodeName: string;
+  /** SPKI PEM (RSA, ≥ 2048 bits) of the key the agent serves its HTTPS endpoint with */
+  servingPublicKey?: unknown;
+  /** the node's IPs, for the serving certificate's SANs */
+  addresses?: unknown;
+}
+
+/** What a node gets back from a join. */
+export interface JoinResponse {
+  /** the node's own API credential */
+  token: string;
+  /** serving certificate (PEM, signed by the cluster CA) for the key the node sent; absent if it sent none */
+  servingCert?: string;
+  /** what the control plane presents as `Authorization: Bearer` when it calls the agent (logs, exec) */
+  proxySecret?: string;
+}
+
+/** The stored record of a node's credentials. The proxy secret is kept in plain text: the server must present it. */
+interface NodeCredentialRecord {
+  digest: string;
+  issuedAt: string;
+  proxySecret?: string;
+}
 
 /**
  * Owns bearer-token authentication: the admin token (in the kubeconfig), the node join secret
@@ -61,13 +88,46 @@ export class TokenAuthenticator {
 
   /** Exchange the join secret for a credential of the node's own; re-joining replaces the old one. */
   join(authorization: string | undefined, nodeName: string): string {
+    this.checkJoinSecret(authorization);
+    return this.storeNodeCredential(nodeName, undefined);
+  }
+
+  /**
+   * The full join: the node's API credential and, when the node sent a serving key, a serving certificate
+   * for its agent endpoint and the proxy secret the control plane will present to it. All of it is replaced
+   * on every join, so a re-join revokes what the node had before.
+   */
+  async joinNode(authorization: string | undefined, req: JoinRequest): Promise<JoinResponse> {
+    this.checkJoinSecret(authorization);
+    if (req.servingPublicKey === undefined) return { token: this.storeNodeCredential(req.nodeName, undefined) };
+    const publicKeyPem = servingPublicKeyOf(req.servingPublicKey);
+    const addresses = addressesOf(req.addresses);
+    // Signing first: a failure leaves the node's previous credentials untouched.
+    const servingCert = await issueNodeServingCert({ dataDir: this.opts.dataDir, nodeName: req.nodeName, addresses, publicKeyPem });
+    const proxySecret = randomBytes(32).toString('base64url');
+    return { token: this.storeNodeCredential(req.nodeName, proxySecret), servingCert, proxySecret };
+  }
+
+  /** The secret to present to a node's agent endpoint; undefined for a node that joined without one. */
+  proxySecretFor(nodeName: string): string | undefined {
+    const kv = this.opts.backend.get(CREDENTIAL_PREFIX + nodeName);
+    if (!kv) return undefined;
+    return (JSON.parse(kv.value) as NodeCredentialRecord).proxySecret;
+  }
+
+  private checkJoinSecret(authorization: string | undefined): void {
     const secret = bearer(authorization);
     if (!secret || !timingSafeEqual(digest(secret), this.joinDigest)) throw errors.unauthorized('invalid join secret');
+  }
+
+  private storeNodeCredential(nodeName: string, proxySecret: string | undefined): string {
     const token = randomBytes(32).toString('base64url');
     const d = digest(token).toString('hex');
     const key = CREDENTIAL_PREFIX + nodeName;
     const existing = this.opts.backend.get(key);
-    const value = JSON.stringify({ digest: d, issuedAt: new Date().toISOString() });
+    const record: NodeCredentialRecord = { digest: d, issuedAt: new Date().toISOString() };
+    if (proxySecret !== undefined) record.proxySecret = proxySecret;
+    const value = JSON.stringify(record);
     if (existing) {
       const old = (JSON.parse(existing.value) as { digest: string }).digest;
       this.opts.backend.update(key, value, existing.modRevision);
@@ -78,6 +138,28 @@ export class TokenAuthenticator {
     this.nodeDigests.set(d, nodeName);
     return token;
   }
+}
+
+function servingPublicKeyOf(v: unknown): string {
+  if (typeof v !== 'string' || v.length > 16_384) throw errors.badRequest('servingPublicKey must be a PEM public key');
+  let key;
+  try {
+    key = createPublicKey(v);
+  } catch {
+    throw errors.badRequest('servingPublicKey is not a valid PEM public key');
+  }
+  // The CA library certifies RSA keys only.
+  const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+  if (key.asymmetricKeyType !== 'rsa' || bits < 2048) throw errors.badRequest('servingPublicKey must be an RSA key of at least 2048 bits');
+  return key.export({ type: 'spki', format: 'pem' }).toString();
+}
+
+function addressesOf(v: unknown): string[] {
+  if (v === undefined) return [];
+  if (!Array.isArray(v) || v.length > 16 || !v.every((a) => typeof a === 'string' && net.isIP(a) !== 0)) {
+    throw errors.badRequest('addresses must be a list of at most 16 IP addresses');
+  }
+  return [...new Set(v as string[])];
 }
 
 function bearer(header: string | undefined): string | undefined {

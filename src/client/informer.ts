@@ -217,7 +217,10 @@ export class Informer<T extends KubeObject = KubeObject> {
 
   /** Resolves once the first list is in the cache. Calling it again returns the same promise. */
   start(): Promise<void> {
-    this.starting ??= this.run();
+    this.starting ??= this.run().catch((e: unknown) => {
+      this.starting = undefined;
+      throw e;
+    });
     return this.starting;
   }
 

@@ -4,6 +4,7 @@ import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, a
 import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
 import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../storage/backend.js';
 import { apiVersionOf, type ResourceInfo } from './resource-info.js';
+import { finalizersForPropagation } from './deletion-propagation.js';
 import { baseSelectableFields, type KindStrategy } from './strategy.js';
 
 export interface Clock {
@@ -285,10 +286,12 @@ export class Registry {
     if (opts.preconditions?.resourceVersion && parseRevision(opts.preconditions.resourceVersion) !== current.modRevision) {
       throw errors.conflict({ resource: info.plural, group: info.group, name }, `Precondition failed: ResourceVersion in precondition: ${opts.preconditions.resourceVersion}, ResourceVersion in object meta: ${current.modRevision}`);
     }
+    // Propagation policy → GC finalizers (orphan / foregroundDeletion); see deletion-propagation.ts.
+    const gcFinalizers = finalizersForPropagation(obj.metadata.finalizers, opts.propagationPolicy);
     for (const hook of this.hooks) await hook({ operation: 'DELETE', info, object: obj, dryRun: !!opts.dryRun });
 
     const grace = opts.gracePeriodSeconds ?? strategy.defaultDeleteGraceSeconds?.(obj);
-    const hasFinalizers = !!obj.metadata.finalizers?.length || !!strategy.deletionBlocked?.(obj);
+    const hasFinalizers = !!(gcFinalizers ?? obj.metadata.finalizers)?.length || !!strategy.deletionBlocked?.(obj);
     const graceful = grace !== undefined && grace > 0;
     if (!hasFinalizers && !graceful) {
       if (opts.dryRun) return { object: obj, removed: true };
@@ -301,6 +304,8 @@ export class Registry {
     }
     // Graceful deletion: mark, and let the owner of the object (agent, finalizer holder) finish it.
     const next = structuredClone(obj);
+    if (gcFinalizers?.length) next.metadata.finalizers = gcFinalizers;
+    else if (gcFinalizers) delete next.metadata.finalizers;
     const now = this.clock.now();
     if (graceful) {
       const deadline = now + grace * 1000;

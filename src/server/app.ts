@@ -3,12 +3,13 @@ import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
 import { authorize } from '../auth/authz.js';
-import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
+import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
 import { resolveResourcePath } from './request-path.js';
 import { handleResourceRequest } from './resource-handlers.js';
+import { registerPodStreams } from './pod-streams.js';
 import { serveWatch } from './watch-stream.js';
 
 export interface AppOptions {
@@ -79,8 +80,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
 
   app.get('/cacerts', async (_req, reply) => reply.type('text/plain').send(opts.caCert));
   app.post('/berth/v1/join', async (req) => {
-    const body = parseJoinBody(req.body as Buffer | undefined);
-    return { token: opts.auth.join(req.headers.authorization, body.nodeName) };
+    return opts.auth.joinNode(req.headers.authorization, parseJoinBody(req.body as Buffer | undefined));
   });
   for (const p of ['/healthz', '/livez', '/readyz']) app.get(p, async (_req, reply) => reply.type('text/plain').send('ok'));
 
@@ -118,6 +118,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };
@@ -153,7 +154,7 @@ function flatQuery(q: unknown): Record<string, string | undefined> {
   return out;
 }
 
-function parseJoinBody(body: Buffer | undefined): { nodeName: string } {
+function parseJoinBody(body: Buffer | undefined): JoinRequest {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body?.toString('utf8') ?? '');
@@ -164,7 +165,9 @@ function parseJoinBody(body: Buffer | undefined): { nodeName: string } {
   if (typeof nodeName !== 'string' || !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
     throw errors.badRequest('nodeName must be a lowercase RFC 1123 subdomain');
   }
-  return { nodeName };
+  // The serving key and addresses are checked by the authenticator, after the join secret.
+  const { servingPublicKey, addresses } = parsed as { servingPublicKey?: unknown; addresses?: unknown };
+  return { nodeName, servingPublicKey, addresses };
 }
 
 /** Map anything thrown to an ApiError once, here. */

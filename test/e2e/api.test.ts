@@ -10,7 +10,10 @@ import { after, before, describe, it } from 'node:test';
 import type { KubeList, KubeObject, Pod, Status, WatchEvent } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
-import { startCluster, waitFor, type Cluster } from './harness.js';
+import { execFile } from 'node:child_process';
+import os from 'node:os';
+import { promisify } from 'node:util';
+import { BERTH_BIN, startCluster, waitFor, type Cluster } from './harness.js';
 
 const podYaml = (name: string, extra = '') => `apiVersion: v1
 kind: Pod
@@ -223,5 +226,33 @@ describe('watch from a compacted revision', () => {
     // A list at a compacted revision (continue token from before) is 410 as well; a fresh list works.
     const fresh = await c.client.list<Pod>(CORE.pods, { namespace: 'default' });
     assert.equal(fresh.items.length, 1);
+  });
+});
+
+describe('plain HTTP', () => {
+  it('is refused on a non-loopback address, and on loopback still needs a token', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-http-'));
+    const run = promisify(execFile);
+    await assert.rejects(
+      run(process.execPath, [BERTH_BIN, 'server', '--insecure-http', '--bind-address', '0.0.0.0', '--data-dir', dir, '--port', '0'], { timeout: 20_000 }),
+      (e: Error & { stderr?: string }) => /only allowed on a loopback address/.test(e.stderr ?? ''),
+    );
+    const { spawn } = await import('node:child_process');
+    const port = 21000 + (process.pid % 1000);
+    const child = spawn(process.execPath, [BERTH_BIN, 'server', '--insecure-http', '--data-dir', dir, '--port', String(port), '--log-level', 'warn'], { stdio: 'ignore' });
+    try {
+      await waitFor(() => fs.existsSync(path.join(dir, 'kubeconfig.yaml')), 20_000, 'http server up');
+      assert.match(fs.readFileSync(path.join(dir, 'kubeconfig.yaml'), 'utf8'), new RegExp(`server: http://127.0.0.1:${port}`));
+      const anon = new HttpClient({ server: `http://127.0.0.1:${port}` });
+      assert.equal((await anon.raw({ method: 'GET', path: '/api/v1/pods' })).status, 401);
+      const token = fs.readFileSync(path.join(dir, 'admin-token'), 'utf8').trim();
+      const admin = new HttpClient({ server: `http://127.0.0.1:${port}`, token });
+      assert.equal((await admin.raw({ method: 'GET', path: '/api/v1/pods' })).status, 200);
+      anon.close();
+      admin.close();
+    } finally {
+      child.kill('SIGTERM');
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

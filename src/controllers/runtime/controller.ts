@@ -1,8 +1,20 @@
 import type { Logger } from 'pino';
 import { WorkQueue } from './workqueue.js';
 
-/** What a reconcile returns: done, or come back after a time. Throwing means "retry with backoff". */
+/**
+ * What a reconcile returns: nothing (done), or `{requeueAfterMs}` (look again after a time).
+ * Throwing means "retry with backoff"; throwing a TerminalError means "give up on this key until
+ * something changes it again" (logged, not retried).
+ */
 export type ReconcileResult = void | { requeueAfterMs: number };
+
+/** An error retrying cannot fix (an invalid object, say): logged once, the key is not requeued. */
+export class TerminalError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TerminalError';
+  }
+}
 
 export interface ControllerOptions {
   name: string;
@@ -46,6 +58,11 @@ export class Controller {
         this.queue.forget(key);
         if (result && result.requeueAfterMs >= 0) this.queue.addAfter(key, result.requeueAfterMs);
       } catch (err) {
+        if (err instanceof TerminalError) {
+          this.queue.forget(key);
+          this.opts.log.error({ controller: this.opts.name, key, err: err.message }, 'reconcile failed; not retrying');
+          continue;
+        }
         this.opts.log.warn({ controller: this.opts.name, key, err: (err as Error).message }, 'reconcile failed; will retry');
         this.queue.addRateLimited(key);
       } finally {

@@ -14,7 +14,7 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly timers = new Map<string, { timer: NodeJS.Timeout; at: number }>();
   private waiters: Array<(key: string | undefined) => void> = [];
   private shuttingDown = false;
   private readonly baseDelayMs: number;
@@ -39,18 +39,22 @@ export class WorkQueue {
     }
   }
 
-  /** Add after a delay; an earlier pending delayed add for the key wins. */
+  /** Add after a delay; of several pending delayed adds for a key, the earliest wins. */
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
     if (delayMs <= 0) return this.add(key);
+    const at = Date.now() + delayMs;
     const existing = this.timers.get(key);
-    if (existing) return;
-    const t = setTimeout(() => {
+    if (existing) {
+      if (existing.at <= at) return;
+      clearTimeout(existing.timer);
+    }
+    const timer = setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, delayMs);
-    t.unref();
-    this.timers.set(key, t);
+    timer.unref();
+    this.timers.set(key, { timer, at });
   }
 
   /** Retry with backoff: base × 2^failures, capped. */
@@ -94,7 +98,7 @@ export class WorkQueue {
 
   shutdown(): void {
     this.shuttingDown = true;
-    for (const t of this.timers.values()) clearTimeout(t);
+    for (const t of this.timers.values()) clearTimeout(t.timer);
     this.timers.clear();
     for (const w of this.waiters) w(undefined);
     this.waiters = [];

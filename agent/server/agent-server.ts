@@ -1,0 +1,266 @@
+/**
+ * The node agent's own HTTPS endpoint (the kubelet's port 10250): container logs, exec and attach for the
+ * control plane, which proxies `kubectl logs` / `kubectl exec` to it. It answers nobody else: every request,
+ * plain or upgrade, must carry `Authorization: Bearer <proxy secret>` (the secret the control plane got at
+ * this node's join; only its sha256 is held here) or gets 401 and, for an upgrade, a closed socket. It serves
+ * with a certificate the cluster CA issued for this node's name, which is how the control plane knows it is
+ * talking to the right node.
+ *
+ * Routes:
+ *   GET /containerLogs/{namespace}/{pod}/{container}?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes
+ *   GET (WebSocket upgrade) /exec/{namespace}/{pod}/{container}?command=…&stdin&stdout&stderr&tty
+ *   GET (WebSocket upgrade) /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
+ * (plus podUID / containerID hints from the control plane, see container-lookup.ts).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import type { WebSocketServer } from 'ws';
+import { ApiError, errors, isApiError } from '../../src/api/errors.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
+import { findContainer } from './container-lookup.js';
+import { serveContainerLogs, type ContainerTarget } from './container-logs.js';
+import { chooseProtocol, runRemoteCommand } from './remote-command.js';
+
+/** The kubelet's port, which the agent takes by default. */
+export const DEFAULT_AGENT_PORT = 10250;
+
+export interface AgentServerCredentials {
+  /** PEM certificate signed by the cluster CA for this node */
+  servingCert: string;
+  /** PEM private key of servingCert */
+  servingKey: string;
+  /** sha256 (hex) of the bearer secret the control plane presents */
+  proxySecretSha256: string;
+}
+
+export interface AgentServerOptions {
+  runtime: ContainerRuntime;
+  nodeName: string;
+  credentials: AgentServerCredentials;
+  /** 0 = any free port */
+  port: number;
+  /** default: all interfaces, as the kubelet */
+  bindAddress?: string;
+  /** when the port is taken, take any free one instead of failing (the port is advertised in the Node) */
+  fallbackToFreePort?: boolean;
+  log: Logger;
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+
+/** Splits `/{route}/{ns}/{pod}/{container}`; undefined when the path has another shape. */
+function parseTarget(pathname: string): { route: string; target: ContainerTarget } | undefined {
+  const parts = pathname.split('/');
+  if (parts.length !== 5 || parts[0] !== '') return undefined;
+  let decoded: string[];
+  try {
+    decoded = parts.slice(1).map((p) => decodeURIComponent(p));
+  } catch {
+    return undefined;
+  }
+  const [route, namespace, pod, container] = decoded as [string, string, string, string];
+  if (![namespace, pod, container].every((s) => NAME.test(s))) return undefined;
+  return { route, target: { namespace, pod, container } };
+}
+
+function statusBody(err: ApiError): string {
+  return JSON.stringify(err.toStatus());
+}
+
+function toApiError(err: unknown): ApiError {
+  if (isApiError(err)) return err;
+  const e = err as { statusCode?: number; json?: { message?: string }; message?: string };
+  const message = e.json?.message ?? e.message ?? String(err);
+  if (e.statusCode === 404) return new ApiError('NotFound', message);
+  if (e.statusCode === 409) return errors.badRequest(message);
+  return errors.internal(message);
+}
+
+/** Answers an upgrade request with an HTTP error and closes the connection: nothing is ever tunnelled. */
+function refuseUpgrade(socket: Duplex, err: ApiError): void {
+  const body = statusBody(err);
+  socket.end(
+    `HTTP/1.1 ${err.code} ${httpReason(err.code)}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+function httpReason(code: number): string {
+  const reasons: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 500: 'Internal Server Error', 501: 'Not Implemented', 503: 'Service Unavailable' };
+  return reasons[code] ?? 'Error';
+}
+
+export class AgentServer {
+  private readonly server: https.Server;
+  private readonly log: Logger;
+  private proxyDigest: Buffer;
+  private wss: WebSocketServer | undefined;
+  /** open connections, so close() does not wait for follow streams and shells to end on their own */
+  private readonly sockets = new Set<Duplex>();
+  private boundPort = 0;
+
+  constructor(private readonly opts: AgentServerOptions) {
+    this.log = opts.log.child({ component: 'agent-server' });
+    this.proxyDigest = Buffer.from(opts.credentials.proxySecretSha256, 'hex');
+    this.server = https.createServer({ cert: opts.credentials.servingCert, key: opts.credentials.servingKey, minVersion: 'TLSv1.2' }, (req, res) => {
+      void this.onRequest(req, res);
+    });
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+      void this.onUpgrade(req, socket, head);
+    });
+    this.server.on('secureConnection', (socket: Duplex) => {
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+    });
+    // TLS handshakes from port scanners and the like: not worth a log line each.
+    this.server.on('tlsClientError', (err) => this.log.debug({ err: err.message }, 'TLS handshake failed'));
+  }
+
+  /** The port it listens on (after listen()). */
+  get port(): number {
+    return this.boundPort;
+  }
+
+  /** Starts listening; resolves with the port. */
+  async listen(): Promise<number> {
+    const host = this.opts.bindAddress ?? '0.0.0.0';
+    try {
+      await this.listenOn(this.opts.port, host);
+    } catch (err) {
+      if (!(this.opts.fallbackToFreePort && (err as NodeJS.ErrnoException).code === 'EADDRINUSE')) throw err;
+      this.log.warn({ port: this.opts.port }, 'agent port is taken (another agent on this host?); using a free port, advertised in the Node status');
+      await this.listenOn(0, host);
+    }
+    this.boundPort = (this.server.address() as AddressInfo).port;
+    this.log.info({ port: this.boundPort }, 'agent endpoint listening');
+    return this.boundPort;
+  }
+
+  private listenOn(port: number, host: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        resolve();
+      });
+    });
+  }
+
+  /** New credentials after a re-join; connections made from now on use them. */
+  setCredentials(c: AgentServerCredentials): void {
+    this.proxyDigest = Buffer.from(c.proxySecretSha256, 'hex');
+    this.server.setSecureContext({ cert: c.servingCert, key: c.servingKey, minVersion: 'TLSv1.2' });
+  }
+
+  /** Stops listening and ends every open stream and session. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const s of this.sockets) s.destroy();
+    this.wss?.close();
+    await closed;
+  }
+
+  private authenticated(req: http.IncomingMessage): boolean {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '');
+    if (!m || this.proxyDigest.length !== 32) return false;
+    const presented = createHash('sha256').update(m[1]!).digest();
+    return timingSafeEqual(presented, this.proxyDigest);
+  }
+
+  private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    const reply = (err: ApiError) => {
+      if (res.headersSent) return void res.destroy();
+      const body = statusBody(err);
+      res.writeHead(err.code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    };
+    try {
+      if (!this.authenticated(req)) return reply(errors.unauthorized());
+      const url = new URL(req.url ?? '/', 'https://agent');
+      const parsed = parseTarget(url.pathname);
+      if (!parsed) return reply(new ApiError('NotFound', 'the server could not find the requested resource'));
+      if (parsed.route === 'exec' || parsed.route === 'attach') return reply(errors.badRequest('Upgrade request required'));
+      if (parsed.route !== 'containerLogs') return reply(new ApiError('NotFound', 'the server could not find the requested resource'));
+      if (req.method !== 'GET') return reply(errors.methodNotAllowed(`${req.method} is not allowed on containerLogs`));
+      await serveContainerLogs({ runtime: this.opts.runtime, nodeName: this.opts.nodeName, log: this.log }, parsed.target, url.searchParams, res);
+    } catch (err) {
+      const apiErr = toApiError(err);
+      if (apiErr.code >= 500) this.log.warn({ err: apiErr.message, url: redactQuery(req.url) }, 'agent endpoint request failed');
+      reply(apiErr);
+    }
+  }
+
+  private async onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    try {
+      if (!this.authenticated(req)) return refuseUpgrade(socket, errors.unauthorized());
+      const url = new URL(req.url ?? '/', 'https://agent');
+      const parsed = parseTarget(url.pathname);
+      if (!parsed || (parsed.route !== 'exec' && parsed.route !== 'attach')) return refuseUpgrade(socket, new ApiError('NotFound', 'the server could not find the requested resource'));
+      if (req.method !== 'GET' && req.method !== 'POST') return refuseUpgrade(socket, errors.methodNotAllowed(`${req.method} is not allowed`));
+      const q = url.searchParams;
+      const flag = (n: string) => q.get(n) === 'true' || q.get(n) === '1';
+      const exec = parsed.route === 'exec';
+      const command = q.getAll('command');
+      if (exec && command.length === 0) return refuseUpgrade(socket, errors.badRequest('you must specify at least 1 command'));
+      const io = { stdin: flag('stdin'), stdout: flag('stdout'), stderr: flag('stderr'), tty: flag('tty') };
+      if (!io.stdin && !io.stdout && !io.stderr) return refuseUpgrade(socket, errors.badRequest('you must specify at least 1 of stdin, stdout, stderr'));
+      if (io.tty && io.stderr) io.stderr = false; // a terminal merges stderr into stdout
+      const streams = this.opts.runtime.streams;
+      if (!streams) return refuseUpgrade(socket, new ApiError('ServiceUnavailable', 'this node\'s container runtime cannot exec or attach'));
+      const lookup: Parameters<typeof findContainer>[1] = { nodeName: this.opts.nodeName, ...parsed.target };
+      const podUID = q.get('podUID');
+      if (podUID) lookup.podUID = podUID;
+      const container = await findContainer(this.opts.runtime, lookup);
+      if (container.state !== 'running') return refuseUpgrade(socket, errors.badRequest(`container ${parsed.target.container} is not running`));
+      // Checked after everything else so a client falling back from WebSocket to SPDY sees the same errors.
+      if (!/\bwebsocket\b/i.test(req.headers.upgrade ?? '')) {
+        return refuseUpgrade(socket, errors.badRequest('only the WebSocket remote-command protocol (v5.channel.k8s.io / v4.channel.k8s.io) is supported; SPDY is not'));
+      }
+      const protocol = chooseProtocol(req.headers['sec-websocket-protocol']);
+      if (!protocol) return refuseUpgrade(socket, errors.badRequest('no supported subprotocol: offer v5.channel.k8s.io or v4.channel.k8s.io'));
+      const wss = await this.webSocketServer();
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const log = this.log.child({ pod: `${parsed.target.namespace}/${parsed.target.pod}`, container: parsed.target.container, route: parsed.route });
+        log.debug({ tty: io.tty, stdin: io.stdin }, 'remote command session opened');
+        void runRemoteCommand({
+          ws,
+          protocol,
+          command,
+          reportExitCode: exec,
+          log,
+          start: () => (exec ? streams.exec(container.id, { command, ...io }) : streams.attach(container.id, io)),
+        }).then(() => log.debug('remote command session closed'));
+      });
+    } catch (err) {
+      const apiErr = toApiError(err);
+      if (apiErr.code >= 500) this.log.warn({ err: apiErr.message }, 'agent endpoint upgrade failed');
+      refuseUpgrade(socket, apiErr);
+    }
+  }
+
+  /** `ws` is loaded on the first session: most agents never serve one, and it stays out of their heap. */
+  private async webSocketServer(): Promise<WebSocketServer> {
+    if (!this.wss) {
+      const { WebSocketServer: Server } = await import('ws');
+      this.wss ??= new Server({
+        noServer: true,
+        perMessageDeflate: false,
+        maxPayload: 4 << 20,
+        // The subprotocol was chosen (and checked) before the upgrade; answer with the same one.
+        handleProtocols: (offered: Set<string>) => chooseProtocol([...offered].join(',')) ?? false,
+      });
+    }
+    return this.wss;
+  }
+}
+
+/** Command lines can carry secrets; logs keep the path only. */
+function redactQuery(url: string | undefined): string {
+  return (url ?? '').split('?')[0] ?? '';
+}

@@ -1,0 +1,105 @@
+/**
+ * GET /containerLogs/{namespace}/{pod}/{container}: a container's output as text/plain, with the kubelet's
+ * query parameters (follow, tailLines, sinceSeconds, sinceTime, timestamps, previous, limitBytes) plus the
+ * control plane's podUID / containerID hints. A follow stream lasts until the container stops or either side
+ * goes away; the runtime's log stream is destroyed with the response, so no reader outlives its client.
+ */
+import type http from 'node:http';
+import type { Logger } from 'pino';
+import { errors } from '../../src/api/errors.js';
+import type { ContainerRuntime, LogStreamOptions } from '../runtime/runtime.js';
+import { findContainer } from './container-lookup.js';
+
+export interface ContainerTarget {
+  namespace: string;
+  pod: string;
+  container: string;
+}
+
+export interface ContainerLogsContext {
+  runtime: ContainerRuntime;
+  nodeName: string;
+  log: Logger;
+}
+
+/** What the query asks for, validated. */
+export interface LogQuery extends LogStreamOptions {
+  previous: boolean;
+  limitBytes?: number;
+  podUID?: string;
+  containerID?: string;
+}
+
+function flag(q: URLSearchParams, name: string): boolean {
+  const v = q.get(name);
+  return v === 'true' || v === '1';
+}
+
+function nonNegativeInt(q: URLSearchParams, name: string, min: number): number | undefined {
+  const v = q.get(name);
+  if (v === null || v === '') return undefined;
+  if (!/^\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) throw errors.badRequest(`${name} must be an integer of at least ${min}`);
+  return Number(v);
+}
+
+/** Parses the kubelet's log query; throws BadRequest on malformed values. */
+export function parseLogQuery(q: URLSearchParams, now: number = Date.now()): LogQuery {
+  const out: LogQuery = { follow: flag(q, 'follow'), timestamps: flag(q, 'timestamps'), previous: flag(q, 'previous') };
+  const tail = nonNegativeInt(q, 'tailLines', 0);
+  if (tail !== undefined) out.tailLines = tail;
+  const sinceSeconds = nonNegativeInt(q, 'sinceSeconds', 1);
+  const sinceTime = q.get('sinceTime');
+  if (sinceSeconds !== undefined && sinceTime) throw errors.badRequest('at most one of sinceTime or sinceSeconds may be specified');
+  if (sinceSeconds !== undefined) out.sinceMs = now - sinceSeconds * 1000;
+  if (sinceTime) {
+    const t = Date.parse(sinceTime);
+    if (!Number.isFinite(t)) throw errors.badRequest(`sinceTime "${sinceTime}" is not an RFC 3339 time`);
+    out.sinceMs = t;
+  }
+  const limit = nonNegativeInt(q, 'limitBytes', 1);
+  if (limit !== undefined) out.limitBytes = limit;
+  const podUID = q.get('podUID');
+  if (podUID) out.podUID = podUID;
+  const containerID = q.get('containerID');
+  if (containerID) out.containerID = containerID;
+  return out;
+}
+
+/** Serves one log request; errors before the first byte are thrown (the caller answers with a Status). */
+export async function serveContainerLogs(ctx: ContainerLogsContext, target: ContainerTarget, query: URLSearchParams, res: http.ServerResponse): Promise<void> {
+  const q = parseLogQuery(query);
+  const streams = ctx.runtime.streams;
+  if (!streams) throw errors.unavailable('this node\'s container runtime cannot stream logs');
+  const lookup: Parameters<typeof findContainer>[1] = { nodeName: ctx.nodeName, ...target, previous: q.previous };
+  if (q.podUID) lookup.podUID = q.podUID;
+  if (q.containerID) lookup.containerID = q.containerID;
+  const container = await findContainer(ctx.runtime, lookup);
+  const opts: LogStreamOptions = { follow: q.follow, timestamps: q.timestamps };
+  if (q.tailLines !== undefined) opts.tailLines = q.tailLines;
+  if (q.sinceMs !== undefined) opts.sinceMs = q.sinceMs;
+  // A previous instance has exited: following it would end at once anyway.
+  const stream = (await streams.logs(container.id, opts)) as NodeJS.ReadableStream & { destroy(): void };
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+  // kubectl shows nothing until it has the headers; a quiet follow stream must not hold them back.
+  res.flushHeaders();
+  let remaining = q.limitBytes ?? Infinity;
+  const stop = () => stream.destroy();
+  res.on('close', stop);
+  stream.on('data', (chunk: Buffer) => {
+    const part = chunk.length > remaining ? chunk.subarray(0, remaining) : chunk;
+    remaining -= part.length;
+    if (!res.write(part)) {
+      stream.pause();
+      res.once('drain', () => stream.resume());
+    }
+    if (remaining <= 0) {
+      res.end();
+      stop();
+    }
+  });
+  stream.on('end', () => res.end());
+  stream.on('error', (err: Error) => {
+    ctx.log.debug({ err: err.message, container: target.container }, 'log stream broke');
+    res.destroy();
+  });
+}

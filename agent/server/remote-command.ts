@@ -1,0 +1,208 @@
+/**
+ * The Kubernetes remote-command protocol over WebSocket (what `kubectl exec` / `kubectl attach` speak since
+ * 1.30), server side. Every binary message starts with a channel byte:
+ *   0 stdin (client → server), 1 stdout, 2 stderr, 3 error (one metav1.Status JSON, then the server closes),
+ *   4 resize (client → server, JSON {"Width","Height"}), and in v5 only 255 close: [255, channel] half-closes
+ *   that channel — how a client says "stdin is at EOF" (`echo x | kubectl exec -i pod -- cat`).
+ * Exit codes travel as a Failure Status with reason NonZeroExitCode and a cause {reason: "ExitCode",
+ * message: "<code>"}; a clean exit is {"status": "Success"}. The server ends with a normal (1000) close,
+ * which the client reads as EOF on every stream.
+ */
+import type { Logger } from 'pino';
+import type { WebSocket } from 'ws';
+import type { ContainerProcess } from '../runtime/runtime.js';
+
+export const PROTOCOL_V5 = 'v5.channel.k8s.io';
+export const PROTOCOL_V4 = 'v4.channel.k8s.io';
+/** In our order of preference. v1–v3 (plain-text errors, no exit codes) are not offered. */
+export const SUPPORTED_PROTOCOLS = [PROTOCOL_V5, PROTOCOL_V4] as const;
+
+export const CHANNEL_STDIN = 0;
+export const CHANNEL_STDOUT = 1;
+export const CHANNEL_STDERR = 2;
+export const CHANNEL_ERROR = 3;
+export const CHANNEL_RESIZE = 4;
+export const CHANNEL_CLOSE = 255;
+
+/** Stop reading the process's output while this much is queued for a slow client. */
+const HIGH_WATER_BYTES = 1 << 20;
+/** How often the server pings; a client silent for two periods is gone. */
+const PING_INTERVAL_MS = 30_000;
+
+/** The subprotocol to answer with, from a Sec-WebSocket-Protocol header; undefined when none is supported. */
+export function chooseProtocol(header: string | string[] | undefined): string | undefined {
+  const offered = new Set(
+    (Array.isArray(header) ? header.join(',') : (header ?? ''))
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  return SUPPORTED_PROTOCOLS.find((p) => offered.has(p));
+}
+
+interface RemoteStatus {
+  metadata: Record<string, never>;
+  status: 'Success' | 'Failure';
+  message?: string;
+  reason?: string;
+  code?: number;
+  details?: { causes: Array<{ reason: string; message: string }> };
+}
+
+/** The error-channel Status for a finished command. */
+export function exitStatus(exitCode: number | undefined, command: string[]): RemoteStatus {
+  if (!exitCode) return { metadata: {}, status: 'Success' };
+  return {
+    metadata: {},
+    status: 'Failure',
+    message: `command terminated with non-zero exit code: error executing command [${command.join(' ')}], exit code ${exitCode}`,
+    reason: 'NonZeroExitCode',
+    details: { causes: [{ reason: 'ExitCode', message: String(exitCode) }] },
+  };
+}
+
+/** The error-channel Status for a command that could not be run at all. */
+export function failureStatus(message: string): RemoteStatus {
+  return { metadata: {}, status: 'Failure', message, reason: 'InternalError', code: 500 };
+}
+
+export interface RemoteCommandOptions {
+  ws: WebSocket;
+  /** the negotiated subprotocol */
+  protocol: string;
+  /** starts the process; called once, after the upgrade */
+  start: () => Promise<ContainerProcess>;
+  /** the command, for messages (empty for attach) */
+  command: string[];
+  /** report exit codes (exec); attach reports Success when the stream ends */
+  reportExitCode: boolean;
+  log: Logger;
+}
+
+/** Runs one session to its end; resolves when the WebSocket is closed. Never throws. */
+export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
+  const { ws, log } = o;
+  const v5 = o.protocol === PROTOCOL_V5;
+  let proc: ContainerProcess | undefined;
+  let finished = false;
+  /** client messages that arrived before the process was ready (kubectl sends the terminal size at once) */
+  const early: Buffer[] = [];
+
+  const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
+  ws.on('error', (err) => log.debug({ err: err.message }, 'exec websocket error'));
+
+  const send = (channel: number, payload: Buffer, onSent?: () => void) => {
+    if (ws.readyState !== ws.OPEN) return;
+    const frame = Buffer.allocUnsafe(payload.length + 1);
+    frame[0] = channel;
+    payload.copy(frame, 1);
+    ws.send(frame, { binary: true }, () => onSent?.());
+  };
+  const finish = (status: RemoteStatus) => {
+    if (finished) return;
+    finished = true;
+    send(CHANNEL_ERROR, Buffer.from(JSON.stringify(status)));
+    ws.close(1000);
+  };
+
+  const handle = (msg: Buffer) => {
+    if (!proc || msg.length === 0) return;
+    const channel = msg[0];
+    const payload = msg.subarray(1);
+    switch (channel) {
+      case CHANNEL_STDIN:
+        if (proc.stdin && payload.length && !proc.stdin.write(payload)) {
+          // The process is not reading: stop reading the client until it does.
+          ws.pause();
+          proc.stdin.once('drain', () => ws.resume());
+        }
+        break;
+      case CHANNEL_RESIZE: {
+        let size: { Width?: unknown; Height?: unknown };
+        try {
+          size = JSON.parse(payload.toString('utf8')) as typeof size;
+        } catch {
+          log.debug('ignoring a malformed resize message');
+          break;
+        }
+        const width = Number(size.Width);
+        const height = Number(size.Height);
+        if (Number.isInteger(width) && Number.isInteger(height) && width > 0 && height > 0 && width < 65536 && height < 65536) {
+          proc.resize({ width, height }).catch((err: unknown) => log.debug({ err: (err as Error).message }, 'terminal resize failed'));
+        }
+        break;
+      }
+      case CHANNEL_CLOSE:
+        if (v5 && payload[0] === CHANNEL_STDIN) proc.stdin?.end();
+        break;
+      default:
+        // Unknown channels are ignored, as Kubernetes does.
+        break;
+    }
+  };
+
+  ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
+    if (!isBinary) return;
+    const msg = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+    if (proc) handle(msg);
+    else if (early.length < 64) early.push(msg);
+  });
+
+  // A client that vanished without a close frame (network cut) is noticed by the missing pongs.
+  let alive = true;
+  ws.on('pong', () => (alive = true));
+  const heartbeat = setInterval(() => {
+    if (!alive) return void ws.terminate();
+    alive = false;
+    ws.ping();
+  }, PING_INTERVAL_MS);
+  heartbeat.unref();
+
+  const pump = (channel: number, stream: NodeJS.ReadableStream | undefined): Promise<void> => {
+    if (!stream) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      stream.on('data', (chunk: Buffer) => {
+        send(channel, chunk, () => {
+          if (ws.bufferedAmount < HIGH_WATER_BYTES / 2 && stream.isPaused()) stream.resume();
+        });
+        if (ws.bufferedAmount > HIGH_WATER_BYTES) stream.pause();
+      });
+      stream.on('end', () => resolve());
+      stream.on('error', () => resolve());
+      stream.on('close', () => resolve());
+    });
+  };
+
+  const run = async () => {
+    try {
+      proc = await o.start();
+    } catch (err) {
+      log.debug({ err: (err as Error).message }, 'remote command could not start');
+      finish(failureStatus(`error executing command in container: ${(err as Error).message}`));
+      return;
+    }
+    if (ws.readyState !== ws.OPEN) {
+      proc.close();
+      return;
+    }
+    for (const msg of early.splice(0)) handle(msg);
+    await Promise.all([pump(CHANNEL_STDOUT, proc.stdout), pump(CHANNEL_STDERR, proc.stderr), proc.ended]);
+    if (finished) return;
+    let exitCode: number | undefined;
+    if (o.reportExitCode) {
+      try {
+        exitCode = await proc.exitCode();
+      } catch (err) {
+        log.debug({ err: (err as Error).message }, 'exit code unavailable');
+      }
+    }
+    finish(exitStatus(exitCode, o.command));
+  };
+
+  void run();
+  return closed.then(() => {
+    clearInterval(heartbeat);
+    finished = true;
+    proc?.close();
+  });
+}

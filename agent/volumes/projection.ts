@@ -1,0 +1,166 @@
+/**
+ * The file sets of API-backed volumes — configMap, secret, downwardAPI and projected — computed from the
+ * objects they name, with `items` (key → path), `defaultMode`/`mode` and `optional` as Kubernetes defines
+ * them. Pure apart from reading the objects; atomic-writer.ts puts the result on disk.
+ */
+import type { Pod } from '../../src/api/types.js';
+import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
+import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../downward-api.js';
+import type { ConfigObjectReader } from '../env.js';
+import type { Payload } from './atomic-writer.js';
+
+/** Kubernetes' default file mode for these volumes (0644). */
+export const DEFAULT_FILE_MODE = 0o644;
+
+export interface KeyToPath {
+  key?: string;
+  path?: string;
+  mode?: number;
+}
+
+export interface ProjectionContext {
+  pod: Pod;
+  facts: PodRuntimeFacts;
+  objects: ConfigObjectReader;
+}
+
+interface ObjectSource {
+  name?: string;
+  items?: KeyToPath[];
+  optional?: boolean;
+}
+
+interface DownwardItem {
+  path?: string;
+  fieldRef?: FieldRef;
+  resourceFieldRef?: ResourceFieldRef;
+  mode?: number;
+}
+
+function modeOf(mode: unknown, fallback: number): number {
+  return typeof mode === 'number' && Number.isInteger(mode) && mode >= 0 && mode <= 0o777 ? mode : fallback;
+}
+
+/** Files from a key → bytes map, all keys or only `items`. */
+function keyedPayload(
+  kind: 'configmap' | 'secret',
+  entries: Map<string, Buffer>,
+  src: ObjectSource,
+  defaultMode: number,
+  into: Payload,
+): void {
+  if (!src.items?.length) {
+    for (const [k, data] of entries) into.set(k, { data, mode: defaultMode });
+    return;
+  }
+  for (const item of src.items) {
+    const data = entries.get(item.key ?? '');
+    if (data === undefined) {
+      if (src.optional) continue;
+      throw new Error(kind === 'configmap' ? `configmap references non-existent config key: ${item.key ?? ''}` : `references non-existent secret key: ${item.key ?? ''}`);
+    }
+    into.set(item.path ?? '', { data, mode: modeOf(item.mode, defaultMode) });
+  }
+}
+
+function configMapEntries(cm: ConfigMap): Map<string, Buffer> {
+  const m = new Map<string, Buffer>();
+  for (const [k, v] of Object.entries(cm.data ?? {})) m.set(k, Buffer.from(v, 'utf8'));
+  for (const [k, v] of Object.entries(cm.binaryData ?? {})) m.set(k, Buffer.from(v, 'base64'));
+  return m;
+}
+
+function secretEntries(s: Secret): Map<string, Buffer> {
+  const m = new Map<string, Buffer>();
+  for (const [k, v] of Object.entries(s.data ?? {})) m.set(k, Buffer.from(v, 'base64'));
+  return m;
+}
+
+async function addConfigMap(ctx: ProjectionContext, src: ObjectSource, defaultMode: number, into: Payload): Promise<void> {
+  const name = src.name ?? '';
+  const cm = await ctx.objects.configMap(ctx.pod.metadata.namespace ?? 'default', name);
+  if (!cm) {
+    if (src.optional) return;
+    throw new Error(`configmap "${name}" not found`);
+  }
+  keyedPayload('configmap', configMapEntries(cm), src, defaultMode, into);
+}
+
+async function addSecret(ctx: ProjectionContext, src: ObjectSource, defaultMode: number, into: Payload): Promise<void> {
+  const name = src.name ?? '';
+  const s = await ctx.objects.secret(ctx.pod.metadata.namespace ?? 'default', name);
+  if (!s) {
+    if (src.optional) return;
+    throw new Error(`secret "${name}" not found`);
+  }
+  keyedPayload('secret', secretEntries(s), src, defaultMode, into);
+}
+
+function addDownward(ctx: ProjectionContext, items: DownwardItem[] | undefined, defaultMode: number, into: Payload): void {
+  for (const item of items ?? []) {
+    let text: string;
+    if (item.fieldRef) text = fieldRefValue(item.fieldRef, ctx.pod, ctx.facts);
+    else if (item.resourceFieldRef) {
+      if (!item.resourceFieldRef.containerName) throw new Error(`resourceFieldRef for ${item.path ?? ''} needs a containerName`);
+      text = resourceFieldValue(item.resourceFieldRef, ctx.pod, undefined, ctx.facts);
+    } else continue;
+    into.set(item.path ?? '', { data: Buffer.from(text, 'utf8'), mode: modeOf(item.mode, defaultMode) });
+  }
+}
+
+/** The volume kinds whose content this module computes. */
+export type ProjectedKind = 'configMap' | 'secret' | 'downwardAPI' | 'projected';
+
+/** The file set of one API-backed volume. Throws (with the kubelet's wording) when a required object or key is missing. */
+export async function payloadFor(kind: ProjectedKind, source: Record<string, unknown>, ctx: ProjectionContext): Promise<Payload> {
+  const payload: Payload = new Map();
+  const defaultMode = modeOf(source.defaultMode, DEFAULT_FILE_MODE);
+  switch (kind) {
+    case 'configMap':
+      await addConfigMap(ctx, source as ObjectSource, defaultMode, payload);
+      break;
+    case 'secret':
+      await addSecret(ctx, { ...(source as ObjectSource), name: source.secretName as string | undefined }, defaultMode, payload);
+      break;
+    case 'downwardAPI':
+      addDownward(ctx, source.items as DownwardItem[] | undefined, defaultMode, payload);
+      break;
+    case 'projected':
+      for (const s of (source.sources ?? []) as Array<Record<string, unknown>>) {
+        if (s.configMap) await addConfigMap(ctx, s.configMap as ObjectSource, defaultMode, payload);
+        else if (s.secret) await addSecret(ctx, s.secret as ObjectSource, defaultMode, payload);
+        else if (s.downwardAPI) addDownward(ctx, (s.downwardAPI as { items?: DownwardItem[] }).items, defaultMode, payload);
+        else if (s.serviceAccountToken) throw new Error('serviceAccountToken projections are not supported yet');
+        else if (s.clusterTrustBundle) throw new Error('clusterTrustBundle projections are not supported');
+      }
+      break;
+  }
+  return payload;
+}
+
+/** `configmaps/<ns>/<name>` and `secrets/<ns>/<name>` keys of every object the pod reads (volumes, env, envFrom). */
+export function referencedObjects(pod: Pod): Set<string> {
+  const ns = pod.metadata.namespace ?? 'default';
+  const refs = new Set<string>();
+  const cm = (name: unknown) => typeof name === 'string' && name && refs.add(`configmaps/${ns}/${name}`);
+  const secret = (name: unknown) => typeof name === 'string' && name && refs.add(`secrets/${ns}/${name}`);
+  for (const v of pod.spec.volumes ?? []) {
+    if (v.configMap) cm((v.configMap as ObjectSource).name);
+    if (v.secret) secret((v.secret as { secretName?: string }).secretName);
+    for (const s of ((v.projected as { sources?: Array<Record<string, unknown>> } | undefined)?.sources ?? [])) {
+      if (s.configMap) cm((s.configMap as ObjectSource).name);
+      if (s.secret) secret((s.secret as ObjectSource).name);
+    }
+  }
+  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+    for (const from of (c.envFrom ?? []) as Array<{ configMapRef?: { name?: string }; secretRef?: { name?: string } }>) {
+      cm(from.configMapRef?.name);
+      secret(from.secretRef?.name);
+    }
+    for (const e of c.env ?? []) {
+      cm((e.valueFrom?.configMapKeyRef as { name?: string } | undefined)?.name);
+      secret((e.valueFrom?.secretKeyRef as { name?: string } | undefined)?.name);
+    }
+  }
+  return refs;
+}

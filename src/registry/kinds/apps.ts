@@ -1,0 +1,383 @@
+/**
+ * apps/v1 ReplicaSet and Deployment: object shapes, REST identity, defaults and validation.
+ * The controllers that act on them live in src/controllers/replicaset and src/controllers/deployment.
+ */
+import type { FieldError } from '../../api/errors.js';
+import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
+import type { Container, KubeObject, ObjectMeta, PodSpec } from '../../api/types.js';
+import {
+  child,
+  expectInteger,
+  expectObject,
+  fieldErrors,
+  isRecord,
+  validateLabelSelectorObject,
+  validateLabels,
+  validateAnnotations,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+  validatePodSpec,
+} from '../../api/validation.js';
+import type { ResourceInfo } from '../resource-info.js';
+import type { KindStrategy } from '../strategy.js';
+import { defaultPullPolicy } from './core.js';
+
+// ---------- shapes ----------
+
+export interface PodTemplateSpec {
+  metadata?: ObjectMeta;
+  spec: PodSpec;
+}
+
+/** `3` or `"25%"` (Kubernetes IntOrString). */
+export type IntOrString = number | string;
+
+export interface ReplicaSetSpec {
+  replicas?: number;
+  minReadySeconds?: number;
+  selector: LabelSelectorObject;
+  template: PodTemplateSpec;
+}
+
+export interface ReplicaSetCondition {
+  type: 'ReplicaFailure' | string;
+  status: 'True' | 'False' | 'Unknown';
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface ReplicaSetStatus {
+  replicas: number;
+  fullyLabeledReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  observedGeneration?: number;
+  conditions?: ReplicaSetCondition[];
+}
+
+export interface ReplicaSet extends KubeObject {
+  spec: ReplicaSetSpec;
+  status?: ReplicaSetStatus;
+}
+
+export interface RollingUpdateDeployment {
+  maxUnavailable?: IntOrString;
+  maxSurge?: IntOrString;
+}
+
+export interface DeploymentStrategy {
+  type?: 'Recreate' | 'RollingUpdate';
+  rollingUpdate?: RollingUpdateDeployment;
+}
+
+export interface DeploymentSpec {
+  replicas?: number;
+  selector: LabelSelectorObject;
+  template: PodTemplateSpec;
+  strategy?: DeploymentStrategy;
+  minReadySeconds?: number;
+  revisionHistoryLimit?: number;
+  paused?: boolean;
+  progressDeadlineSeconds?: number;
+}
+
+export interface DeploymentCondition {
+  type: 'Available' | 'Progressing' | 'ReplicaFailure' | string;
+  status: 'True' | 'False' | 'Unknown';
+  lastUpdateTime?: string;
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
+}
+
+export interface DeploymentStatus {
+  observedGeneration?: number;
+  replicas?: number;
+  updatedReplicas?: number;
+  readyReplicas?: number;
+  availableReplicas?: number;
+  unavailableReplicas?: number;
+  conditions?: DeploymentCondition[];
+  collisionCount?: number;
+}
+
+export interface Deployment extends KubeObject {
+  spec: DeploymentSpec;
+  status?: DeploymentStatus;
+}
+
+/** autoscaling/v1 Scale: what the `scale` subresource reads and writes. */
+export interface Scale extends KubeObject {
+  spec: { replicas?: number };
+  status?: { replicas: number; selector?: string };
+}
+
+/** apiVersion/kind pairs the controllers stamp into owner references. */
+export const REPLICASET_KIND = { apiVersion: 'apps/v1', kind: 'ReplicaSet' } as const;
+export const DEPLOYMENT_KIND = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
+
+/** Client references (group/version/plural) for the apps kinds. */
+export const APPS = {
+  replicasets: { group: 'apps', version: 'v1', plural: 'replicasets' },
+  deployments: { group: 'apps', version: 'v1', plural: 'deployments' },
+} as const;
+
+// ---------- REST identity ----------
+
+const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+export const REPLICASET_INFO: ResourceInfo = {
+  group: 'apps',
+  version: 'v1',
+  kind: 'ReplicaSet',
+  listKind: 'ReplicaSetList',
+  plural: 'replicasets',
+  singular: 'replicaset',
+  namespaced: true,
+  shortNames: ['rs'],
+  verbs: ALL_VERBS,
+  subresources: ['status', 'scale'],
+  categories: ['all'],
+};
+
+export const DEPLOYMENT_INFO: ResourceInfo = {
+  group: 'apps',
+  version: 'v1',
+  kind: 'Deployment',
+  listKind: 'DeploymentList',
+  plural: 'deployments',
+  singular: 'deployment',
+  namespaced: true,
+  shortNames: ['deploy'],
+  verbs: ALL_VERBS,
+  subresources: ['status', 'scale'],
+  categories: ['all'],
+};
+
+// ---------- defaults ----------
+
+function defaultTemplateContainer(c: Container): void {
+  if (!isRecord(c)) return;
+  if (typeof c.image === 'string' && !c.imagePullPolicy) c.imagePullPolicy = defaultPullPolicy(c.image);
+  c.terminationMessagePath ??= '/dev/termination-log';
+  c.terminationMessagePolicy ??= 'File';
+  if (Array.isArray(c.ports)) for (const p of c.ports) if (isRecord(p)) p.protocol ??= 'TCP';
+}
+
+/**
+ * The pod-spec defaults the API server applies inside templates (as it does for Pods), so the
+ * template a Deployment stores, the one it copies into its ReplicaSet, and the one `kubectl
+ * rollout undo` patches back all compare equal. Admission-added fields (tolerations) are not
+ * template defaults: they land on the Pods only.
+ */
+export function defaultPodTemplate(template: PodTemplateSpec | undefined): void {
+  if (!isRecord(template)) return;
+  const spec = template.spec;
+  if (!isRecord(spec)) return;
+  spec.restartPolicy ??= 'Always';
+  spec.terminationGracePeriodSeconds ??= 30;
+  spec.dnsPolicy ??= 'ClusterFirst';
+  spec.schedulerName ??= 'default-scheduler';
+  spec.securityContext ??= {};
+  if (Array.isArray(spec.containers)) spec.containers.forEach(defaultTemplateContainer);
+  if (Array.isArray(spec.initContainers)) spec.initContainers.forEach(defaultTemplateContainer);
+}
+
+// ---------- validation ----------
+
+function validateNonNegative(v: unknown, path: string): FieldError[] {
+  const errs = expectInteger(path, v);
+  if (!errs.length && typeof v === 'number' && v < 0) errs.push(fieldErrors.invalid(path, v, 'must be greater than or equal to 0'));
+  return errs;
+}
+
+/**
+ * selector + template, shared by ReplicaSet and Deployment: a non-empty selector that matches
+ * the template's labels, and a pod template whose restartPolicy is Always — a replica count
+ * only means something for pods that are meant to keep running.
+ */
+function validateSelectorAndTemplate(spec: Record<string, unknown>, kindWord: string): FieldError[] {
+  const errs: FieldError[] = [];
+  const selectorPath = 'spec.selector';
+  if (spec.selector === undefined || spec.selector === null) {
+    errs.push(fieldErrors.required(selectorPath));
+  } else {
+    const selErrs = validateLabelSelectorObject(spec.selector, selectorPath);
+    errs.push(...selErrs);
+    if (!selErrs.length) {
+      const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+      if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid(selectorPath, spec.selector, `empty selector is invalid for ${kindWord}`));
+    }
+  }
+  const templatePath = 'spec.template';
+  const template = spec.template;
+  if (!isRecord(template)) {
+    errs.push(...(template === undefined || template === null ? [fieldErrors.required(templatePath)] : expectObject(templatePath, template)));
+    return errs;
+  }
+  const meta = template.metadata;
+  const metaPath = child(templatePath, 'metadata');
+  errs.push(...expectObject(metaPath, meta));
+  const labels = isRecord(meta) ? meta.labels : undefined;
+  if (isRecord(meta)) {
+    errs.push(...validateLabels(meta.labels, child(metaPath, 'labels')), ...validateAnnotations(meta.annotations, child(metaPath, 'annotations')));
+  }
+  if (!errs.some((e) => e.field.startsWith(selectorPath)) && isRecord(spec.selector)) {
+    const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+    if (!matchesLabels(sel, (isRecord(labels) ? labels : {}) as Record<string, string>)) {
+      errs.push(fieldErrors.invalid(child(metaPath, 'labels'), labels ?? {}, '`selector` does not match template `labels`'));
+    }
+  }
+  const podSpecPath = child(templatePath, 'spec');
+  const podSpec = template.spec;
+  if (!isRecord(podSpec)) {
+    errs.push(podSpec === undefined || podSpec === null ? fieldErrors.required(child(podSpecPath, 'containers')) : fieldErrors.typeInvalid(podSpecPath, podSpec, 'must be an object'));
+    return errs;
+  }
+  errs.push(...validatePodSpec(podSpec, podSpecPath));
+  if (podSpec.restartPolicy !== undefined && podSpec.restartPolicy !== 'Always' && !errs.some((e) => e.field === child(podSpecPath, 'restartPolicy'))) {
+    errs.push(fieldErrors.notSupported(child(podSpecPath, 'restartPolicy'), podSpec.restartPolicy, ['Always']));
+  }
+  if (podSpec.activeDeadlineSeconds !== undefined && podSpec.activeDeadlineSeconds !== null) {
+    errs.push(fieldErrors.forbidden(child(podSpecPath, 'activeDeadlineSeconds'), 'activeDeadlineSeconds in ReplicaSet is not Supported'));
+  }
+  return errs;
+}
+
+const PERCENT = /^[0-9]+%$/;
+
+/** Validates an IntOrString that is a count or a percentage; returns errors and the value as a fraction-or-count. */
+function validateIntOrPercent(v: unknown, path: string, maxPercent?: number): { errs: FieldError[]; isZero: boolean } {
+  if (v === undefined || v === null) return { errs: [], isZero: false };
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) return { errs: [fieldErrors.typeInvalid(path, v, 'must be an integer or a percentage')], isZero: false };
+    if (v < 0) return { errs: [fieldErrors.invalid(path, v, 'must be greater than or equal to 0')], isZero: false };
+    return { errs: [], isZero: v === 0 };
+  }
+  if (typeof v === 'string') {
+    if (!PERCENT.test(v)) {
+      return { errs: [fieldErrors.invalid(path, v, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")], isZero: false };
+    }
+    const n = Number(v.slice(0, -1));
+    if (maxPercent !== undefined && n > maxPercent) return { errs: [fieldErrors.invalid(path, v, `must not be greater than ${maxPercent}%`)], isZero: false };
+    return { errs: [], isZero: n === 0 };
+  }
+  return { errs: [fieldErrors.typeInvalid(path, v, 'must be an integer or a percentage')], isZero: false };
+}
+
+function validateStrategy(strategy: unknown): FieldError[] {
+  const path = 'spec.strategy';
+  if (strategy === undefined || strategy === null) return [];
+  if (!isRecord(strategy)) return expectObject(path, strategy);
+  const errs: FieldError[] = [];
+  const type = strategy.type;
+  if (type !== 'Recreate' && type !== 'RollingUpdate') {
+    errs.push(type === undefined ? fieldErrors.required(child(path, 'type')) : fieldErrors.notSupported(child(path, 'type'), type, ['Recreate', 'RollingUpdate']));
+    return errs;
+  }
+  const ru = strategy.rollingUpdate;
+  const ruPath = child(path, 'rollingUpdate');
+  if (type === 'Recreate') {
+    if (ru !== undefined && ru !== null) errs.push(fieldErrors.forbidden(ruPath, "may not be specified when strategy `type` is 'Recreate'"));
+    return errs;
+  }
+  if (ru === undefined || ru === null) return errs;
+  if (!isRecord(ru)) return expectObject(ruPath, ru);
+  const unavailable = validateIntOrPercent(ru.maxUnavailable, child(ruPath, 'maxUnavailable'), 100);
+  const surge = validateIntOrPercent(ru.maxSurge, child(ruPath, 'maxSurge'));
+  errs.push(...unavailable.errs, ...surge.errs);
+  if (!errs.length && unavailable.isZero && surge.isZero) {
+    errs.push(fieldErrors.invalid(child(ruPath, 'maxUnavailable'), ru.maxUnavailable, 'may not be 0 when `maxSurge` is 0'));
+  }
+  return errs;
+}
+
+export function validateReplicaSet(rs: ReplicaSet): FieldError[] {
+  const errs = validateObjectMeta(rs.metadata, { namespaced: true, nameRule: 'subdomain' });
+  if (!isRecord(rs.spec)) return [...errs, fieldErrors.required('spec.selector')];
+  const spec = rs.spec as unknown as Record<string, unknown>;
+  errs.push(...validateNonNegative(spec.replicas, 'spec.replicas'), ...validateNonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
+  errs.push(...validateSelectorAndTemplate(spec, 'replicaset'));
+  return errs;
+}
+
+export function validateDeployment(d: Deployment): FieldError[] {
+  const errs = validateObjectMeta(d.metadata, { namespaced: true, nameRule: 'subdomain' });
+  if (!isRecord(d.spec)) return [...errs, fieldErrors.required('spec.selector')];
+  const spec = d.spec as unknown as Record<string, unknown>;
+  errs.push(
+    ...validateNonNegative(spec.replicas, 'spec.replicas'),
+    ...validateNonNegative(spec.minReadySeconds, 'spec.minReadySeconds'),
+    ...validateNonNegative(spec.revisionHistoryLimit, 'spec.revisionHistoryLimit'),
+    ...validateNonNegative(spec.progressDeadlineSeconds, 'spec.progressDeadlineSeconds'),
+  );
+  if (typeof spec.progressDeadlineSeconds === 'number' && spec.progressDeadlineSeconds <= ((spec.minReadySeconds as number | undefined) ?? 0)) {
+    errs.push(fieldErrors.invalid('spec.progressDeadlineSeconds', spec.progressDeadlineSeconds, 'must be greater than minReadySeconds'));
+  }
+  if (spec.paused !== undefined && typeof spec.paused !== 'boolean') errs.push(fieldErrors.typeInvalid('spec.paused', spec.paused, 'must be a boolean'));
+  errs.push(...validateStrategy(spec.strategy), ...validateSelectorAndTemplate(spec, 'deployment'));
+  return errs;
+}
+
+/** A selector compared by meaning, not by key order. */
+function canonicalSelector(sel: unknown): string {
+  if (!isRecord(sel)) return JSON.stringify(sel ?? null);
+  const labels = isRecord(sel.matchLabels) ? Object.entries(sel.matchLabels).sort(([a], [b]) => a.localeCompare(b)) : [];
+  const exprs = Array.isArray(sel.matchExpressions) ? sel.matchExpressions : [];
+  return JSON.stringify({ labels, exprs });
+}
+
+function validateSelectorImmutable(obj: { spec: { selector?: unknown } }, old: { spec: { selector?: unknown } }): FieldError[] {
+  const next = obj.spec?.selector;
+  const prev = old.spec?.selector;
+  if (canonicalSelector(next) !== canonicalSelector(prev)) return [fieldErrors.invalid('spec.selector', next, 'field is immutable')];
+  return [];
+}
+
+// ---------- strategies ----------
+
+export const replicaSetStrategy: KindStrategy<ReplicaSet> = {
+  info: REPLICASET_INFO,
+  hasStatus: true,
+  applyDefaults(rs) {
+    if (!isRecord(rs.spec)) return;
+    rs.spec.replicas ??= 1;
+    defaultPodTemplate(rs.spec.template);
+  },
+  validate: (rs) => validateReplicaSet(rs),
+  validateUpdate: (rs, old) => [...validateObjectMetaUpdate(rs.metadata, old.metadata), ...validateReplicaSet(rs), ...validateSelectorImmutable(rs, old)],
+  initialStatus: () => ({ replicas: 0 }),
+};
+
+export const deploymentStrategy: KindStrategy<Deployment> = {
+  info: DEPLOYMENT_INFO,
+  hasStatus: true,
+  applyDefaults(d) {
+    if (!isRecord(d.spec)) return;
+    const spec = d.spec;
+    spec.replicas ??= 1;
+    spec.revisionHistoryLimit ??= 10;
+    spec.progressDeadlineSeconds ??= 600;
+    const strategy = (spec.strategy ??= {});
+    if (isRecord(strategy)) {
+      strategy.type ??= 'RollingUpdate';
+      if (strategy.type === 'RollingUpdate') {
+        const ru = (strategy.rollingUpdate ??= {});
+        if (isRecord(ru)) {
+          ru.maxUnavailable ??= '25%';
+          ru.maxSurge ??= '25%';
+        }
+      }
+    }
+    defaultPodTemplate(spec.template);
+  },
+  validate: (d) => validateDeployment(d),
+  validateUpdate: (d, old) => [...validateObjectMetaUpdate(d.metadata, old.metadata), ...validateDeployment(d), ...validateSelectorImmutable(d, old)],
+  initialStatus: () => ({}),
+};
+
+export const APPS_STRATEGIES: KindStrategy<KubeObject>[] = [
+  replicaSetStrategy as unknown as KindStrategy<KubeObject>,
+  deploymentStrategy as unknown as KindStrategy<KubeObject>,
+];

@@ -1,0 +1,187 @@
+/**
+ * The pod subresources that stream from a node: `log` (GET …/pods/{name}/log) and `exec` / `attach` (upgrade
+ * requests to …/pods/{name}/exec|attach). The API server authenticates and authorizes the caller (verb `get`
+ * on pods/log, `create` on pods/exec and pods/attach — the WebSocket GET included, as Kubernetes does since
+ * 1.30), checks the pod and container the way the kubelet would, and then proxies to the agent of the pod's
+ * node (agent-proxy.ts). Users never talk to agents directly.
+ *
+ * Upgrade requests bypass fastify's routing (Node hands them to the server's 'upgrade' event, which listen.ts
+ * forwards to `app.server`), so this module authenticates those itself.
+ */
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, errors, isApiError } from '../api/errors.js';
+import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
+import { authorize } from '../auth/authz.js';
+import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
+import type { Registry } from '../registry/registry.js';
+import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
+
+export interface PodStreamsOptions {
+  registry: Registry;
+  auth: TokenAuthenticator;
+  /** cluster CA PEM: agents' serving certificates must chain to it */
+  caCert: string;
+}
+
+/** Log query parameters passed through to the agent (it validates them). */
+const LOG_PARAMS = ['follow', 'tailLines', 'sinceSeconds', 'sinceTime', 'timestamps', 'previous', 'limitBytes'];
+/** Exec / attach query parameters passed through to the agent. */
+const STREAM_PARAMS = ['command', 'stdin', 'stdout', 'stderr', 'tty'];
+const STREAM_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach)$/;
+
+export function registerPodStreams(app: FastifyInstance, opts: PodStreamsOptions): void {
+  const streams = new PodStreams(opts);
+  app.get('/api/v1/namespaces/:namespace/pods/:name/log', (req, reply) => streams.serveLog(req, reply));
+  // Reaching a route means no Upgrade header: exec and attach only exist as upgrades.
+  for (const sub of ['exec', 'attach']) {
+    app.route({
+      method: ['GET', 'POST'],
+      url: `/api/v1/namespaces/:namespace/pods/:name/${sub}`,
+      handler: async () => {
+        throw errors.badRequest('Upgrade request required');
+      },
+    });
+  }
+  app.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => streams.serveUpgrade(req, socket, head));
+}
+
+class PodStreams {
+  constructor(private readonly opts: PodStreamsOptions) {}
+
+  async serveLog(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { namespace, name } = req.params as { namespace: string; name: string };
+    this.authorize(req.identity!, 'get', 'log', namespace, name);
+    const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
+    const pod = this.pod(namespace, name);
+    const container = pickContainer(pod, query.get('container'));
+    const previous = query.get('previous') === 'true' || query.get('previous') === '1';
+    const containerID = logContainerID(pod, container, previous);
+    const target = this.agentTarget(pod);
+    const forward = new URLSearchParams();
+    for (const p of LOG_PARAMS) for (const v of query.getAll(p)) forward.append(p, v);
+    forward.set('podUID', pod.metadata.uid ?? '');
+    forward.set('containerID', containerID);
+    const upstream = await agentGet(target, `${agentPath('containerLogs', namespace, name, container)}?${forward}`);
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+    res.flushHeaders();
+    // Either side may end it: the container stops (agent ends), or the client leaves (kubectl logs -f killed).
+    res.on('close', () => upstream.destroy());
+    upstream.on('error', () => res.destroy());
+    upstream.on('aborted', () => res.destroy());
+    upstream.pipe(res);
+  }
+
+  serveUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    try {
+      const url = new URL(req.url ?? '/', 'https://apiserver');
+      const m = STREAM_PATH.exec(url.pathname);
+      if (!m) throw new ApiError('NotFound', 'the server could not find the requested resource');
+      const [namespace, name] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)];
+      const subresource = m[3] as 'exec' | 'attach';
+      const identity = this.opts.auth.authenticate(req.headers.authorization);
+      if (!identity) throw errors.unauthorized();
+      this.authorize(identity, 'create', subresource, namespace, name);
+      const pod = this.pod(namespace, name);
+      const phase = pod.status?.phase;
+      if (phase === 'Succeeded' || phase === 'Failed') throw errors.badRequest(`cannot ${subresource} into a container in a completed pod; current phase is ${phase}`);
+      const container = pickContainer(pod, url.searchParams.get('container'));
+      const target = this.agentTarget(pod);
+      const forward = new URLSearchParams();
+      for (const p of STREAM_PARAMS) for (const v of url.searchParams.getAll(p)) forward.append(p, v);
+      forward.set('podUID', pod.metadata.uid ?? '');
+      proxyUpgrade(target, req, socket, head, `${agentPath(subresource, namespace, name, container)}?${forward}`);
+    } catch (err) {
+      refuseUpgrade(socket, isApiError(err) ? err : errors.internal((err as Error).message));
+    }
+  }
+
+  private authorize(who: Identity, verb: string, subresource: string, namespace: string, name: string): void {
+    if (!authorize(who, { verb, group: '', resource: 'pods', subresource, namespace, name })) {
+      throw errors.forbidden(`pods "${name}" is forbidden: User "${who.user}" cannot ${verb} resource "pods/${subresource}" in API group "" in the namespace "${namespace}"`);
+    }
+  }
+
+  private pod(namespace: string, name: string): Pod {
+    return this.opts.registry.get(this.info('pods'), namespace, name) as Pod;
+  }
+
+  private info(plural: string) {
+    const strategy = this.opts.registry.lookup('', plural);
+    if (!strategy) throw errors.internal(`resource ${plural} is not registered`);
+    return strategy.info;
+  }
+
+  /** The node's agent: InternalIP, the port it advertises, and the secret it expects from us. */
+  private agentTarget(pod: Pod): AgentTarget {
+    const nodeName = pod.spec.nodeName;
+    if (!nodeName) throw errors.badRequest(`pod ${pod.metadata.name} does not have a host assigned`);
+    let node: Node;
+    try {
+      node = this.opts.registry.get(this.info('nodes'), undefined, nodeName) as Node;
+    } catch (err) {
+      if (isApiError(err) && err.code === 404) throw errors.badRequest(`node "${nodeName}" of pod ${pod.metadata.name} no longer exists`);
+      throw err;
+    }
+    const addresses = node.status?.addresses ?? [];
+    const host = (addresses.find((a) => a.type === 'InternalIP') ?? addresses.find((a) => a.type === 'ExternalIP') ?? addresses.find((a) => a.type === 'Hostname'))?.address;
+    const endpoints = node.status?.daemonEndpoints as { kubeletEndpoint?: { Port?: unknown } } | undefined;
+    const port = Number(endpoints?.kubeletEndpoint?.Port);
+    if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) {
+      throw errors.unavailable(`node "${nodeName}" does not advertise an agent endpoint (address and daemonEndpoints.kubeletEndpoint.Port)`);
+    }
+    const secret = this.opts.auth.proxySecretFor(nodeName);
+    if (!secret) throw errors.unavailable(`node "${nodeName}" joined without agent endpoint credentials; restart its agent so it joins again`);
+    return { nodeName, host, port, secret, ca: this.opts.caCert };
+  }
+}
+
+function agentPath(route: string, namespace: string, pod: string, container: string): string {
+  return `/${route}/${encodeURIComponent(namespace)}/${encodeURIComponent(pod)}/${encodeURIComponent(container)}`;
+}
+
+function allContainers(pod: Pod): Container[] {
+  return [...(pod.spec.containers ?? []), ...(pod.spec.initContainers ?? [])];
+}
+
+/** The requested container, or the only one; errors as the API server words them. */
+export function pickContainer(pod: Pod, requested: string | null): string {
+  const name = pod.metadata.name;
+  if (requested) {
+    if (!allContainers(pod).some((c) => c.name === requested)) throw errors.badRequest(`container ${requested} is not valid for pod ${name}`);
+    return requested;
+  }
+  const containers = pod.spec.containers ?? [];
+  if (containers.length === 1) return containers[0]!.name;
+  const inits = (pod.spec.initContainers ?? []).map((c) => c.name);
+  const choice = `choose one of: [${containers.map((c) => c.name).join(' ')}]${inits.length ? ` or one of the init containers: [${inits.join(' ')}]` : ''}`;
+  throw errors.badRequest(`a container name must be specified for pod ${name}, ${choice}`);
+}
+
+/**
+ * Which container instance's log to read, by the kubelet's rules: the running one, else the terminated one,
+ * else the last terminated; with `previous`, the last terminated (lastState). Errors are 400s.
+ */
+export function logContainerID(pod: Pod, container: string, previous: boolean): string {
+  const podName = pod.metadata.name;
+  const statuses: ContainerStatus[] = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])];
+  const st = statuses.find((s) => s.name === container);
+  if (!st) throw errors.badRequest(`container "${container}" in pod "${podName}" is waiting to start: ContainerCreating`);
+  const last = st.lastState?.terminated;
+  if (previous) {
+    if (last?.containerID) return last.containerID;
+    throw errors.badRequest(`previous terminated container "${container}" in pod "${podName}" not found`);
+  }
+  if (st.state?.running && st.containerID) return st.containerID;
+  const ended = st.state?.terminated;
+  if (ended?.containerID) return ended.containerID;
+  if (last?.containerID) return last.containerID;
+  const reason = st.state?.waiting?.reason;
+  if (reason === 'ErrImagePull' || reason === 'ImagePullBackOff') throw errors.badRequest(`container "${container}" in pod "${podName}" is waiting to start: image can't be pulled`);
+  throw errors.badRequest(`container "${container}" in pod "${podName}" is waiting to start: ${reason ?? 'ContainerCreating'}`);
+}
