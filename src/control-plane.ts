@@ -3,13 +3,22 @@ import type http from 'node:http';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
-import { errors } from './api/errors.js';
+import { AdmissionChain } from './admission/chain.js';
+import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
+import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, writeSecret } from './auth/pki.js';
 import { TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
+import { DeploymentController } from './controllers/deployment/deployment-controller.js';
+import { EventTTLController } from './controllers/event-ttl/event-ttl.js';
+import { GarbageCollector } from './controllers/gc/garbage-collector.js';
+import { ControllerManager } from './controllers/manager.js';
 import { NamespaceController } from './controllers/namespace/namespace-controller.js';
+import { ReplicaSetController } from './controllers/replicaset/replicaset-controller.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle/node-lifecycle.js';
+import { defaultTolerationSeconds } from './controllers/node-lifecycle/default-tolerations.js';
+import { NodeIpamController } from './controllers/node-ipam/node-ipam.js';
 import { Scheduler } from './controllers/scheduler/scheduler.js';
 import { ALL_STRATEGIES } from './registry/kinds/index.js';
 import { Registry } from './registry/registry.js';
@@ -32,10 +41,18 @@ export interface ControlPlaneOptions {
   disabledControllers?: string[];
   nodeGracePeriodMs?: number;
   nodeMonitorPeriodMs?: number;
+  /** pod addresses of the whole cluster; each node gets a subnet of it (default 10.244.0.0/16) */
+  clusterCidr?: string;
+  /** prefix length of each node's pod subnet (default 24) */
+  nodeCidrMaskSize?: number;
+  /** tolerationSeconds of the not-ready/unreachable tolerations new pods get (default 300) */
+  defaultTolerationSeconds?: number;
   /** how often old revisions are compacted (default 5 min) */
   compactIntervalMs?: number;
   /** how many recent revisions compaction always keeps (default 1000) */
   compactKeepRevisions?: number;
+  /** how long core/v1 Events are kept after they were last seen (default 1 h, as kube-apiserver's --event-ttl) */
+  eventTTLMs?: number;
 }
 
 export interface RunningControlPlane {
@@ -67,11 +84,11 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
   const registry = new Registry({ backend });
   for (const s of ALL_STRATEGIES) registry.register(s);
-  registry.addWriteHook(({ operation, info, object }) => {
-    if (operation === 'DELETE' && info.kind === 'Namespace' && SYSTEM_NAMESPACES.includes(object.metadata.name ?? '')) {
-      throw errors.forbidden(`namespaces "${object.metadata.name}" is forbidden: this namespace may not be deleted`);
-    }
-  });
+  const admission = new AdmissionChain();
+  admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
+  admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
+  if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
+  registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
 
   const pki = await ensurePki({ dataDir: opts.dataDir });
@@ -100,6 +117,11 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     await scheduler.start();
     stops.push(() => scheduler.stop());
   }
+  if (!disabled.has('node-ipam')) {
+    const ipam = new NodeIpamController({ client, log: log.child({ component: 'node-ipam' }), clusterCidr: opts.clusterCidr, nodeCidrMaskSize: opts.nodeCidrMaskSize });
+    await ipam.start();
+    stops.push(() => ipam.stop());
+  }
   if (!disabled.has('node-lifecycle')) {
     const nodeLifecycle = new NodeLifecycleController({ client, log: log.child({ component: 'node-lifecycle' }), gracePeriodMs: opts.nodeGracePeriodMs, monitorPeriodMs: opts.nodeMonitorPeriodMs });
     await nodeLifecycle.start();
@@ -110,6 +132,18 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     await namespaces.start();
     stops.push(() => namespaces.stop());
   }
+  if (!disabled.has('event-ttl')) {
+    const eventTTL = new EventTTLController({ client, log: log.child({ component: 'event-ttl' }), ttlMs: opts.eventTTLMs });
+    eventTTL.start();
+    stops.push(() => eventTTL.stop());
+  }
+  // Workload controllers and garbage collection share informers under one manager.
+  const manager = new ControllerManager({ client, log, disabled });
+  manager.register('replicaset', (ctx) => new ReplicaSetController(ctx));
+  manager.register('deployment', (ctx) => new DeploymentController(ctx));
+  manager.register('garbage-collector', (ctx) => new GarbageCollector({ ...ctx, resources: () => registry.resources() }));
+  await manager.start();
+  stops.push(() => manager.stop());
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
   return {

@@ -6,6 +6,7 @@ import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../s
 import { apiVersionOf, type ResourceInfo } from './resource-info.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
 import { baseSelectableFields, type KindStrategy } from './strategy.js';
+import type { AdmissionAttributes } from '../admission/chain.js';
 
 export interface Clock {
   now(): number;
@@ -27,10 +28,13 @@ export interface ListOptions {
 export interface WriteOptions {
   dryRun?: boolean;
   subresource?: string;
+  /** who asked, for admission */
+  user?: string;
 }
 
 export interface DeleteOptions {
   dryRun?: boolean;
+  user?: string;
   gracePeriodSeconds?: number;
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: string;
@@ -44,15 +48,14 @@ export interface WatchOptions {
   onEvent: (ev: WatchEvent) => void;
 }
 
-/** Called around every write; admission plugs in here (mutating then validating). */
-export type WriteHook = (attrs: {
-  operation: 'CREATE' | 'UPDATE' | 'DELETE';
-  info: ResourceInfo;
-  object: KubeObject;
-  oldObject?: KubeObject;
-  subresource?: string;
-  dryRun: boolean;
-}) => Promise<void> | void;
+/**
+ * Admission as the registry sees it: `mutate` runs before the kind's validation, `validate` after
+ * it (and alone on DELETE). src/admission/chain.ts implements it.
+ */
+export interface Admission {
+  mutate(attrs: AdmissionAttributes): Promise<void>;
+  validate(attrs: AdmissionAttributes): Promise<void>;
+}
 
 /**
  * The generic resource store: turns API semantics (uid, generation, resourceVersion, graceful
@@ -63,7 +66,7 @@ export class Registry {
   private readonly backend: Backend;
   private readonly clock: Clock;
   private readonly strategies = new Map<string, KindStrategy>();
-  private readonly hooks: WriteHook[] = [];
+  private admission: Admission | undefined;
 
   constructor(opts: RegistryOptions) {
     this.backend = opts.backend;
@@ -74,8 +77,8 @@ export class Registry {
     this.strategies.set(resourceId(strategy.info), strategy);
   }
 
-  addWriteHook(hook: WriteHook): void {
-    this.hooks.push(hook);
+  setAdmission(admission: Admission): void {
+    this.admission = admission;
   }
 
   resources(): ResourceInfo[] {
@@ -191,8 +194,12 @@ export class Registry {
       if (initial === undefined) delete obj.status;
       else obj.status = initial;
     }
-    for (const hook of this.hooks) await hook({ operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun });
+    const attrs: AdmissionAttributes = { operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user };
+    await this.admission?.mutate(attrs);
+    // What admission added gets the kind's defaults too (Kubernetes re-defaults after mutating webhooks).
+    strategy.applyDefaults?.(obj);
     this.validate(strategy, obj, strategy.validate(obj));
+    await this.admission?.validate(attrs);
     const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
     if (opts.dryRun) {
       if (this.backend.get(key)) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
@@ -225,11 +232,12 @@ export class Registry {
     if (expected !== current.modRevision) throw errors.conflict({ resource: info.plural, group: info.group, name });
 
     const obj = this.mergeForUpdate(strategy, structuredClone(input), old, opts.subresource);
-    for (const hook of this.hooks) {
-      await hook({ operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun });
-    }
+    const attrs: AdmissionAttributes = { operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun, user: opts.user };
+    await this.admission?.mutate(attrs);
+    strategy.applyDefaults?.(obj);
     const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);
     this.validate(strategy, obj, fieldErrors);
+    await this.admission?.validate(attrs);
     if (opts.dryRun) return obj;
 
     // A terminating object whose last finalizer was just removed is gone now.
@@ -288,7 +296,7 @@ export class Registry {
     }
     // Propagation policy → GC finalizers (orphan / foregroundDeletion); see deletion-propagation.ts.
     const gcFinalizers = finalizersForPropagation(obj.metadata.finalizers, opts.propagationPolicy);
-    for (const hook of this.hooks) await hook({ operation: 'DELETE', info, object: obj, dryRun: !!opts.dryRun });
+    await this.admission?.validate({ operation: 'DELETE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user });
 
     const grace = opts.gracePeriodSeconds ?? strategy.defaultDeleteGraceSeconds?.(obj);
     const hasFinalizers = !!(gcFinalizers ?? obj.metadata.finalizers)?.length || !!strategy.deletionBlocked?.(obj);

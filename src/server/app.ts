@@ -112,6 +112,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       query,
       contentType: req.headers['content-type'],
       body: req.body as Buffer | undefined,
+      user: req.identity!.user,
     });
     let body = result.body;
     if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query);

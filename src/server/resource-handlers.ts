@@ -5,6 +5,8 @@ import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
 import { isoSeconds } from '../registry/registry.js';
 import type { ResourceTarget } from './request-path.js';
+import { handleScaleRequest } from './scale-subresource.js';
+import { handleEvictionRequest } from './eviction-subresource.js';
 
 /** The decoded pieces of one API request that the handlers need (kept free of fastify types). */
 export interface ApiRequest {
@@ -13,6 +15,8 @@ export interface ApiRequest {
   query: Record<string, string | undefined>;
   contentType: string | undefined;
   body: Buffer | undefined;
+  /** the authenticated user, passed on to admission */
+  user?: string;
 }
 
 export interface HandlerResult {
@@ -29,9 +33,11 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
   const { info, namespace, name, subresource } = target;
   const dryRun = query.dryRun === 'All';
 
+  if (info.kind === 'Pod' && info.group === '' && subresource === 'eviction') return handleEvictionRequest(registry, req);
   if (subresource && !info.subresources.includes(subresource) && !(info.kind === 'Pod' && subresource === 'binding')) {
     throw errors.notFound({ resource: `${info.plural}/${subresource}`, name: name ?? '' });
   }
+  if (subresource === 'scale') return handleScaleRequest(registry, req);
 
   switch (req.method) {
     case 'GET': {
@@ -53,12 +59,12 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
       const obj = decodeObject(req);
-      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun }) };
+      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user }) };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
       const obj = decodeObject(req);
-      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource }) };
+      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user }) };
     }
     case 'PATCH': {
       if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
@@ -93,7 +99,7 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
   if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
   const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const patch = decodeBody(req.body, type);
-  const opts = { dryRun, subresource };
+  const opts = { dryRun, subresource, user: req.user };
 
   if (type === 'application/apply-patch+yaml') {
     // Server-side apply, first cut: create when absent, otherwise merge the applied configuration
@@ -105,7 +111,7 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
     } catch (e) {
       if ((e as { reason?: string }).reason === 'NotFound') {
         applied.metadata = { ...(applied.metadata ?? {}), name };
-        return { code: 201, body: await registry.create(info, namespace, applied, { dryRun }) };
+        return { code: 201, body: await registry.create(info, namespace, applied, { dryRun, user: req.user }) };
       }
       throw e;
     }
@@ -139,7 +145,7 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
 }
 
 function deleteOptions(req: ApiRequest): DeleteOptions {
-  const opts: DeleteOptions = { dryRun: req.query.dryRun === 'All' };
+  const opts: DeleteOptions = { dryRun: req.query.dryRun === 'All', user: req.user };
   if (req.body && req.body.length > 0) {
     const body = decodeBody(req.body, req.contentType) as Record<string, unknown> | null;
     if (body && typeof body === 'object') {

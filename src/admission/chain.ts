@@ -1,0 +1,71 @@
+import { ApiError, errors } from '../api/errors.js';
+import type { KubeObject } from '../api/types.js';
+import type { ResourceInfo } from '../registry/resource-info.js';
+
+/** What admission sees of one write. `object` is the object to be stored (mutable for mutating plugins). */
+export interface AdmissionAttributes {
+  operation: 'CREATE' | 'UPDATE' | 'DELETE';
+  info: ResourceInfo;
+  object: KubeObject;
+  oldObject?: KubeObject;
+  subresource?: string;
+  dryRun: boolean;
+  /** the authenticated user, when the write came over the API */
+  user?: string;
+}
+
+/**
+ * One admission plugin. Mutating plugins may change `attrs.object` in place; validating plugins
+ * get a frozen copy and may only accept or throw. Either kind rejects by throwing: an ApiError
+ * keeps its code, anything else becomes 403 naming the plugin.
+ */
+export interface AdmissionPlugin {
+  name: string;
+  kind: 'mutating' | 'validating';
+  admit(attrs: AdmissionAttributes): Promise<void> | void;
+}
+
+/**
+ * Runs the plugins in Kubernetes' order: every mutating plugin in registration order (before the
+ * kind's own validation), then every validating plugin (after it). Dry-run requests go through
+ * the same chain; plugins with side effects must check `attrs.dryRun`.
+ */
+export class AdmissionChain {
+  private readonly plugins: AdmissionPlugin[] = [];
+
+  register(plugin: AdmissionPlugin): void {
+    this.plugins.push(plugin);
+  }
+
+  async mutate(attrs: AdmissionAttributes): Promise<void> {
+    for (const p of this.plugins) if (p.kind === 'mutating') await run(p, attrs);
+  }
+
+  async validate(attrs: AdmissionAttributes): Promise<void> {
+    const validating = this.plugins.filter((p) => p.kind === 'validating');
+    if (!validating.length) return;
+    const frozen: AdmissionAttributes = { ...attrs, object: deepFreeze(structuredClone(attrs.object)) };
+    if (attrs.oldObject) frozen.oldObject = deepFreeze(structuredClone(attrs.oldObject));
+    for (const p of validating) await run(p, frozen);
+  }
+}
+
+async function run(p: AdmissionPlugin, attrs: AdmissionAttributes): Promise<void> {
+  try {
+    await p.admit(attrs);
+  } catch (e) {
+    if (e instanceof ApiError) {
+      if (e.message.includes(p.name)) throw e;
+      throw new ApiError(e.reason, `admission plugin "${p.name}" denied the request: ${e.message}`, e.details);
+    }
+    throw errors.forbidden(`admission plugin "${p.name}" denied the request: ${(e as Error).message}`);
+  }
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === 'object') {
+    Object.freeze(v);
+    for (const child of Object.values(v as object)) deepFreeze(child);
+  }
+  return v;
+}
