@@ -5,10 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
+import { ensurePki } from '../../src/auth/pki.js';
 import { docker, podContainers, startCluster, waitFor, waitForPod, type Cluster } from './harness.js';
 
 const CONFIGMAPS = { plural: 'configmaps' };
@@ -116,5 +119,89 @@ describe('admission: sidecar injection', () => {
     const r = await c.kubectl(['delete', 'namespace', 'kube-system'], { allowFail: true });
     assert.notEqual(r.code, 0);
     assert.match(r.stderr, /NamespaceLifecycle.*may not be deleted|may not be deleted/);
+  });
+});
+
+describe('admission: webhooks (AdmissionReview v1 over HTTPS)', () => {
+  let c: Cluster;
+  let server: https.Server;
+  let url: string;
+  let caBundle: string;
+  const calls: Array<{ path: string; op: string; name: string }> = [];
+  before(async () => {
+    c = await startCluster({ agents: [] });
+    const pki = await ensurePki({ dataDir: path.join(c.dir, 'webhook-pki'), altNames: ['127.0.0.1'] });
+    caBundle = Buffer.from(pki.caCert).toString('base64');
+    server = https.createServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => {
+      let body = '';
+      req.on('data', (d: Buffer) => (body += d.toString()));
+      req.on('end', () => {
+        const rv = JSON.parse(body) as { request: { uid: string; operation: string; name: string; object: Pod } };
+        const r = rv.request;
+        calls.push({ path: req.url ?? '', op: r.operation, name: r.name });
+        const reply = (response: Record<string, unknown>) => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: r.uid, ...response } }));
+        };
+        if (req.url === '/slow') return void setTimeout(() => reply({ allowed: true }), 3000);
+        if (req.url === '/mutate') {
+          const ops = r.object.metadata.labels ? [{ op: 'add', path: '/metadata/labels/mutated-by', value: 'webhook' }] : [{ op: 'add', path: '/metadata/labels', value: { 'mutated-by': 'webhook' } }];
+          return reply({ allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(ops)).toString('base64') });
+        }
+        if (r.object?.metadata.labels?.deny === 'yes') return reply({ allowed: false, status: { code: 403, message: 'pods labeled deny=yes are not allowed' } });
+        reply({ allowed: true });
+      });
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+    url = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const hook = (name: string, p: string, extra: Record<string, unknown> = {}) => ({
+      name, clientConfig: { url: `${url}${p}`, caBundle }, sideEffects: 'None', admissionReviewVersions: ['v1'],
+      rules: [{ operations: ['CREATE', 'UPDATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+      namespaceSelector: { matchLabels: { webhooks: 'on' } }, ...extra,
+    });
+    await c.client.create(CORE.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'hooked', labels: { webhooks: 'on' } } });
+    await c.client.create({ group: 'admissionregistration.k8s.io', plural: 'mutatingwebhookconfigurations', namespaced: false }, { apiVersion: 'admissionregistration.k8s.io/v1', kind: 'MutatingWebhookConfiguration', metadata: { name: 'labeler' }, webhooks: [hook('labeler.berth.dev', '/mutate')] } as KubeObject);
+    await c.client.create({ group: 'admissionregistration.k8s.io', plural: 'validatingwebhookconfigurations', namespaced: false }, {
+      apiVersion: 'admissionregistration.k8s.io/v1', kind: 'ValidatingWebhookConfiguration', metadata: { name: 'policy' },
+      webhooks: [
+        hook('deny.berth.dev', '/validate'),
+        hook('down-ignored.berth.dev', '/x', { clientConfig: { url: 'https://127.0.0.1:9/x', caBundle }, failurePolicy: 'Ignore', objectSelector: { matchLabels: { probe: 'down' } } }),
+        hook('down-fails.berth.dev', '/x', { clientConfig: { url: 'https://127.0.0.1:9/x', caBundle }, failurePolicy: 'Fail', objectSelector: { matchLabels: { probe: 'down-fail' } } }),
+        hook('slow.berth.dev', '/slow', { timeoutSeconds: 1, objectSelector: { matchLabels: { probe: 'slow' } } }),
+      ],
+    } as KubeObject);
+  });
+  after(async () => {
+    server?.close();
+    await c?.stop();
+  });
+
+  const pod = (name: string, labels: Record<string, string> = {}) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name, labels }, spec: { containers: [{ name: 'c', image: 'berth/busybox:test' }] } }) as Pod;
+
+  it('applies a mutating webhook\'s JSONPatch in a matching namespace only', async () => {
+    const p = await c.client.create<Pod>(CORE.pods, pod('m1'), { namespace: 'hooked' });
+    assert.equal(p.metadata.labels?.['mutated-by'], 'webhook');
+    const q = await c.client.create<Pod>(CORE.pods, pod('m2'), { namespace: 'default' });
+    assert.equal(q.metadata.labels?.['mutated-by'], undefined, 'namespaceSelector excludes default');
+    assert.ok(calls.some((x) => x.path === '/mutate' && x.op === 'CREATE' && x.name === 'm1'));
+  });
+
+  it('a validating webhook denies a pod with its message, through kubectl too', async () => {
+    await assert.rejects(c.client.create(CORE.pods, pod('bad', { deny: 'yes' }), { namespace: 'hooked' }), (e: Error & { reason?: string }) => e.reason === 'Forbidden' && /admission webhook "deny.berth.dev" denied the request: pods labeled deny=yes are not allowed/.test(e.message));
+    const file = path.join(c.dir, 'deny.yaml');
+    fs.writeFileSync(file, 'apiVersion: v1\nkind: Pod\nmetadata: {name: bad2, namespace: hooked, labels: {deny: "yes"}}\nspec: {containers: [{name: c, image: berth/busybox:test}]}\n');
+    const r = await c.kubectl(['apply', '-f', file], { allowFail: true });
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /denied the request: pods labeled deny=yes are not allowed/);
+    // Outside the selected namespace the same pod is fine.
+    await c.client.create(CORE.pods, pod('bad', { deny: 'yes' }), { namespace: 'default' });
+  });
+
+  it('honours failurePolicy and timeoutSeconds', async () => {
+    await c.client.create(CORE.pods, pod('ign', { probe: 'down' }), { namespace: 'hooked' });
+    await assert.rejects(c.client.create(CORE.pods, pod('fail', { probe: 'down-fail' }), { namespace: 'hooked' }), (e: Error) => /failed calling webhook "down-fails.berth.dev"/.test(e.message));
+    const t0 = Date.now();
+    await assert.rejects(c.client.create(CORE.pods, pod('slow', { probe: 'slow' }), { namespace: 'hooked' }), (e: Error) => /failed calling webhook "slow.berth.dev".*deadline/.test(e.message));
+    assert.ok(Date.now() - t0 < 2800, 'the 1 s timeout cut the 3 s webhook short');
   });
 });

@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import https from 'node:https';
+import type { Logger } from 'pino';
+import { ApiError, errors, type StatusReason } from '../../api/errors.js';
+import { applyJsonPatch } from '../../api/patch.js';
+import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import type { KubeObject } from '../../api/types.js';
+import type { Registry } from '../../registry/registry.js';
+import { MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, type Webhook, type WebhookConfiguration } from '../../registry/kinds/admissionregistration.js';
+import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
+
+export interface WebhookPluginOptions {
+  registry: Registry;
+  log: Logger;
+}
+
+/**
+ * Calls the user's admission webhooks (admissionregistration.k8s.io/v1) with AdmissionReview v1
+ * over HTTPS: mutating ones in order, applying their JSONPatch responses; validating ones after the
+ * kind's own validation. Matching follows Kubernetes: rules (operations, apiGroups, apiVersions,
+ * resources incl. `*` and `res/sub`), namespaceSelector, objectSelector. `failurePolicy` decides
+ * whether an unreachable or broken webhook blocks the write (Fail, the default) or is skipped.
+ * Only `clientConfig.url` is supported (Berth has no Services yet); a `service` reference counts
+ * as a call failure. Webhook configurations themselves are never sent to webhooks, so a broken
+ * webhook cannot lock its own configuration.
+ */
+export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookPluginOptions): AdmissionPlugin {
+  const configInfo = kind === 'mutating' ? MUTATING_WEBHOOKS : VALIDATING_WEBHOOKS;
+  return {
+    name: kind === 'mutating' ? 'MutatingAdmissionWebhook' : 'ValidatingAdmissionWebhook',
+    kind,
+    async admit(attrs) {
+      if (attrs.info.group === 'admissionregistration.k8s.io') return;
+      if (kind === 'mutating' && attrs.operation === 'DELETE') return;
+      const configs = opts.registry.list(configInfo, undefined).items as WebhookConfiguration[];
+      if (!configs.length) return;
+      const hooks = configs
+        .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
+        .flatMap((c) => c.webhooks ?? [])
+        .filter((w) => matches(w, attrs, opts.registry));
+      for (const hook of hooks) {
+        if (attrs.dryRun && !['None', 'NoneOnDryRun'].includes(hook.sideEffects ?? '')) {
+          throw errors.badRequest(`admission webhook "${hook.name}" does not support dry run`);
+        }
+        await callOne(hook, attrs, kind, opts.log);
+      }
+    },
+  };
+}
+
+async function callOne(hook: Webhook, attrs: AdmissionAttributes, kind: 'mutating' | 'validating', log: Logger): Promise<void> {
+  const uid = randomUUID();
+  let response: AdmissionResponse;
+  try {
+    response = await post(hook, review(uid, attrs));
+    if (response.uid !== uid) throw new Error(`expected response.uid="${uid}", got "${response.uid}"`);
+  } catch (e) {
+    if (hook.failurePolicy === 'Ignore') {
+      log.warn({ webhook: hook.name, err: (e as Error).message }, 'webhook call failed; ignored by failurePolicy');
+      return;
+    }
+    throw new ApiError('InternalError', `Internal error occurred: failed calling webhook "${hook.name}": ${(e as Error).message}`);
+  }
+  if (!response.allowed) {
+    const code = response.status?.code ?? 403;
+    const reason = (response.status?.reason as StatusReason | undefined) ?? reasonFor(code);
+    throw new ApiError(reason, `admission webhook "${hook.name}" denied the request${response.status?.message ? `: ${response.status.message}` : ' without explanation'}`);
+  }
+  if (kind === 'mutating' && response.patch) {
+    if (response.patchType !== 'JSONPatch') throw errors.internal(`webhook "${hook.name}" returned an unsupported patchType ${response.patchType}`);
+    const ops = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as unknown[];
+    const patched = applyJsonPatch(attrs.object, ops) as KubeObject;
+    for (const k of Object.keys(attrs.object)) delete (attrs.object as Record<string, unknown>)[k];
+    Object.assign(attrs.object, patched);
+  }
+}
+
+function reasonFor(code: number): StatusReason {
+  return code === 400 ? 'BadRequest' : code === 404 ? 'NotFound' : code === 409 ? 'Conflict' : code === 422 ? 'Invalid' : code >= 500 ? 'InternalError' : 'Forbidden';
+}
+
+interface AdmissionResponse {
+  uid: string;
+  allowed: boolean;
+  status?: { code?: number; message?: string; reason?: string };
+  patch?: string;
+  patchType?: string;
+  warnings?: string[];
+}
+
+function review(uid: string, a: AdmissionAttributes): unknown {
+  const gvk = { group: a.info.group, version: a.info.version, kind: a.info.kind };
+  const gvr = { group: a.info.group, version: a.info.version, resource: a.info.plural };
+  return {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid,
+      kind: gvk,
+      resource: gvr,
+      ...(a.subresource ? { subResource: a.subresource } : {}),
+      requestKind: gvk,
+      requestResource: gvr,
+      name: a.object.metadata.name ?? '',
+      ...(a.info.namespaced ? { namespace: a.object.metadata.namespace } : {}),
+      operation: a.operation,
+      userInfo: { username: a.user ?? 'system:berth', groups: [] },
+      object: a.operation === 'DELETE' ? null : a.object,
+      oldObject: a.operation === 'DELETE' ? a.object : a.oldObject ?? null,
+      dryRun: a.dryRun,
+    },
+  };
+}
+
+function post(hook: Webhook, body: unknown): Promise<AdmissionResponse> {
+  const url = hook.clientConfig.url;
+  if (!url) return Promise.reject(new Error('only clientConfig.url is supported by Berth (no Services yet)'));
+  const ca = hook.clientConfig.caBundle ? Buffer.from(hook.clientConfig.caBundle, 'base64').toString('utf8') : undefined;
+  const payload = JSON.stringify(body);
+  const timeoutMs = (hook.timeoutSeconds ?? 10) * 1000;
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { method: 'POST', ca, headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > 3 * 1024 * 1024) req.destroy(new Error('webhook response too large'));
+        else chunks.push(c);
+      });
+      res.on('end', () => {
+        if ((res.statusCode ?? 0) !== 200) return reject(new Error(`the server responded with status ${res.statusCode}`));
+        try {
+          const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { response?: AdmissionResponse };
+          if (!parsed.response) return reject(new Error('webhook response was absent'));
+          resolve(parsed.response);
+        } catch (e) {
+          reject(new Error(`could not decode the webhook response: ${(e as Error).message}`));
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`context deadline exceeded (timeout ${hook.timeoutSeconds ?? 10}s)`)));
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boolean {
+  const sub = a.subresource ? `${a.info.plural}/${a.subresource}` : a.info.plural;
+  const anyOf = (list: string[] | undefined, v: string) => !!list?.some((x) => x === '*' || x === v);
+  const ruleOk = (hook.rules ?? []).some(
+    (r) =>
+      anyOf(r.operations, a.operation) &&
+      anyOf(r.apiGroups, a.info.group) &&
+      anyOf(r.apiVersions, a.info.version) &&
+      !!r.resources?.some((res) => res === '*' && !a.subresource || res === '*/*' || res === sub || (res.startsWith('*/') && a.subresource === res.slice(2))) &&
+      (r.scope === undefined || r.scope === '*' || (r.scope === 'Namespaced') === a.info.namespaced),
+  );
+  if (!ruleOk) return false;
+  const target = a.operation === 'DELETE' ? a.object : a.object;
+  if (hook.objectSelector && !matchesLabels(labelSelectorFromObject(hook.objectSelector as never), target.metadata.labels)) return false;
+  if (hook.namespaceSelector && Object.keys(hook.namespaceSelector).length) {
+    let nsLabels: Record<string, string> | undefined;
+    if (a.info.kind === 'Namespace' && a.info.group === '') nsLabels = a.object.metadata.labels;
+    else if (a.info.namespaced) {
+      const nsInfo = registry.lookup('', 'namespaces')?.info;
+      try {
+        nsLabels = nsInfo ? registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default').metadata.labels : undefined;
+      } catch {
+        nsLabels = undefined;
+      }
+    } else return true;
+    if (!matchesLabels(labelSelectorFromObject(hook.namespaceSelector as never), nsLabels)) return false;
+  }
+  return true;
+}

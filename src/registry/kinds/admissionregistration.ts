@@ -1,0 +1,124 @@
+/**
+ * admissionregistration.k8s.io/v1: MutatingWebhookConfiguration and ValidatingWebhookConfiguration.
+ * Stored like any object; the webhook admission plugin (src/admission/plugins/webhooks.ts) reads
+ * them on each admitted write.
+ */
+import type { FieldError } from '../../api/errors.js';
+import type { KubeObject } from '../../api/types.js';
+import { validateObjectMeta } from '../../api/validation.js';
+import type { ResourceInfo } from '../resource-info.js';
+import type { KindStrategy } from '../strategy.js';
+
+export interface RuleWithOperations {
+  operations?: string[];
+  apiGroups?: string[];
+  apiVersions?: string[];
+  resources?: string[];
+  scope?: 'Cluster' | 'Namespaced' | '*';
+}
+
+export interface WebhookClientConfig {
+  url?: string;
+  service?: { namespace: string; name: string; path?: string; port?: number };
+  /** base64 PEM */
+  caBundle?: string;
+}
+
+export interface LabelSelectorObject {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
+}
+
+export interface Webhook {
+  name: string;
+  clientConfig: WebhookClientConfig;
+  rules?: RuleWithOperations[];
+  failurePolicy?: 'Fail' | 'Ignore';
+  timeoutSeconds?: number;
+  namespaceSelector?: LabelSelectorObject;
+  objectSelector?: LabelSelectorObject;
+  sideEffects?: string;
+  admissionReviewVersions?: string[];
+  reinvocationPolicy?: string;
+  matchPolicy?: string;
+}
+
+export interface WebhookConfiguration extends KubeObject {
+  webhooks?: Webhook[];
+}
+
+const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+function info(kind: string, plural: string): ResourceInfo {
+  return {
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind,
+    listKind: `${kind}List`,
+    plural,
+    singular: plural.slice(0, -1),
+    namespaced: false,
+    shortNames: [],
+    verbs: VERBS,
+    subresources: [],
+    categories: ['api-extensions'],
+  };
+}
+
+function validateWebhooks(obj: WebhookConfiguration, mutating: boolean): FieldError[] {
+  const errs = validateObjectMeta(obj.metadata, { namespaced: false, nameRule: 'subdomain' });
+  const seen = new Set<string>();
+  (obj.webhooks ?? []).forEach((w, i) => {
+    const at = `webhooks[${i}]`;
+    if (!w || typeof w !== 'object') return errs.push({ field: at, type: 'FieldValueInvalid', message: 'must be an object' });
+    if (!w.name || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(w.name)) {
+      errs.push({ field: `${at}.name`, type: 'FieldValueInvalid', message: `Invalid value: "${w.name ?? ''}": should be a domain with at least three segments separated by dots` });
+    } else if (seen.has(w.name)) {
+      errs.push({ field: `${at}.name`, type: 'FieldValueDuplicate', message: `Duplicate value: "${w.name}"` });
+    }
+    seen.add(w.name);
+    const cc = w.clientConfig;
+    if (!cc || (!cc.url && !cc.service)) {
+      errs.push({ field: `${at}.clientConfig`, type: 'FieldValueRequired', message: 'Required value: exactly one of url or service is required' });
+    } else if (cc.url) {
+      let u: URL | undefined;
+      try {
+        u = new URL(cc.url);
+      } catch {
+        errs.push({ field: `${at}.clientConfig.url`, type: 'FieldValueInvalid', message: `Invalid value: "${cc.url}": must be a valid URL` });
+      }
+      if (u && u.protocol !== 'https:') errs.push({ field: `${at}.clientConfig.url`, type: 'FieldValueInvalid', message: `Invalid value: "${cc.url}": 'https' is the only allowed URL scheme` });
+    }
+    if (w.failurePolicy && !['Fail', 'Ignore'].includes(w.failurePolicy)) {
+      errs.push({ field: `${at}.failurePolicy`, type: 'FieldValueNotSupported', message: `Unsupported value: "${w.failurePolicy}": supported values: "Fail", "Ignore"` });
+    }
+    if (w.timeoutSeconds !== undefined && (!Number.isInteger(w.timeoutSeconds) || w.timeoutSeconds < 1 || w.timeoutSeconds > 30)) {
+      errs.push({ field: `${at}.timeoutSeconds`, type: 'FieldValueInvalid', message: `Invalid value: ${w.timeoutSeconds}: the timeout value must be between 1 and 30 seconds` });
+    }
+    if (!w.sideEffects) errs.push({ field: `${at}.sideEffects`, type: 'FieldValueRequired', message: 'Required value' });
+    if (!w.admissionReviewVersions?.length) errs.push({ field: `${at}.admissionReviewVersions`, type: 'FieldValueRequired', message: 'Required value' });
+    else if (!w.admissionReviewVersions.includes('v1')) errs.push({ field: `${at}.admissionReviewVersions`, type: 'FieldValueInvalid', message: 'Invalid value: must include at least one of v1' });
+    if (!mutating && w.reinvocationPolicy) errs.push({ field: `${at}.reinvocationPolicy`, type: 'FieldValueForbidden', message: 'Forbidden: only mutating webhooks may set it' });
+  });
+  return errs;
+}
+
+function defaults(obj: WebhookConfiguration): void {
+  for (const w of obj.webhooks ?? []) {
+    if (!w || typeof w !== 'object') continue;
+    w.failurePolicy ??= 'Fail';
+    w.timeoutSeconds ??= 10;
+    w.matchPolicy ??= 'Equivalent';
+    w.namespaceSelector ??= {};
+    w.objectSelector ??= {};
+    for (const r of w.rules ?? []) r.scope ??= '*';
+  }
+}
+
+export const MUTATING_WEBHOOKS = info('MutatingWebhookConfiguration', 'mutatingwebhookconfigurations');
+export const VALIDATING_WEBHOOKS = info('ValidatingWebhookConfiguration', 'validatingwebhookconfigurations');
+
+export const ADMISSIONREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [
+  { info: MUTATING_WEBHOOKS, hasStatus: false, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, true) },
+  { info: VALIDATING_WEBHOOKS, hasStatus: false, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, false) },
+];
