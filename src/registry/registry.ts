@@ -81,8 +81,14 @@ export class Registry {
     this.admission = admission;
   }
 
+  /** Remove a kind (a deleted CRD); its stored objects must already be gone. */
+  unregister(group: string, plural: string): void {
+    this.strategies.delete(`${group}/${plural}`);
+  }
+
+  /** One entry per served group/version/resource (a multi-version CRD appears once per version). */
   resources(): ResourceInfo[] {
-    return [...this.strategies.values()].map((s) => s.info);
+    return [...this.strategies.values()].flatMap((s) => (s.info.servedVersions ?? [s.info.version]).map((version) => (version === s.info.version ? s.info : { ...s.info, version })));
   }
 
   /** find by group + plural (version is not part of storage identity) */

@@ -5,7 +5,10 @@
 export interface ResourceInfo {
   /** '' for the core group */
   group: string;
+  /** the storage (and preferred) version */
   version: string;
+  /** every version served, when more than one (CRDs); objects are stored at `version` */
+  servedVersions?: string[];
   kind: string;
   listKind: string;
   /** lower-case plural used in paths: `pods` */
@@ -20,6 +23,11 @@ export interface ResourceInfo {
 }
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+/** Whether a request for `version` of this resource is served. */
+export function servesVersion(info: ResourceInfo, version: string): boolean {
+  return (info.servedVersions ?? [info.version]).includes(version);
+}
 
 export function apiVersionOf(info: Pick<ResourceInfo, 'group' | 'version'>): string {
   return info.group ? `${info.group}/${info.version}` : info.version;

@@ -95,6 +95,8 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       throw errors.forbidden(`${req.identity!.user} cannot ${verb} resource "${target.info.plural}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`);
     }
     const table = wantsTable(req.headers.accept);
+    // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
+    const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
     if (verb === 'watch') {
       reply.hijack();
       serveWatch(reply.raw, {
@@ -102,7 +104,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         target,
         query,
         open: openWatches,
-        render: table ? tableRowRenderer(target.info, query) : undefined,
+        render: table ? tableRowRenderer(target.info, query) : version === target.info.version ? undefined : asVersion,
       });
       return;
     }
@@ -115,6 +117,10 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       user: req.identity!.user,
     });
     let body = result.body;
+    if (version !== target.info.version && body && typeof body === 'object') {
+      const b = body as KubeObject & { items?: KubeObject[] };
+      body = Array.isArray(b.items) ? { ...b, apiVersion: group ? `${group}/${version}` : version, items: b.items.map(asVersion) } : asVersion(b);
+    }
     if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query);
     return reply.code(result.code).type('application/json').send(body);
   };

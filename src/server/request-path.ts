@@ -1,5 +1,5 @@
 import { errors } from '../api/errors.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
+import { servesVersion, type ResourceInfo } from '../registry/resource-info.js';
 
 /** A REST path resolved against the served resources. */
 export interface ResourceTarget {
@@ -26,13 +26,13 @@ export function resolveResourcePath(
 
   if (segments[0] === 'namespaces' && segments.length >= 3) {
     const info = lookup(group, segments[2]!);
-    if (info?.namespaced && info.version === version) {
+    if (info?.namespaced && servesVersion(info, version)) {
       if (segments.length > 5) throw notFound();
       return withOptional({ info, namespace: segments[1]! }, segments[3], segments[4]);
     }
   }
   const info = lookup(group, segments[0]!);
-  if (!info || info.version !== version || segments.length > 3) throw notFound();
+  if (!info || !servesVersion(info, version) || segments.length > 3) throw notFound();
   // A namespaced resource addressed without a namespace can only be listed/watched across all namespaces.
   if (info.namespaced && segments.length > 1) throw notFound();
   return withOptional({ info }, segments[1], segments[2]);
