@@ -7,6 +7,8 @@ import { apiVersionOf, type ResourceInfo } from './resource-info.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
 import { baseSelectableFields, type KindStrategy } from './strategy.js';
 import type { AdmissionAttributes } from '../admission/chain.js';
+import { builtinPatchSchema } from '../api/patch.js';
+import { recordUpdate } from './field-manager.js';
 
 export interface Clock {
   now(): number;
@@ -30,6 +32,8 @@ export interface WriteOptions {
   subresource?: string;
   /** who asked, for admission */
   user?: string;
+  /** record this write's changed fields as owned by this manager (managedFields, operation Update) */
+  fieldManager?: string;
 }
 
 export interface DeleteOptions {
@@ -206,6 +210,9 @@ export class Registry {
     strategy.applyDefaults?.(obj);
     this.validate(strategy, obj, strategy.validate(obj));
     await this.admission?.validate(attrs);
+    if (opts.fieldManager) {
+      obj.metadata.managedFields = recordUpdate({ old: undefined, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
+    }
     const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
     if (opts.dryRun) {
       if (this.backend.get(key)) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
@@ -244,6 +251,9 @@ export class Registry {
     const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);
     this.validate(strategy, obj, fieldErrors);
     await this.admission?.validate(attrs);
+    if (opts.fieldManager && opts.subresource !== 'status') {
+      obj.metadata.managedFields = recordUpdate({ old, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
+    }
     if (opts.dryRun) return obj;
 
     // A terminating object whose last finalizer was just removed is gone now.
@@ -453,6 +463,8 @@ export class Registry {
     m.uid = old.metadata.uid;
     m.creationTimestamp = old.metadata.creationTimestamp;
     delete m.resourceVersion;
+    // Omitting managedFields keeps them; a client resets them only by sending a list.
+    if (!Array.isArray(m.managedFields) && old.metadata.managedFields) m.managedFields = structuredClone(old.metadata.managedFields);
     // deletionTimestamp is set only through DELETE, never by a write.
     if (old.metadata.deletionTimestamp) {
       m.deletionTimestamp = old.metadata.deletionTimestamp;

@@ -115,6 +115,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       contentType: req.headers['content-type'],
       body: req.body as Buffer | undefined,
       user: req.identity!.user,
+      userAgent: req.headers['user-agent'],
     });
     let body = result.body;
     if (version !== target.info.version && body && typeof body === 'object') {

@@ -4,6 +4,7 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatch
 import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
 import { isoSeconds } from '../registry/registry.js';
+import { serverSideApply } from '../registry/field-manager.js';
 import type { ResourceTarget } from './request-path.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
@@ -17,6 +18,8 @@ export interface ApiRequest {
   body: Buffer | undefined;
   /** the authenticated user, passed on to admission */
   user?: string;
+  /** the client's User-Agent, naming the field manager when the request does not */
+  userAgent?: string;
 }
 
 export interface HandlerResult {
@@ -59,12 +62,12 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
       const obj = decodeObject(req);
-      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user }) };
+      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req) }) };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
       const obj = decodeObject(req);
-      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user }) };
+      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req) }) };
     }
     case 'PATCH': {
       if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
@@ -99,25 +102,9 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
   if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
   const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const patch = decodeBody(req.body, type);
-  const opts = { dryRun, subresource, user: req.user };
+  const opts = { dryRun, subresource, user: req.user, fieldManager: managerOf(req) };
 
-  if (type === 'application/apply-patch+yaml') {
-    // Server-side apply, first cut: create when absent, otherwise merge the applied configuration
-    // strategically. Field ownership (managedFields, conflicts) arrives with the declarative-API issue.
-    assertObject(patch);
-    const applied = patch as KubeObject;
-    try {
-      registry.get(info, namespace, name);
-    } catch (e) {
-      if ((e as { reason?: string }).reason === 'NotFound') {
-        applied.metadata = { ...(applied.metadata ?? {}), name };
-        return { code: 201, body: await registry.create(info, namespace, applied, { dryRun, user: req.user }) };
-      }
-      throw e;
-    }
-    const schema = builtinPatchSchema(info.kind);
-    return { code: 200, body: await registry.modify(info, namespace, name, (cur) => applyStrategicMergePatch(cur, applied, schema) as KubeObject, opts) };
-  }
+  if (type === 'application/apply-patch+yaml') return serverSideApplyRequest(registry, req, name, patch, dryRun);
 
   let apply: (current: KubeObject) => KubeObject;
   switch (type) {
@@ -142,6 +129,34 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
     return next;
   }, opts);
   return { code: 200, body: result };
+}
+
+/**
+ * Server-side apply: create when absent, else merge the applied configuration with field
+ * ownership (src/registry/field-manager.ts) — conflicts are 409 unless `force=true`.
+ */
+async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name: string, patch: unknown, dryRun: boolean): Promise<HandlerResult> {
+  const { info, namespace, subresource } = req.target;
+  assertObject(patch);
+  const applied = patch as KubeObject;
+  const manager = req.query.fieldManager;
+  if (!manager) throw errors.badRequest('PATCH, application/apply-patch+yaml requests must supply a fieldManager (the fieldManager query parameter)');
+  if (applied.metadata?.name && applied.metadata.name !== name) throw errors.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
+  applied.metadata = { ...(applied.metadata ?? {}), name };
+  const common = { applied, manager, force: req.query.force === 'true', schema: builtinPatchSchema(info.kind), apiVersion: `${info.group ? info.group + '/' : ''}${info.version}`, now: isoSeconds(Date.now()) };
+  let exists = true;
+  try {
+    registry.get(info, namespace, name);
+  } catch (e) {
+    if ((e as { reason?: string }).reason !== 'NotFound') throw e;
+    exists = false;
+  }
+  if (!exists) {
+    const { object } = serverSideApply({ ...common, live: undefined });
+    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user }) };
+  }
+  const body = await registry.modify(info, namespace, name, (cur) => serverSideApply({ ...common, live: cur }).object, { dryRun, subresource, user: req.user });
+  return { code: 200, body };
 }
 
 function deleteOptions(req: ApiRequest): DeleteOptions {
@@ -213,4 +228,14 @@ function parseNonNegative(s: string, field: string): number {
   const n = Number(s);
   if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid ${field} "${s}"`);
   return n;
+}
+
+/**
+ * Who a write is attributed to in managedFields: the `fieldManager` parameter, else the client's
+ * program name from its User-Agent (as kube-apiserver does), e.g. `kubectl`.
+ */
+function managerOf(req: ApiRequest): string | undefined {
+  if (req.query.fieldManager) return req.query.fieldManager;
+  const ua = req.userAgent?.split('/')[0]?.trim();
+  return ua || undefined;
 }
