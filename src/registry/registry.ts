@@ -375,8 +375,8 @@ export class Registry {
       from = parseRevision(opts.resourceVersion);
     }
     const onStoreEvent = (ev: StoreEvent) => {
-      const obj = decode(info, ev.kv);
-      const prev = ev.prev ? decode(info, ev.prev) : undefined;
+      const obj = decodeShared(info, ev.kv);
+      const prev = ev.prev ? decodeShared(info, ev.prev) : undefined;
       const now = ev.type !== 'delete' && matches(obj);
       const before = prev !== undefined && matches(prev);
       if (ev.type === 'delete') {
@@ -505,6 +505,20 @@ function decode(info: ResourceInfo, kv: KeyValue): KubeObject {
   const obj = JSON.parse(kv.value) as KubeObject;
   obj.metadata.resourceVersion = String(kv.modRevision);
   obj.apiVersion ??= apiVersionOf(info);
+  return obj;
+}
+
+/**
+ * One live event reaches every watcher as the same KeyValue: decode it once for all of them.
+ * Watch consumers treat event objects as read-only (LocalClient clones before handing them out).
+ */
+const decodedOnce = new WeakMap<KeyValue, KubeObject>();
+function decodeShared(info: ResourceInfo, kv: KeyValue): KubeObject {
+  let obj = decodedOnce.get(kv);
+  if (!obj) {
+    obj = decode(info, kv);
+    decodedOnce.set(kv, obj);
+  }
   return obj;
 }
 

@@ -23,6 +23,17 @@ const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
  * ends the stream with one ERROR event carrying a 410 Status, as kube-apiserver does, so
  * clients know to relist.
  */
+/** Many watchers get the same event object: serialize it once per event type. */
+const linesOnce = new WeakMap<object, Map<string, string>>();
+function serialized(ev: WatchEvent<unknown>): string {
+  if (!ev.object || typeof ev.object !== 'object') return JSON.stringify(ev) + '\n';
+  let byType = linesOnce.get(ev.object);
+  if (!byType) linesOnce.set(ev.object, (byType = new Map()));
+  let line = byType.get(ev.type);
+  if (line === undefined) byType.set(ev.type, (line = JSON.stringify(ev) + '\n'));
+  return line;
+}
+
 export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void {
   const { registry, target, query } = opts;
   res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'cache-control': 'no-cache' });
@@ -44,7 +55,7 @@ export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void 
 
   const send = (ev: WatchEvent<unknown>) => {
     if (ended) return;
-    res.write(JSON.stringify(ev) + '\n');
+    res.write(serialized(ev));
     if (res.writableLength > MAX_BUFFERED_BYTES) end();
   };
   const sendError = (e: ApiError) => {
