@@ -9,6 +9,9 @@ import { isApiError } from '../src/api/errors.js';
 import type { Client } from '../src/client/client.js';
 import { EventRecorder } from '../src/client/events.js';
 import { join, type Joined } from './join.js';
+import { NodeLease } from './lease.js';
+import { startPodNetwork } from './network/pod-network.js';
+import { stopUnboundPods } from './stale-pods.js';
 import { NodeStatusReporter } from './node-status.js';
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from './options.js';
 import { PodManager } from './pod-manager.js';
@@ -98,13 +101,19 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await nodeStatus.register();
   }
 
+  // [multihost] Pods evicted while this node was away are stopped before anything starts; then the pod
+  // network (own bridge on the node's podCIDR) unless a network was given or the runtime is not Docker.
+  await stopUnboundPods({ client, runtime, nodeName: o.nodeName, log });
+  const podNet = options.podNetwork === undefined && !o.runtime ? await startPodNetwork({ client, nodeName: o.nodeName, dockerSocket: o.dockerSocket, dataDir: o.dataDir, log }) : undefined;
+  const podNetwork = podNet?.name ?? o.podNetwork;
+
   const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs });
   const pods = new PodManager({
     client,
     runtime,
     status,
     nodeName: o.nodeName,
-    podNetwork: o.podNetwork,
+    podNetwork,
     hostIP: o.nodeIP,
     clock: o.clock,
     log,
@@ -116,7 +125,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   await pods.start();
   nodeStatus.start();
-  log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork: o.podNetwork }, 'agent started');
+  const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
+  lease.start();
+  log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
   let stopping: Promise<void> | undefined;
   return {
@@ -126,6 +137,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     stop: () =>
       (stopping ??= (async () => {
         await nodeStatus.stop();
+        await lease.stop();
+        podNet?.stop();
         await pods.stop();
         await status.idle();
         status.stop();

@@ -12,6 +12,8 @@ import {
   type ContainerType,
 } from './labels.js';
 import type { AppSpec, InfraSpec } from './runtime/runtime.js';
+import type { ContainerConfig } from './pod-config.js'; // [config helper]
+import { sandboxOptions } from './security-context.js'; // [config helper]
 
 /** Kubernetes' default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;
@@ -79,12 +81,15 @@ function labels(pod: Pod, ref: PodRef, nodeName: string, containerName: string, 
 
 export function infraSpec(p: { pod: Pod; nodeName: string; network: string; attempt: number }): InfraSpec {
   const ref = podRef(p.pod);
-  return {
+  const spec: InfraSpec = {
     name: dockerContainerName({ containerName: INFRA_CONTAINER_NAME, podName: ref.name, podNamespace: ref.namespace, podUid: ref.uid, attempt: p.attempt }),
     labels: labels(p.pod, ref, p.nodeName, INFRA_CONTAINER_NAME, 'infra', infraHash(p.pod, p.network), p.attempt),
     hostname: podHostname(p.pod),
     network: p.network,
   };
+  const sandbox = sandboxOptions(p.pod); // [config helper] hostNetwork/hostPID/hostIPC, sysctls
+  if (sandbox) spec.sandbox = sandbox;
+  return spec;
 }
 
 /**
@@ -151,10 +156,10 @@ export function containerResources(c: Container): Pick<AppSpec, 'memoryBytes' | 
   return out;
 }
 
-export function appSpec(p: { pod: Pod; container: Container; nodeName: string; infraId: string; restartCount: number; type?: ContainerType }): AppSpec {
+export function appSpec(p: { pod: Pod; container: Container; nodeName: string; infraId: string; restartCount: number; type?: ContainerType; config?: ContainerConfig | undefined }): AppSpec {
   const ref = podRef(p.pod);
   const c = p.container;
-  const { env, vars } = containerEnv(c);
+  const { env, vars } = p.config ?? containerEnv(c); // [config helper] resolved env (valueFrom, envFrom) when given
   const spec: AppSpec = {
     name: dockerContainerName({ containerName: c.name, podName: ref.name, podNamespace: ref.namespace, podUid: ref.uid, attempt: p.restartCount }),
     labels: labels(p.pod, ref, p.nodeName, c.name, p.type ?? 'app', containerHash(c), p.restartCount),
@@ -167,5 +172,6 @@ export function appSpec(p: { pod: Pod; container: Container; nodeName: string; i
   if (c.command) spec.entrypoint = c.command.map((s) => expandVars(s, vars));
   if (c.args) spec.cmd = c.args.map((s) => expandVars(s, vars));
   if (c.workingDir) spec.workingDir = c.workingDir;
+  if (p.config) spec.options = p.config.options; // [config helper]
   return spec;
 }

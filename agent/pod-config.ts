@@ -132,6 +132,29 @@ export class PodConfigManager {
     await this.volumes.tearDown(uid);
   }
 
+  /**
+   * Removes the directories of pods that are neither in `keep` nor known here (deleted while the agent was
+   * down, their containers already gone). hostPath data is never under these directories.
+   */
+  async removeOrphans(keep: Set<string>): Promise<void> {
+    let uids: string[];
+    try {
+      uids = fs.readdirSync(this.paths.podsRoot());
+    } catch {
+      return; // no pod has had files yet
+    }
+    for (const uid of uids) {
+      // Checked at removal time: a pod that started since `keep` was computed has registered here first.
+      if (keep.has(uid) || this.pods.has(uid)) continue;
+      try {
+        await this.volumes.tearDown(uid);
+        this.log.info({ uid }, 'removed the files of a pod that no longer exists');
+      } catch (err) {
+        this.log.warn({ uid, err: (err as Error).message }, 'cannot remove the files of a gone pod');
+      }
+    }
+  }
+
   stop(): void {
     this.unsubscribe();
     this.objects.stop();

@@ -11,6 +11,7 @@ import type { EventRecorder } from '../src/client/events.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { stableStringify } from './container-config.js';
 import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
+import { PodConfigManager } from './pod-config.js'; // [config helper]
 import { PodEvents } from './pod-events.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
@@ -87,6 +88,16 @@ export class PodManager {
       clock: opts.clock,
       log: opts.log.child({ component: 'pod-worker' }),
       retryMs: opts.retryMs,
+      // [config helper] env from ConfigMaps/Secrets, volumes, /etc/hosts, resolv.conf, securityContext
+      podConfig: new PodConfigManager({
+        client: opts.client,
+        runtime: opts.runtime,
+        dataDir: opts.dataDir,
+        hostIP: opts.hostIP,
+        podNetwork: opts.podNetwork,
+        log: opts.log,
+        retryMs: opts.retryMs,
+      }),
     };
     this.source = new PodSource(
       { client: opts.client, nodeName: opts.nodeName, clock: opts.clock, log: this.log, retryMs: opts.retryMs },
@@ -109,6 +120,7 @@ export class PodManager {
     if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
     for (const w of this.workers.values()) w.stop();
     this.prober.stop();
+    this.deps.podConfig?.stop(); // [config helper]
     // A sync may be waiting out a container's grace period; don't hold shutdown hostage to it.
     let timer: TimerHandle | undefined;
     await Promise.race([
@@ -215,6 +227,8 @@ export class PodManager {
         this.log.info({ uid }, 'removing containers of a pod that is not bound to this node');
         this.worker(uid).kick();
       }
+      // [config helper] volumes of pods that went away while no container of theirs was left to notice
+      await this.deps.podConfig?.removeOrphans(new Set([...this.pods.keys(), ...this.workers.keys(), ...strays]));
     })()
       .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'housekeeping failed'))
       .finally(() => {
@@ -243,6 +257,7 @@ export class PodManager {
 
   private onRuntimeEvent(ev: RuntimeEvent): void {
     if (this.stopped || !RESYNC_ACTIONS.has(ev.action)) return;
+    this.log.debug({ action: ev.action, id: ev.containerId.slice(0, 12) }, 'runtime event');
     const uid = ev.labels[LABEL_POD_UID];
     if (!uid) return;
     const w = this.workers.get(uid);

@@ -152,9 +152,12 @@ export function computePhase(pod: Pod, init: ContainerStatus[], apps: ContainerS
   let stopped = 0;
   let succeeded = 0;
   let unknown = 0;
-  for (const spec of initSpecs) {
-    const s = init.find((x) => x.name === spec.name);
-    if (isSidecar(spec)) {
+  const sidecars = new Set(initSpecs.filter(isSidecar).map((c) => c.name));
+  // Init containers by their statuses, plus any the spec has that report none yet.
+  const initEntries: Array<{ name: string; s: ContainerStatus | undefined }> = init.map((s) => ({ name: s.name, s }));
+  for (const c of initSpecs) if (!init.some((s) => s.name === c.name)) initEntries.push({ name: c.name, s: undefined });
+  for (const { name, s } of initEntries) {
+    if (sidecars.has(name)) {
       if (!s) unknown++;
       else if (s.state.running) {
         if (!s.started) pendingSidecars++;
@@ -247,7 +250,8 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
 
   const infra = containers.infra[0];
   const infraUp = isRunning(infra);
-  const liveIP = infraUp ? infra!.info.ips[input.network] : undefined;
+  // [config helper] a hostNetwork pod has the node's address
+  const liveIP = infraUp ? (input.pod.spec.hostNetwork === true ? input.hostIP : infra!.info.ips[input.network]) : undefined;
   const podIP = liveIP ?? previous?.podIP;
 
   const prevConditions = previous?.conditions;

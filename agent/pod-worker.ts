@@ -9,18 +9,20 @@ import type { Container, ContainerStateWaiting, Pod, PodStatus } from '../src/ap
 import { CORE, type Client } from '../src/client/client.js';
 import { checkActiveDeadline, DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON } from './active-deadline.js';
 import type { Clock, TimerHandle } from './clock.js';
+import { isContainerConfigError } from './config-error.js'; // [config helper]
 import { appSpec, containerHash, graceSecondsOf, infraSpec } from './container-config.js';
 import { identityFromLabels, labelFilter } from './labels.js';
 import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
 import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
+import type { PodConfigManager } from './pod-config.js'; // [config helper]
 import { EventReason, type ContainerRef, type PodEvents } from './pod-events.js';
 import { computePodStatus } from './pod-status.js';
 import type { ProbeManager, ProbedContainer } from './prober/manager.js';
 import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
-import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
+import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
 import type { StatusManager } from './status.js';
 import {
   FALLBACK_LOG_BYTES,
@@ -40,6 +42,8 @@ export interface PodWorkerDeps {
   hostIP: string;
   /** the agent's data dir: per-pod files (termination messages) live under pods/<uid>/ */
   dataDir: string;
+  /** [config helper] env from ConfigMaps/Secrets, volumes, pod files, securityContext (agent/pod-config.ts) */
+  podConfig?: PodConfigManager;
   runtime: ContainerRuntime;
   client: Client;
   status: StatusManager;
@@ -83,6 +87,8 @@ export class PodWorker {
   /** container ids whose OOM kill was reported */
   private readonly oomReported = new Set<string>();
   private deadlineReported = false;
+  /** the last inspect of each container, with the state the list showed then */
+  private readonly inspected = new Map<string, { listed: ContainerRunState; info: ContainerInfo }>();
   private readonly log: Logger;
 
   constructor(
@@ -196,9 +202,27 @@ export class PodWorker {
     } while (this.again && !this.finished && !this.stopped);
   }
 
+  /**
+   * Lists the pod's containers and inspects those whose listed state changed since the last look: an
+   * exited container never changes again and a running one only by leaving that state, so a sync after
+   * one container died costs one list and one inspect, not one inspect per container.
+   */
   private async observe(): Promise<{ infos: ContainerInfo[]; containers: PodContainers }> {
     const summaries = await this.deps.runtime.list({ labels: labelFilter({ nodeName: this.deps.nodeName, podUid: this.uid }) });
-    const infos = (await Promise.all(summaries.map((s) => this.deps.runtime.inspect(s.id)))).filter((i): i is ContainerInfo => i !== undefined);
+    const live = new Set(summaries.map((s) => s.id));
+    for (const id of this.inspected.keys()) if (!live.has(id)) this.inspected.delete(id);
+    const infos = (
+      await Promise.all(
+        summaries.map(async (s) => {
+          const known = this.inspected.get(s.id);
+          if (known && known.listed === s.state && (s.state === 'running' || s.state === 'exited')) return known.info;
+          const info = await this.deps.runtime.inspect(s.id);
+          if (info) this.inspected.set(s.id, { listed: s.state, info });
+          else this.inspected.delete(s.id);
+          return info;
+        }),
+      )
+    ).filter((i): i is ContainerInfo => i !== undefined);
     return { infos, containers: groupContainers(infos) };
   }
 
@@ -215,6 +239,7 @@ export class PodWorker {
 
   private podIPOf(containers: PodContainers): string | undefined {
     const infra = containers.infra[0];
+    if (isRunning(infra) && this.pod?.spec.hostNetwork === true) return this.deps.hostIP; // [config helper] hostNetwork: the node's address
     return isRunning(infra) ? infra!.info.ips[this.deps.podNetwork] : undefined;
   }
 
@@ -235,6 +260,7 @@ export class PodWorker {
    */
   private async sync(pod: Pod): Promise<void> {
     const { runtime, status, clock, events, prober } = this.deps;
+    this.log.debug('sync');
     for (const [k, at] of this.expected) if (clock.now() - at > 30_000) this.expected.delete(k); // events that never came
     // Step 1
     let { infos, containers } = await this.observe();
@@ -296,9 +322,11 @@ export class PodWorker {
       this.expect('start', spec.name);
       const created = await runtime.runInfra(spec);
       infraId = created.id;
-      podIP = (await runtime.inspect(infraId))?.ips[this.deps.podNetwork];
+      podIP = pod.spec.hostNetwork === true ? this.deps.hostIP : (await runtime.inspect(infraId))?.ips[this.deps.podNetwork]; // [config helper] hostNetwork
       this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt, adopted: created.adopted }, 'infra container started');
     }
+
+    await this.deps.podConfig?.syncPod(pod, () => this.kick()); // [config helper] volumes set up / kept current
 
     // Step 5
     for (const [name, waitMs] of actions.backoff) {
@@ -315,6 +343,9 @@ export class PodWorker {
       const init = actions.start.filter((s) => s.type === 'init');
       const apps = actions.start.filter((s) => s.type === 'app');
       for (const s of init) await this.startContainer(pod, s, infraId, podIP);
+      // A sidecar that started lets the next init container go: that is the next sync's job, and no
+      // runtime event of ours will ask for it (its start was expected).
+      if (init.some((s) => isSidecar(s.container))) this.again = true;
       // App containers are independent of each other; starting them together saves a round trip each.
       await Promise.all(apps.map((s) => this.startContainer(pod, s, infraId!, podIP)));
     }
@@ -499,9 +530,11 @@ export class PodWorker {
     }
     let spec: AppSpec;
     try {
-      spec = appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type });
+      const config = await this.deps.podConfig?.forContainer({ pod, container: c, infraId }); // [config helper]
+      spec = appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type, config });
     } catch (err) {
-      this.waiting.set(c.name, { reason: WaitingReason.CreateContainerConfigError, message: (err as Error).message });
+      const reason = isContainerConfigError(err) ? err.reason : WaitingReason.CreateContainerConfigError; // [config helper]
+      this.waiting.set(c.name, { reason, message: (err as Error).message });
       events.warning(pod, EventReason.Failed, `Error: ${(err as Error).message}`, ref);
       this.syncAfter(this.deps.retryMs * 10);
       return;
@@ -602,6 +635,7 @@ export class PodWorker {
     await Promise.all(all.map((c) => runtime.remove(c.info.id)));
     await Promise.all(containers.infra.map((c) => runtime.remove(c.info.id)));
     await removePodTerminationLogs(this.deps.dataDir, this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod files'));
+    await this.deps.podConfig?.cleanup(this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod volumes')); // [config helper]
 
     if (pod && !this.removed) {
       try {

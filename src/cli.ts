@@ -26,8 +26,12 @@ Flags:
   --disable-controllers L comma-separated controllers to leave off (${CONTROLLER_NAMES.join(', ')})
   --node-grace-period S   seconds without heartbeat before a node is Ready=Unknown (default 40)
   --node-monitor-period S how often node heartbeats are checked (default 5)
+  --cluster-cidr CIDR     pod addresses of the cluster; each node gets a subnet (default 10.244.0.0/16)
+  --node-cidr-mask-size N prefix length of each node's pod subnet (default 24)
+  --default-toleration-seconds S  how long new pods tolerate a not-ready/unreachable node (default 300)
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
+  --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -86,8 +90,12 @@ async function runServer(argv: string[]): Promise<void> {
       'disable-controllers': { type: 'string' },
       'node-grace-period': { type: 'string' },
       'node-monitor-period': { type: 'string' },
+      'cluster-cidr': { type: 'string' },
+      'node-cidr-mask-size': { type: 'string' },
+      'default-toleration-seconds': { type: 'string' },
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
+      'job-backoff-base-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -110,8 +118,12 @@ async function runServer(argv: string[]): Promise<void> {
     disabledControllers: values['disable-controllers']?.split(',').map((s) => s.trim()).filter(Boolean),
     nodeGracePeriodMs: mul(num(values['node-grace-period'], 'node-grace-period'), 1000),
     nodeMonitorPeriodMs: mul(num(values['node-monitor-period'], 'node-monitor-period'), 1000),
+    clusterCidr: values['cluster-cidr'],
+    nodeCidrMaskSize: num(values['node-cidr-mask-size'], 'node-cidr-mask-size'),
+    defaultTolerationSeconds: num(values['default-toleration-seconds'], 'default-toleration-seconds'),
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
+    jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
     logger: log,
   });
   onShutdown(async () => {

@@ -6,6 +6,7 @@ import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
+import { webhookAdmission } from './admission/plugins/webhooks.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, writeSecret } from './auth/pki.js';
 import { TokenAuthenticator } from './auth/tokens.js';
@@ -14,6 +15,9 @@ import { DeploymentController } from './controllers/deployment/deployment-contro
 import { EventTTLController } from './controllers/event-ttl/event-ttl.js';
 import { GarbageCollector } from './controllers/gc/garbage-collector.js';
 import { ControllerManager } from './controllers/manager.js';
+import { CronJobController } from './controllers/cronjob/cronjob-controller.js';
+import { JobController } from './controllers/job/job-controller.js';
+import { CRDController } from './controllers/crd/crd-controller.js';
 import { NamespaceController } from './controllers/namespace/namespace-controller.js';
 import { ReplicaSetController } from './controllers/replicaset/replicaset-controller.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle/node-lifecycle.js';
@@ -53,6 +57,8 @@ export interface ControlPlaneOptions {
   compactKeepRevisions?: number;
   /** how long core/v1 Events are kept after they were last seen (default 1 h, as kube-apiserver's --event-ttl) */
   eventTTLMs?: number;
+  /** first Job pod re-creation delay after a failure (default 10 s, doubling up to 6 min); tests shorten it */
+  jobBackoffBaseMs?: number;
 }
 
 export interface RunningControlPlane {
@@ -86,10 +92,16 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   for (const s of ALL_STRATEGIES) registry.register(s);
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
+  admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
+  admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
+  // CRDs are part of serving the API, not an optional controller: their resources must be live
+  // before the first request, also right after a restart.
+  const crdController = new CRDController({ registry, client: new LocalClient(registry), log: log.child({ component: 'crd-controller' }) });
+  await crdController.start();
 
   const pki = await ensurePki({ dataDir: opts.dataDir });
   const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
@@ -142,6 +154,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   manager.register('replicaset', (ctx) => new ReplicaSetController(ctx));
   manager.register('deployment', (ctx) => new DeploymentController(ctx));
   manager.register('garbage-collector', (ctx) => new GarbageCollector({ ...ctx, resources: () => registry.resources() }));
+  manager.register('job', (ctx) => new JobController({ ...ctx, backoffBaseMs: opts.jobBackoffBaseMs }));
+  manager.register('cronjob', (ctx) => new CronJobController(ctx));
   await manager.start();
   stops.push(() => manager.stop());
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
@@ -156,6 +170,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     registry,
     async stop() {
       for (const s of stops.reverse()) await s();
+      await crdController.stop();
       await app.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();

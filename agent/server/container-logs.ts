@@ -77,8 +77,9 @@ export async function serveContainerLogs(ctx: ContainerLogsContext, target: Cont
   const opts: LogStreamOptions = { follow: q.follow, timestamps: q.timestamps };
   if (q.tailLines !== undefined) opts.tailLines = q.tailLines;
   if (q.sinceMs !== undefined) opts.sinceMs = q.sinceMs;
-  // A previous instance has exited: following it would end at once anyway.
   const stream = (await streams.logs(container.id, opts)) as NodeJS.ReadableStream & { destroy(): void };
+  // The caller may have left while Docker was being asked: then 'close' below has already fired.
+  if (res.destroyed || res.socket?.destroyed) return void stream.destroy();
   res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
   // kubectl shows nothing until it has the headers; a quiet follow stream must not hold them back.
   res.flushHeaders();

@@ -152,6 +152,7 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
   let alive = true;
   ws.on('pong', () => (alive = true));
   const heartbeat = setInterval(() => {
+    if (ws.readyState !== ws.OPEN) return; // closing: the close handshake has its own timeout
     if (!alive) return void ws.terminate();
     alive = false;
     ws.ping();

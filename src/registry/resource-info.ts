@@ -71,7 +71,7 @@ export const BUILTIN_RESOURCES: ResourceInfo[] = [
     namespaced: true,
     shortNames: ['po'],
     verbs: ALL_VERBS,
-    subresources: ['status'],
+    subresources: ['status', 'eviction'],
     categories: ['all'],
   },
   {

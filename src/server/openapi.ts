@@ -1448,3 +1448,220 @@ export function openapiV3Root(resources: ResourceInfo[], schemas: SchemaSet = cu
   }
   return { paths };
 }
+
+// ---------- apps/v1 ReplicaSet and Deployment ----------
+
+const APPS_V1 = 'io.k8s.api.apps.v1';
+
+registerDefinitions({
+  [`${APPS_V1}.RollingUpdateDeployment`]: object(
+    {
+      maxSurge: { ...intOrString(), description: 'The maximum number of pods that can be scheduled above the desired number of pods (a number or a percentage). Defaults to 25%.' },
+      maxUnavailable: { ...intOrString(), description: 'The maximum number of pods that can be unavailable during the update (a number or a percentage). Defaults to 25%.' },
+    },
+    { description: 'Spec to control the desired behavior of rolling update.' },
+  ),
+  [`${APPS_V1}.DeploymentStrategy`]: object(
+    {
+      rollingUpdate: named(`${APPS_V1}.RollingUpdateDeployment`, 'Rolling update config params. Present only if DeploymentStrategyType = RollingUpdate.'),
+      type: str('Type of deployment. Can be "Recreate" or "RollingUpdate". Default is RollingUpdate.'),
+    },
+    { description: 'DeploymentStrategy describes how to replace existing pods with new ones.' },
+  ),
+  [`${APPS_V1}.DeploymentSpec`]: object(
+    {
+      minReadySeconds: { ...int32(), description: 'Minimum number of seconds for which a newly created pod should be ready without any of its container crashing, for it to be considered available.' },
+      paused: { ...bool(), description: 'Indicates that the deployment is paused.' },
+      progressDeadlineSeconds: { ...int32(), description: 'The maximum time in seconds for a deployment to make progress before it is considered to be failed. Defaults to 600s.' },
+      replicas: { ...int32(), description: 'Number of desired pods. Defaults to 1.' },
+      revisionHistoryLimit: { ...int32(), description: 'The number of old ReplicaSets to retain to allow rollback. Defaults to 10.' },
+      selector: named(`${META}.LabelSelector`, 'Label selector for pods. It must match the pod template\'s labels.'),
+      strategy: { ...named(`${APPS_V1}.DeploymentStrategy`, 'The deployment strategy to use to replace existing pods with new ones.'), default: {}, 'x-kubernetes-patch-strategy': 'retainKeys' },
+      template: { ...named(`${CORE}.PodTemplateSpec`, 'Template describes the pods that will be created.'), default: {} },
+    },
+    { required: ['selector', 'template'], description: 'DeploymentSpec is the specification of the desired behavior of the Deployment.' },
+  ),
+  [`${APPS_V1}.DeploymentCondition`]: object(
+    {
+      lastTransitionTime: time(),
+      lastUpdateTime: time(),
+      message: str('A human readable message indicating details about the transition.'),
+      reason: str("The reason for the condition's last transition."),
+      status: str('Status of the condition, one of True, False, Unknown.'),
+      type: str('Type of deployment condition.'),
+    },
+    { required: ['type', 'status'], description: 'DeploymentCondition describes the state of a deployment at a certain point.' },
+  ),
+  [`${APPS_V1}.DeploymentStatus`]: object(
+    {
+      availableReplicas: int32(),
+      collisionCount: int32(),
+      conditions: keyedList(`${APPS_V1}.DeploymentCondition`, 'type'),
+      observedGeneration: int64(),
+      readyReplicas: int32(),
+      replicas: int32(),
+      unavailableReplicas: int32(),
+      updatedReplicas: int32(),
+    },
+    { description: 'DeploymentStatus is the most recently observed status of the Deployment.' },
+  ),
+  [`${APPS_V1}.ReplicaSetSpec`]: object(
+    {
+      minReadySeconds: int32(),
+      replicas: { ...int32(), description: 'Replicas is the number of desired pods. Defaults to 1.' },
+      selector: named(`${META}.LabelSelector`, "Selector is a label query over pods that should match the replica count. It must match the pod template's labels."),
+      template: { ...named(`${CORE}.PodTemplateSpec`, 'Template is the object that describes the pod that will be created if insufficient replicas are detected.'), default: {} },
+    },
+    { required: ['selector'], description: 'ReplicaSetSpec is the specification of a ReplicaSet.' },
+  ),
+  [`${APPS_V1}.ReplicaSetCondition`]: object(
+    { lastTransitionTime: time(), message: str(), reason: str(), status: str(), type: str() },
+    { required: ['type', 'status'], description: 'ReplicaSetCondition describes the state of a replica set at a certain point.' },
+  ),
+  [`${APPS_V1}.ReplicaSetStatus`]: object(
+    {
+      availableReplicas: int32(),
+      conditions: keyedList(`${APPS_V1}.ReplicaSetCondition`, 'type'),
+      fullyLabeledReplicas: int32(),
+      observedGeneration: int64(),
+      readyReplicas: int32(),
+      replicas: int32(),
+    },
+    { required: ['replicas'], description: 'ReplicaSetStatus represents the current status of a ReplicaSet.' },
+  ),
+});
+
+registerKindSchema({
+  group: 'apps',
+  version: 'v1',
+  kind: 'Deployment',
+  schema: object(
+    {
+      ...typeMeta(),
+      spec: named(`${APPS_V1}.DeploymentSpec`, 'Specification of the desired behavior of the Deployment.'),
+      status: named(`${APPS_V1}.DeploymentStatus`, 'Most recently observed status of the Deployment.'),
+    },
+    { description: 'Deployment enables declarative updates for Pods and ReplicaSets.' },
+  ),
+});
+registerKindSchema({
+  group: 'apps',
+  version: 'v1',
+  kind: 'ReplicaSet',
+  schema: object(
+    {
+      ...typeMeta(),
+      spec: named(`${APPS_V1}.ReplicaSetSpec`, 'Spec defines the specification of the desired behavior of the ReplicaSet.'),
+      status: named(`${APPS_V1}.ReplicaSetStatus`, 'Status is the most recently observed status of the ReplicaSet.'),
+    },
+    { description: 'ReplicaSet ensures that a specified number of pod replicas are running at any given time.' },
+  ),
+});
+
+// ---------- batch/v1 Job and CronJob ----------
+
+const BATCH_V1 = 'io.k8s.api.batch.v1';
+
+registerDefinitions({
+  [`${BATCH_V1}.JobSpec`]: object(
+    {
+      activeDeadlineSeconds: int64(),
+      backoffLimit: int32(),
+      backoffLimitPerIndex: int32(),
+      completionMode: str('NonIndexed (default) or Indexed.'),
+      completions: int32(),
+      managedBy: str(),
+      manualSelector: bool(),
+      maxFailedIndexes: int32(),
+      parallelism: int32(),
+      podFailurePolicy: opaque(),
+      podReplacementPolicy: str(),
+      selector: named(`${META}.LabelSelector`, 'A label query over pods that should match the pod count.'),
+      successPolicy: opaque(),
+      suspend: bool(),
+      template: named(`${CORE}.PodTemplateSpec`, 'Describes the pod that will be created when executing a job.'),
+      ttlSecondsAfterFinished: int32(),
+    },
+    { required: ['template'], description: 'JobSpec describes how the job execution will look like.' },
+  ),
+  [`${BATCH_V1}.JobCondition`]: object(
+    {
+      lastProbeTime: time(),
+      lastTransitionTime: time(),
+      message: str(),
+      reason: str(),
+      status: { type: 'string', default: '' },
+      type: { type: 'string', default: '' },
+    },
+    { required: ['type', 'status'] },
+  ),
+  [`${BATCH_V1}.UncountedTerminatedPods`]: object({ failed: stringList({ listType: 'set' }), succeeded: stringList({ listType: 'set' }) }),
+  [`${BATCH_V1}.JobStatus`]: object(
+    {
+      active: int32(),
+      completedIndexes: str(),
+      completionTime: time(),
+      conditions: list({ allOf: [componentRef(`${BATCH_V1}.JobCondition`)], default: {} }, { listType: 'atomic', mergeKey: 'type', strategy: 'merge' }),
+      failed: int32(),
+      failedIndexes: str(),
+      ready: int32(),
+      startTime: time(),
+      succeeded: int32(),
+      terminating: int32(),
+      uncountedTerminatedPods: named(`${BATCH_V1}.UncountedTerminatedPods`),
+    },
+    { description: 'JobStatus represents the current state of a Job.' },
+  ),
+  [`${BATCH_V1}.JobTemplateSpec`]: object(
+    { metadata: named(`${META}.ObjectMeta`), spec: named(`${BATCH_V1}.JobSpec`) },
+    { description: 'JobTemplateSpec describes the data a Job should have when created from a template.' },
+  ),
+  [`${BATCH_V1}.CronJobSpec`]: object(
+    {
+      concurrencyPolicy: str('Allow (default), Forbid or Replace.'),
+      failedJobsHistoryLimit: int32(),
+      jobTemplate: named(`${BATCH_V1}.JobTemplateSpec`, 'Specifies the job that will be created when executing a CronJob.'),
+      schedule: { type: 'string', default: '', description: 'The schedule in Cron format (five fields or a macro; six fields with seconds as a Berth extension).' },
+      startingDeadlineSeconds: int64(),
+      successfulJobsHistoryLimit: int32(),
+      suspend: bool(),
+      timeZone: str('The time zone name for the given schedule.'),
+    },
+    { required: ['schedule', 'jobTemplate'], description: 'CronJobSpec describes how the job execution will look like and when it will actually run.' },
+  ),
+  [`${BATCH_V1}.CronJobStatus`]: object(
+    {
+      active: list({ allOf: [componentRef(`${CORE}.ObjectReference`)], default: {} }, { listType: 'atomic' }),
+      lastScheduleTime: time(),
+      lastSuccessfulTime: time(),
+    },
+    { description: 'CronJobStatus represents the current state of a cron job.' },
+  ),
+});
+
+registerKindSchema({
+  group: 'batch',
+  version: 'v1',
+  kind: 'Job',
+  schema: object(
+    {
+      ...typeMeta(),
+      spec: named(`${BATCH_V1}.JobSpec`, 'Specification of the desired behavior of a job.'),
+      status: named(`${BATCH_V1}.JobStatus`, 'Current status of a job.'),
+    },
+    { description: 'Job represents the configuration of a single job.' },
+  ),
+});
+registerKindSchema({
+  group: 'batch',
+  version: 'v1',
+  kind: 'CronJob',
+  schema: object(
+    {
+      ...typeMeta(),
+      spec: named(`${BATCH_V1}.CronJobSpec`, 'Specification of the desired behavior of a cron job, including the schedule.'),
+      status: named(`${BATCH_V1}.CronJobStatus`, 'Current status of a cron job.'),
+    },
+    { description: 'CronJob represents the configuration of a single cron job.' },
+  ),
+});

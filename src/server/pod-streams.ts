@@ -67,6 +67,8 @@ class PodStreams {
 
     reply.hijack();
     const res = reply.raw;
+    // The client may have given up while the agent was being reached: then nobody will ever close this stream.
+    if (res.destroyed || req.raw.socket.destroyed) return void upstream.destroy();
     res.writeHead(200, { 'content-type': 'text/plain', 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
     res.flushHeaders();
     // Either side may end it: the container stops (agent ends), or the client leaves (kubectl logs -f killed).
@@ -79,13 +81,14 @@ class PodStreams {
   serveUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     socket.on('error', () => socket.destroy());
     try {
+      // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
+      const identity = this.opts.auth.authenticate(req.headers.authorization);
+      if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);
       if (!m) throw new ApiError('NotFound', 'the server could not find the requested resource');
       const [namespace, name] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)];
       const subresource = m[3] as 'exec' | 'attach';
-      const identity = this.opts.auth.authenticate(req.headers.authorization);
-      if (!identity) throw errors.unauthorized();
       this.authorize(identity, 'create', subresource, namespace, name);
       const pod = this.pod(namespace, name);
       const phase = pod.status?.phase;

@@ -12,6 +12,7 @@
  */
 import type { ResourceInfo } from '../registry/resource-info.js';
 import type { KubeObject, Node, Pod, ContainerStatus } from '../api/types.js';
+import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../api/selectors.js';
 
 /** Accept media-type parameters that select a Table response. */
 export const TABLE_GROUP = 'meta.k8s.io';
@@ -646,3 +647,178 @@ registerTableColumns('Pod', POD_PROVIDER);
 registerTableColumns('Event', EVENT_PROVIDER);
 registerTableColumns('Node', NODE_PROVIDER);
 registerTableColumns('Namespace', NAMESPACE_PROVIDER);
+
+// ---------- apps/v1 ReplicaSet and Deployment ----------
+
+interface WorkloadLike extends KubeObject {
+  spec?: {
+    replicas?: number;
+    selector?: LabelSelectorObject;
+    template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
+  };
+  status?: { replicas?: number; readyReplicas?: number; updatedReplicas?: number; availableReplicas?: number };
+}
+
+/** CONTAINERS, IMAGES, SELECTOR (wide) for anything with a selector and a pod template. */
+function workloadWideCells(obj: Pick<WorkloadLike, 'metadata' | 'spec'>): string[] {
+  const containers = obj.spec?.template?.spec?.containers ?? [];
+  let selector = '<none>';
+  try {
+    if (obj.spec?.selector) selector = labelSelectorToString(labelSelectorFromObject(obj.spec.selector)) || '<none>';
+  } catch {
+    selector = '<invalid>';
+  }
+  return [containers.map((c) => c.name ?? '').join(','), containers.map((c) => c.image ?? '').join(','), selector];
+}
+
+const WORKLOAD_WIDE_COLUMNS = [
+  column('Containers', 'Names of each container in the template.', 1),
+  column('Images', 'Images referenced by each container in the template.', 1),
+  column('Selector', 'Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.', 1),
+];
+
+const REPLICASET_PROVIDER: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Desired', 'Number of desired pods.', 0, 'integer'),
+    column('Current', 'Number of actual running pods.', 0, 'integer'),
+    column('Ready', 'Number of ready pods.', 0, 'integer'),
+    AGE_COLUMN,
+    ...WORKLOAD_WIDE_COLUMNS,
+  ],
+  cells: (obj, { now }) => {
+    const rs = obj as WorkloadLike;
+    return [
+      rs.metadata.name ?? '',
+      rs.spec?.replicas ?? 0,
+      rs.status?.replicas ?? 0,
+      rs.status?.readyReplicas ?? 0,
+      ageSince(rs.metadata.creationTimestamp, now),
+      ...workloadWideCells(rs),
+    ];
+  },
+};
+
+const DEPLOYMENT_PROVIDER: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Ready', 'Number of the pod with ready state.'),
+    column('Up-to-date', 'Total number of non-terminated pods targeted by this deployment that have the desired template spec.', 0, 'integer'),
+    column('Available', 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.', 0, 'integer'),
+    AGE_COLUMN,
+    ...WORKLOAD_WIDE_COLUMNS,
+  ],
+  cells: (obj, { now }) => {
+    const d = obj as WorkloadLike;
+    return [
+      d.metadata.name ?? '',
+      `${d.status?.readyReplicas ?? 0}/${d.spec?.replicas ?? 0}`,
+      d.status?.updatedReplicas ?? 0,
+      d.status?.availableReplicas ?? 0,
+      ageSince(d.metadata.creationTimestamp, now),
+      ...workloadWideCells(d),
+    ];
+  },
+};
+
+registerTableColumns('ReplicaSet', REPLICASET_PROVIDER, { group: 'apps' });
+registerTableColumns('Deployment', DEPLOYMENT_PROVIDER, { group: 'apps' });
+
+// ---------- batch/v1 Job and CronJob ----------
+
+interface JobLike extends KubeObject {
+  spec?: WorkloadLike['spec'] & { completions?: number; parallelism?: number };
+  status?: {
+    conditions?: Array<{ type?: string; status?: string }>;
+    succeeded?: number;
+    startTime?: string;
+    completionTime?: string;
+  };
+}
+
+interface CronJobLike extends KubeObject {
+  spec?: { schedule?: string; timeZone?: string; suspend?: boolean; jobTemplate?: { spec?: WorkloadLike['spec'] } };
+  status?: { active?: unknown[]; lastScheduleTime?: string };
+}
+
+/** kubectl's Job status word: a finished condition first, then Terminating, Suspended, else Running. */
+function jobStatusText(job: JobLike): string {
+  const has = (type: string) => (job.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
+  if (has('Complete')) return 'Complete';
+  if (has('Failed')) return 'Failed';
+  if (job.metadata.deletionTimestamp) return 'Terminating';
+  if (has('Suspended')) return 'Suspended';
+  if (has('FailureTarget')) return 'FailureTarget';
+  if (has('SuccessCriteriaMet')) return 'SuccessCriteriaMet';
+  return 'Running';
+}
+
+function jobCompletionsText(job: JobLike): string {
+  const succeeded = job.status?.succeeded ?? 0;
+  const completions = job.spec?.completions;
+  const parallelism = job.spec?.parallelism;
+  if (completions !== undefined && completions !== null) return `${succeeded}/${completions}`;
+  if (parallelism !== undefined && parallelism !== null && parallelism > 1) return `${succeeded}/1 of ${parallelism}`;
+  return `${succeeded}/1`;
+}
+
+function jobDurationText(job: JobLike, now: Date): string {
+  const start = job.status?.startTime ? Date.parse(job.status.startTime) : NaN;
+  if (Number.isNaN(start)) return '';
+  const end = job.status?.completionTime ? Date.parse(job.status.completionTime) : NaN;
+  return humanDuration((Number.isNaN(end) ? now.getTime() : end) - start);
+}
+
+const JOB_PROVIDER: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Status', 'Status of the job.'),
+    column('Completions', 'The desired number of successfully finished pods the job should be run with.'),
+    column('Duration', 'Time required to complete the job.'),
+    AGE_COLUMN,
+    ...WORKLOAD_WIDE_COLUMNS.slice(0, 2),
+    column('Selector', 'A label query over pods that should match the pod count.', 1),
+  ],
+  cells: (obj, { now }) => {
+    const job = obj as JobLike;
+    return [
+      job.metadata.name ?? '',
+      jobStatusText(job),
+      jobCompletionsText(job),
+      jobDurationText(job, now),
+      ageSince(job.metadata.creationTimestamp, now),
+      ...workloadWideCells({ metadata: job.metadata, spec: job.spec }),
+    ];
+  },
+};
+
+const CRONJOB_PROVIDER: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Schedule', 'The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.'),
+    column('Timezone', 'The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones.'),
+    column('Suspend', 'This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.', 0, 'boolean'),
+    column('Active', 'A list of pointers to currently running jobs.', 0, 'integer'),
+    column('Last Schedule', 'Information when was the last time the job was successfully scheduled.'),
+    AGE_COLUMN,
+    ...WORKLOAD_WIDE_COLUMNS.slice(0, 2),
+    column('Selector', 'A label query over pods that should match the pod count.', 1),
+  ],
+  cells: (obj, { now }) => {
+    const cj = obj as CronJobLike;
+    const suspend = cj.spec?.suspend;
+    return [
+      cj.metadata.name ?? '',
+      cj.spec?.schedule ?? '',
+      cj.spec?.timeZone ?? '<none>',
+      suspend === undefined || suspend === null ? '<unset>' : suspend ? 'True' : 'False',
+      cj.status?.active?.length ?? 0,
+      cj.status?.lastScheduleTime ? ageSince(cj.status.lastScheduleTime, now) : '<none>',
+      ageSince(cj.metadata.creationTimestamp, now),
+      ...workloadWideCells({ metadata: cj.metadata, spec: cj.spec?.jobTemplate?.spec }),
+    ];
+  },
+};
+
+registerTableColumns('Job', JOB_PROVIDER, { group: 'batch' });
+registerTableColumns('CronJob', CRONJOB_PROVIDER, { group: 'batch' });

@@ -8,7 +8,8 @@ import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { credentialsPath, join, parseNodeToken, sha256Hex } from '../../agent/join.js';
-import { ensurePki, type ServingPki } from '../../src/auth/pki.js';
+import { X509Certificate } from 'node:crypto';
+import { ensurePki, issueNodeServingCert, type ServingPki } from '../../src/auth/pki.js';
 
 const log = pino({ level: 'silent' });
 const SECRET = 'join-secret-123';
@@ -20,7 +21,7 @@ interface FakeServer {
 }
 
 /** A control plane stand-in: /cacerts, /berth/v1/join and one authenticated path. */
-async function serve(pki: ServingPki | undefined, caServed?: string): Promise<FakeServer> {
+async function serve(pki: ServingPki | undefined, caServed?: string, issueFrom?: string): Promise<FakeServer> {
   const joins: FakeServer['joins'] = [];
   const handler: http.RequestListener = (req, res) => {
     let body = '';
@@ -33,8 +34,13 @@ async function serve(pki: ServingPki | undefined, caServed?: string): Promise<Fa
           res.statusCode = 401;
           return void res.end(JSON.stringify({ kind: 'Status', message: 'bad join secret', reason: 'Unauthorized', code: 401 }));
         }
-        const { nodeName } = JSON.parse(body) as { nodeName: string };
-        return void res.end(JSON.stringify({ token: `node-cred-${nodeName}` }));
+        const { nodeName, servingPublicKey, addresses } = JSON.parse(body) as { nodeName: string; servingPublicKey: string; addresses: string[] };
+        if (!issueFrom) return void res.end(JSON.stringify({ token: `node-cred-${nodeName}` }));
+        // A current server: also a serving certificate and the proxy secret.
+        void issueNodeServingCert({ dataDir: issueFrom, nodeName, addresses, publicKeyPem: servingPublicKey }).then((servingCert) =>
+          res.end(JSON.stringify({ token: `node-cred-${nodeName}`, servingCert, proxySecret: 'the-proxy-secret' })),
+        );
+        return;
       }
       if (req.url === '/api/v1/nodes/n1') {
         if (req.headers.authorization !== 'Bearer node-cred-n1') {
@@ -85,7 +91,8 @@ describe('joining', () => {
     try {
       const joined = await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log });
       assert.equal(joined.reused, false);
-      assert.deepEqual(srv.joins.map((j) => [j.auth, JSON.parse(j.body)]), [[`Bearer ${SECRET}`, { nodeName: 'n1' }]]);
+      assert.deepEqual(srv.joins.map((j) => [j.auth, (JSON.parse(j.body) as { nodeName: string }).nodeName]), [[`Bearer ${SECRET}`, 'n1']]);
+      assert.match((JSON.parse(srv.joins[0]!.body) as { servingPublicKey: string }).servingPublicKey, /BEGIN PUBLIC KEY/);
       const stored = JSON.parse(readFileSync(credentialsPath(dataDir), 'utf8'));
       assert.deepEqual(stored, { server: srv.url, nodeName: 'n1', token: 'node-cred-n1', ca: pki.caCert });
       assert.equal(statSync(credentialsPath(dataDir)).mode & 0o777, 0o600);
@@ -139,6 +146,53 @@ describe('joining', () => {
       assert.equal(joined.credentials.ca, undefined);
       assert.equal(joined.credentials.token, 'node-cred-n1');
       joined.client.close();
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('gets a serving certificate for a key made here and keeps only a digest of the proxy secret', async () => {
+    const srv = await serve(pki, undefined, path.join(dir, 'server'));
+    const dataDir = path.join(dir, 'agent6');
+    try {
+      const joined = await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log, addresses: ['10.1.2.3'] });
+      joined.client.close();
+      const c = joined.credentials;
+      const cert = new X509Certificate(c.servingCert!);
+      assert.ok(cert.verify(new X509Certificate(pki.caCert).publicKey), 'signed by the cluster CA');
+      assert.ok(cert.checkPrivateKey((await import('node:crypto')).createPrivateKey(c.servingKey!)), 'for the key generated on the node');
+      assert.match(cert.subjectAltName ?? '', /DNS:n1/);
+      assert.match(cert.subjectAltName ?? '', /IP Address:10\.1\.2\.3/);
+      assert.equal(c.proxySecretSha256, sha256Hex('the-proxy-secret'));
+      const stored = readFileSync(credentialsPath(dataDir), 'utf8');
+      assert.doesNotMatch(stored, /the-proxy-secret/);
+      assert.doesNotMatch(srv.joins[0]!.body, /PRIVATE KEY/, 'the private key never leaves the node');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('re-joins once when stored credentials predate the agent endpoint (and a token file is at hand)', async () => {
+    const old = await serve(pki);
+    const dataDir = path.join(dir, 'agent7');
+    try {
+      (await join({ server: old.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log })).client.close();
+    } finally {
+      await old.close();
+    }
+    const stored = JSON.parse(readFileSync(credentialsPath(dataDir), 'utf8')) as { server: string };
+    const srv = await serve(pki, undefined, path.join(dir, 'server'));
+    // Same server URL as stored, so only the missing serving certificate can trigger the re-join.
+    writeFileSync(credentialsPath(dataDir), JSON.stringify({ ...stored, server: srv.url }), { mode: 0o600 });
+    try {
+      const first = await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log });
+      first.client.close();
+      assert.equal(first.reused, false);
+      assert.ok(first.credentials.servingCert);
+      const second = await join({ server: srv.url, nodeName: 'n1', tokenFile: tokenFile(pki.caCert), dataDir, log });
+      second.client.close();
+      assert.equal(second.reused, true);
+      assert.equal(srv.joins.length, 1);
     } finally {
       await srv.close();
     }

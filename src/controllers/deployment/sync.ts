@@ -197,7 +197,13 @@ export class DeploymentSync {
     const next = structuredClone(this.d);
     next.metadata.annotations = { ...(next.metadata.annotations ?? {}), [REVISION_ANNOTATION]: revision };
     const status = this.d.status;
-    const updated = await this.deps.client.update<Deployment>(APPS.deployments, next);
+    let updated: Deployment;
+    try {
+      updated = await this.deps.client.update<Deployment>(APPS.deployments, next);
+    } catch (e) {
+      if (isNotFound(e)) return; // deleted meanwhile: nothing left to annotate
+      throw e;
+    }
     // The write keeps the stored status; keep the one this pass has built on.
     this.d = { ...updated, status };
   }
@@ -207,7 +213,13 @@ export class DeploymentSync {
     if (canonical(status) === canonical(this.d.status ?? {})) return;
     const next: Deployment = { ...this.d, metadata: { ...this.d.metadata }, status };
     delete next.metadata.resourceVersion;
-    const updated = await this.deps.client.update<Deployment>(APPS.deployments, next, { subresource: 'status' });
+    let updated: Deployment;
+    try {
+      updated = await this.deps.client.update<Deployment>(APPS.deployments, next, { subresource: 'status' });
+    } catch (e) {
+      if (isNotFound(e)) return; // deleted meanwhile: no status to keep
+      throw e;
+    }
     this.d = { ...updated, spec: this.d.spec };
   }
 
@@ -362,7 +374,8 @@ export class DeploymentSync {
     const from = cond.lastUpdateTime ? Date.parse(cond.lastUpdateTime) : NaN;
     if (Number.isNaN(from)) return;
     const after = from + (d.spec.progressDeadlineSeconds ?? 600) * 1000 - this.now;
-    this.requeueAfterMs = Math.max(after < 1000 ? 0 : after, 0);
+    // Never 0: a deadline that has just passed is seen on the next pass; no tight loop meanwhile.
+    this.requeueAfterMs = Math.max(after, 200);
   }
 
   /** Progressing=Unknown DeploymentPaused / DeploymentResumed as spec.paused flips. */

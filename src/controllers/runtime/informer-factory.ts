@@ -34,6 +34,13 @@ export class SharedInformers {
     return informer as unknown as Informer<T>;
   }
 
+  /** Stop and forget the informer of a resource that is no longer served (a deleted CRD's kind). */
+  remove(resource: ResourceRef): void {
+    const id = `${resource.group ?? ''}/${resource.plural}`;
+    this.informers.get(id)?.stop();
+    this.informers.delete(id);
+  }
+
   /** Informers created so far, by `group/plural`. */
   all(): Map<string, Informer<KubeObject>> {
     return new Map(this.informers);

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# Static checks of everything that installs Berth on lab machines; CI runs it (and so does
+# test/e2e/install.test.ts). Every check runs, then the script fails if any of them failed.
+#
+#   1. bash -n on every shell script under scripts/
+#   2. systemd-analyze verify on both units, rendered as install.sh renders them (ExecStart pointing at
+#      this machine's node and this repository's bin/berth.js, since verify rejects missing
+#      executables), plus the settings the issue asks of them (Restart=always, KillMode=process, …)
+#   3. vagrant validate on the Vagrantfile (--ignore-provider: no hypervisor is needed), for the
+#      default and for other NUM_AGENTS, a rejected NUM_AGENTS, and the join-token trigger's Ruby run
+#      against stand-in machines
+#
+# Missing tools are installed from Debian's packages when this runs as root (systemd for
+# systemd-analyze, vagrant ≈ 100 MB with its Ruby); a tool that cannot be had is a failure, not a skip.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=lib.sh
+. "$repo/scripts/lib.sh"
+export DEBIAN_FRONTEND=noninteractive
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/berth-check-packaging.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+failures=()
+started_at="$(berth_now)"
+
+pass() { printf '  ok    %s\n' "$*"; }
+fail() {
+  printf '  FAIL  %s\n' "$*"
+  failures+=("$1")
+}
+elapsed_since() { awk -v a="$1" -v b="$(berth_now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# Installs Debian package $2 when command $1 is missing; returns 1 (with the reason) when it cannot.
+ensure_tool() {
+  local tool="$1" package="$2"
+  berth_have "$tool" && return 0
+  if ! berth_have apt-get; then
+    echo "$tool is missing and this is not a Debian/Ubuntu system (no apt-get) to install $package from"
+    return 1
+  fi
+  if ! LC_ALL=C apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    berth_as_root apt-get update -qq >/dev/null 2>&1 || true
+  fi
+  if ! LC_ALL=C apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    echo "$tool is missing and apt has no '$package' package to install it from"
+    return 1
+  fi
+  berth_log "installing $package for $tool"
+  if ! berth_as_root apt-get install -y -qq --no-install-recommends "$package" >/dev/null; then
+    echo "apt-get install $package failed"
+    return 1
+  fi
+  berth_have "$tool" || { echo "$package is installed but $tool is still not on PATH"; return 1; }
+}
+
+# ---- 1. shell syntax ---------------------------------------------------------------
+
+echo "1. bash -n"
+t0="$(berth_now)"
+count=0
+while IFS= read -r -d '' script; do
+  count=$((count + 1))
+  if out="$(bash -n "$script" 2>&1)"; then :; else fail "bash -n ${script#"$repo"/}: $out"; fi
+done < <(find "$repo/scripts" -name '*.sh' -type f -print0 | LC_ALL=C sort -z)
+[ "$count" -gt 0 ] || fail "no shell scripts found under scripts/"
+pass "$count scripts parse ($(elapsed_since "$t0"))"
+
+# ---- 2. systemd units -------------------------------------------------------------------
+
+echo "2. systemd-analyze verify"
+t0="$(berth_now)"
+if why="$(ensure_tool systemd-analyze systemd)"; then
+  node_bin="$(command -v node || true)"
+  if [ -z "$node_bin" ]; then
+    fail "node is not installed, so no ExecStart= can point at a real executable"
+  else
+    mkdir -p "$work/units" "$work/etc"
+    for unit in berth-server.service berth-agent.service; do
+      # The same substitution install.sh makes.
+      sed -e "s#@BERTH_NODE@#$node_bin#g" -e "s#@BERTH_PREFIX@#$repo#g" -e "s#@BERTH_ETC_DIR@#$work/etc#g" \
+        "$repo/scripts/systemd/$unit" >"$work/units/$unit"
+      if grep -q '@BERTH_' "$work/units/$unit"; then fail "$unit: a placeholder install.sh does not fill in"; fi
+    done
+    # rc alone is not enough: unknown keys and bad values are warnings with exit status 0.
+    if out="$(SYSTEMD_LOG_COLOR=0 systemd-analyze verify "$work/units/berth-server.service" "$work/units/berth-agent.service" 2>&1)"; then rc=0; else rc=$?; fi
+    ours="$(printf '%s\n' "$out" | grep -E 'berth-(server|agent)\.service' || true)"
+    if [ "$rc" -ne 0 ] || [ -n "$ours" ]; then
+      fail "systemd-analyze verify (exit $rc): ${out:-no output}"
+    else
+      pass "both units verify ($(systemd-analyze --version | head -1))"
+      [ -z "$out" ] || printf '        (about other units: %s)\n' "$out"
+    fi
+    # What the issue asks of the units; verify does not know our intent.
+    before=${#failures[@]}
+    want() {
+      local unit="$1" line="$2"
+      grep -qxF "$line" "$work/units/$unit" || fail "$unit lacks '$line'"
+    }
+    for unit in berth-server.service berth-agent.service; do
+      want "$unit" "Restart=always"
+      want "$unit" "After=network-online.target docker.service"
+      want "$unit" "Wants=network-online.target docker.service"
+      grep -q '^LimitNOFILE=[0-9]' "$work/units/$unit" || fail "$unit sets no LimitNOFILE"
+      grep -q '^TasksMax=' "$work/units/$unit" || fail "$unit sets no TasksMax"
+      grep -q '^RestartSec=[1-9]' "$work/units/$unit" || fail "$unit sets no RestartSec"
+      want "$unit" "WantedBy=multi-user.target"
+    done
+    want berth-agent.service "KillMode=process"
+    [ ${#failures[@]} -gt "$before" ] || pass "units carry Restart=always, network/docker ordering, limits, KillMode=process (agent)"
+  fi
+else
+  fail "systemd-analyze unavailable: $why"
+fi
+printf '        (%s)\n' "$(elapsed_since "$t0")"
+
+# ---- 3. Vagrantfile -------------------------------------------------------------------------
+
+echo "3. vagrant validate"
+t0="$(berth_now)"
+if why="$(ensure_tool vagrant vagrant)"; then
+  # Vagrant's state goes to the scratch dir, not into the repository (.vagrant/) or $HOME, and it
+  # must not phone home for version checks.
+  export VAGRANT_DOTFILE_PATH="$work/vagrant-dot" VAGRANT_HOME="$work/vagrant-home" VAGRANT_CHECKPOINT_DISABLE=1
+  validate() { (cd "$repo" && env "$@" vagrant validate --ignore-provider --no-color 2>&1); }
+  for agents in 2 0 5; do
+    if out="$(validate NUM_AGENTS="$agents")" && grep -q 'validated successfully' <<<"$out"; then
+      machines="$(grep -c 'Ignoring provider config' <<<"$out" || true)"
+      if [ "$machines" -eq $((agents + 1)) ]; then pass "NUM_AGENTS=$agents: valid, $machines machine(s)"
+      else fail "NUM_AGENTS=$agents: expected $((agents + 1)) machines, vagrant saw $machines: $out"; fi
+    else
+      fail "vagrant validate with NUM_AGENTS=$agents: $out"
+    fi
+  done
+  if out="$(validate NUM_AGENTS=two)"; then fail "NUM_AGENTS=two was accepted: $out"
+  else pass "NUM_AGENTS=two is rejected with: $(grep -o 'NUM_AGENTS=.*' <<<"$out" | head -1)"; fi
+
+  # The join-token trigger runs only on a real `vagrant up`; run its Ruby here against stand-ins
+  # for the server VM, with the Vagrantfile copied so the token file lands in the scratch dir.
+  ruby_bin="$(dirname "$(readlink -f "$(command -v vagrant)")")/ruby"
+  berth_have "$ruby_bin" || ruby_bin="$(command -v ruby || true)"
+  mkdir -p "$work/lab"
+  cp "$repo/Vagrantfile" "$work/lab/Vagrantfile"
+  cat >"$work/lab/trigger_check.rb" <<'RUBY'
+module Vagrant
+  def self.require_version(*) end
+  def self.configure(*) end # the machine definitions are vagrant validate's business
+end
+load File.join(__dir__, "Vagrantfile")
+
+Comm = Struct.new(:token, :ready) do
+  def ready? = ready
+  def sudo(_cmd, _opts = {})
+    yield :stdout, token if token
+    token ? 0 : 1
+  end
+end
+Ui = Struct.new(:lines) { def info(msg) = lines << msg }
+Machine = Struct.new(:communicate, :state, :ui, :provider_name)
+Env = Struct.new(:server) { def machine(_name, _provider) = server }
+State = Struct.new(:id)
+
+token = "berth1::#{"a" * 64}::secret"
+agent = Machine.new(nil, State.new(:running), Ui.new([]), :virtualbox)
+File.delete(HOST_TOKEN) if File.exist?(HOST_TOKEN)
+
+# 1. a provisioned server: the token lands on the host, private to its owner
+fetch_join_token(Env.new(Machine.new(Comm.new("#{token}\n", true), State.new(:running), Ui.new([]), :virtualbox)), agent)
+raise "token not written" unless File.read(HOST_TOKEN) == "#{token}\n"
+raise "token file mode #{format("%o", File.stat(HOST_TOKEN).mode & 0o777)}" unless (File.stat(HOST_TOKEN).mode & 0o777) == 0o600
+
+# 2. no server VM, but a token from before: kept
+fetch_join_token(Env.new(Machine.new(Comm.new(nil, false), State.new(:not_created), Ui.new([]), :virtualbox)), agent)
+
+# 3. no server VM and no token: a clear error instead of an agent that cannot join
+File.delete(HOST_TOKEN)
+begin
+  fetch_join_token(Env.new(Machine.new(Comm.new(nil, false), State.new(:not_created), Ui.new([]), :virtualbox)), agent)
+  raise "no error without a server"
+rescue RuntimeError => e
+  raise unless e.message.include?("vagrant up server")
+end
+puts "trigger ok"
+RUBY
+  if [ -z "$ruby_bin" ]; then
+    fail "no ruby to run the join-token trigger with"
+  elif out="$("$ruby_bin" "$work/lab/trigger_check.rb" 2>&1)" && [ "$out" = "trigger ok" ]; then
+    pass "join-token trigger: fetches from the server VM (0600), keeps an old token, fails clearly without one"
+  else
+    fail "join-token trigger: $out"
+  fi
+  printf '        (%s, %s)\n' "$(vagrant --version)" "$(elapsed_since "$t0")"
+else
+  fail "vagrant cannot be installed here, so the Vagrantfile is NOT validated: $why"
+fi
+
+# ---- Summary ----------------------------------------------------------------------------------
+
+echo
+if [ ${#failures[@]} -eq 0 ]; then
+  echo "packaging checks passed in $(elapsed_since "$started_at")"
+else
+  echo "packaging checks FAILED (${#failures[@]}) in $(elapsed_since "$started_at")"
+  exit 1
+fi

@@ -1,0 +1,99 @@
+/**
+ * coordination.k8s.io/v1 Lease: the cheap heartbeat object every node agent renews in the
+ * kube-node-lease namespace (one Lease per node, named after it), so the node lifecycle controller can
+ * tell a live node from a silent one without rewriting the whole Node status every 10 s.
+ */
+import type { FieldError } from '../../api/errors.js';
+import type { KubeObject } from '../../api/types.js';
+import { child, expectInteger, expectObject, expectString, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
+import { ageSince, registerTableColumns } from '../../server/tables.js';
+import type { ResourceInfo } from '../resource-info.js';
+import type { KindStrategy } from '../strategy.js';
+
+export interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  /** MicroTime: RFC 3339 with microseconds */
+  acquireTime?: string;
+  /** MicroTime: the holder's last renewal */
+  renewTime?: string;
+  leaseTransitions?: number;
+  [extra: string]: unknown;
+}
+
+export interface Lease extends KubeObject {
+  spec?: LeaseSpec;
+}
+
+/** The namespace node heartbeats live in. */
+export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+
+export const LEASE_RESOURCE: ResourceInfo = {
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  kind: 'Lease',
+  listKind: 'LeaseList',
+  plural: 'leases',
+  singular: 'lease',
+  namespaced: true,
+  shortNames: [],
+  verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+  subresources: [],
+  categories: [],
+};
+
+/** Client-side reference to leases (for Client calls). */
+export const LEASES_REF = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
+
+/** MicroTime in Kubernetes' wire form: 2006-01-02T15:04:05.000000Z. */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+function isTime(v: string): boolean {
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v));
+}
+
+function validateLeaseSpec(spec: unknown): FieldError[] {
+  const path = 'spec';
+  const errs = expectObject(path, spec);
+  if (!isRecord(spec)) return errs;
+  errs.push(...expectString(child(path, 'holderIdentity'), spec.holderIdentity));
+  for (const f of ['leaseDurationSeconds', 'leaseTransitions'] as const) {
+    const v = spec[f];
+    errs.push(...expectInteger(child(path, f), v));
+    if (typeof v === 'number' && v < 0) errs.push(fieldErrors.invalid(child(path, f), v, 'must be greater than or equal to 0'));
+  }
+  for (const f of ['acquireTime', 'renewTime'] as const) {
+    const v = spec[f];
+    errs.push(...expectString(child(path, f), v));
+    if (typeof v === 'string' && !isTime(v)) errs.push(fieldErrors.invalid(child(path, f), v, 'must be an RFC 3339 time'));
+  }
+  return errs;
+}
+
+export const leaseStrategy: KindStrategy<Lease> = {
+  info: LEASE_RESOURCE,
+  hasStatus: false,
+  validate: (lease) => [...validateObjectMeta(lease.metadata, { namespaced: true, nameRule: 'subdomain' }), ...validateLeaseSpec(lease.spec)],
+  validateUpdate: (lease, old) => [
+    ...validateObjectMeta(lease.metadata, { namespaced: true, nameRule: 'subdomain' }),
+    ...validateObjectMetaUpdate(lease.metadata, old.metadata),
+    ...validateLeaseSpec(lease.spec),
+  ],
+};
+
+registerTableColumns(
+  'Lease',
+  {
+    columns: [
+      { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
+      { name: 'Holder', type: 'string', format: '', description: 'The holder of the lease.', priority: 0 },
+      { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created, in UTC.', priority: 0 },
+    ],
+    cells: (obj, { now }) => [obj.metadata.name ?? '', String((obj as Lease).spec?.holderIdentity ?? ''), ageSince(obj.metadata.creationTimestamp, now)],
+  },
+  { group: 'coordination.k8s.io' },
+);
+
+export const COORDINATION_STRATEGIES: KindStrategy<KubeObject>[] = [leaseStrategy as unknown as KindStrategy<KubeObject>];

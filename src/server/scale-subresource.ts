@@ -1,0 +1,118 @@
+/**
+ * The `scale` subresource (autoscaling/v1 Scale) of any kind that lists it in its ResourceInfo
+ * (Deployment, ReplicaSet, later StatefulSet): a view of `spec.replicas`, `status.replicas` and
+ * the selector. GET reads it; PUT and PATCH (JSON, merge, strategic) change only spec.replicas of
+ * the parent object — what `kubectl scale` and autoscalers use.
+ */
+import { assertObject, decodeBody } from '../api/body.js';
+import { errors } from '../api/errors.js';
+import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
+import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../api/selectors.js';
+import type { KubeObject } from '../api/types.js';
+import type { Registry } from '../registry/registry.js';
+import type { ResourceInfo } from '../registry/resource-info.js';
+import type { ApiRequest, HandlerResult } from './resource-handlers.js';
+
+interface Scalable extends KubeObject {
+  spec?: { replicas?: number; selector?: LabelSelectorObject };
+  status?: { replicas?: number };
+}
+
+export interface ScaleObject extends KubeObject {
+  spec: { replicas?: number };
+  status: { replicas: number; selector?: string };
+}
+
+/** The Scale view of an object. */
+export function toScale(obj: KubeObject): ScaleObject {
+  const o = obj as Scalable;
+  const m = o.metadata;
+  const scale: ScaleObject = {
+    kind: 'Scale',
+    apiVersion: 'autoscaling/v1',
+    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, creationTimestamp: m.creationTimestamp },
+    spec: { replicas: o.spec?.replicas ?? 0 },
+    status: { replicas: o.status?.replicas ?? 0 },
+  };
+  try {
+    if (o.spec?.selector) scale.status.selector = labelSelectorToString(labelSelectorFromObject(o.spec.selector));
+  } catch {
+    // An invalid stored selector leaves the field out rather than failing the read.
+  }
+  return scale;
+}
+
+function validateReplicas(info: ResourceInfo, name: string, scale: unknown): number {
+  const replicas = (scale as { spec?: { replicas?: unknown } } | null)?.spec?.replicas;
+  const target = { resource: info.plural, group: 'autoscaling', kind: 'Scale', name };
+  if (replicas === undefined || replicas === null) return 0;
+  if (typeof replicas !== 'number' || !Number.isInteger(replicas)) {
+    throw errors.invalid(target, [{ field: 'spec.replicas', type: 'FieldValueTypeInvalid', message: `Invalid value: ${JSON.stringify(replicas)}: must be an integer` }]);
+  }
+  if (replicas < 0) {
+    throw errors.invalid(target, [{ field: 'spec.replicas', type: 'FieldValueInvalid', message: `Invalid value: ${replicas}: must be greater than or equal to 0` }]);
+  }
+  return replicas;
+}
+
+/** GET, PUT or PATCH on `<resource>/<name>/scale`. */
+export async function handleScaleRequest(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
+  const { info, namespace, name } = req.target;
+  if (name === undefined) throw errors.methodNotAllowed('the scale subresource needs a name');
+  const dryRun = req.query.dryRun === 'All';
+  switch (req.method) {
+    case 'GET':
+      return { code: 200, body: toScale(registry.get(info, namespace, name)) };
+    case 'PUT': {
+      if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
+      const body = decodeBody(req.body, req.contentType);
+      assertObject(body);
+      const scale = body as KubeObject;
+      if (scale.metadata?.name && scale.metadata.name !== name) {
+        throw errors.badRequest(`the name of the object (${scale.metadata.name}) does not match the name on the URL (${name})`);
+      }
+      const replicas = validateReplicas(info, name, scale);
+      const current = structuredClone(registry.get(info, namespace, name)) as Scalable;
+      current.spec = { ...(current.spec ?? {}), replicas };
+      // A resourceVersion in the Scale makes the write conditional, as on the object itself.
+      current.metadata.resourceVersion = scale.metadata?.resourceVersion || current.metadata.resourceVersion;
+      const updated = await registry.update(info, namespace, name, current, { dryRun });
+      return { code: 200, body: toScale(updated) };
+    }
+    case 'PATCH': {
+      if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
+      const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
+      const patch = decodeBody(req.body, type);
+      const apply = (scale: ScaleObject): unknown => {
+        switch (type) {
+          case 'application/json-patch+json':
+            if (!Array.isArray(patch)) throw errors.badRequest('a JSON patch must be an array of operations');
+            return applyJsonPatch(scale, patch);
+          case 'application/merge-patch+json':
+            return applyMergePatch(scale, patch);
+          case 'application/strategic-merge-patch+json':
+            return applyStrategicMergePatch(scale, patch, builtinPatchSchema('Scale'));
+          default:
+            throw errors.unsupportedMediaType(
+              'the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json',
+            );
+        }
+      };
+      const updated = await registry.modify(
+        info,
+        namespace,
+        name,
+        (cur) => {
+          const replicas = validateReplicas(info, name, apply(toScale(cur)));
+          const next = cur as Scalable;
+          next.spec = { ...(next.spec ?? {}), replicas };
+          return next;
+        },
+        { dryRun },
+      );
+      return { code: 200, body: toScale(updated) };
+    }
+    default:
+      throw errors.methodNotAllowed(`${req.method} is not supported on the scale subresource`);
+  }
+}

@@ -1,0 +1,253 @@
+/**
+ * The lab installer for real: scripts/install.sh in server and agent modes on this machine, into
+ * private directories (prefix, settings, units, logs, pid files, data) and on a private port, so it
+ * clashes with nothing. The machine has no systemd as PID 1, so this is the fallback path: the
+ * installer must say so and run the services itself. Then scripts/check-packaging.sh: bash -n,
+ * systemd-analyze verify, vagrant validate.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { docker, REPO_ROOT, removeNodeContainers, runKubectl, TEST_IMAGE, waitFor } from './harness.js';
+
+const INSTALL_TIMEOUT_MS = 15 * 60_000; // a cold `npm ci --omit=dev` compiles better-sqlite3 (minutes here)
+const READY_TIMEOUT_MS = 60_000;
+const hasSystemd = fs.existsSync('/run/systemd/system');
+
+interface Run {
+  code: number;
+  output: string;
+  ms: number;
+}
+
+function run(cmd: string, args: string[], timeoutMs = INSTALL_TIMEOUT_MS): Promise<Run> {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, output, ms: Date.now() - started });
+    });
+  });
+}
+
+function assertOk(r: Run, what: string): void {
+  assert.equal(r.code, 0, `${what} exited ${r.code}:\n${r.output.slice(-6000)}`);
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+/** Live, non-zombie process. */
+function alive(pid: number): boolean {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}
+
+/** Pids of every process running `<prefix>/bin/berth.js`. */
+function berthProcesses(prefix: string): number[] {
+  const needle = `${prefix}/bin/berth.js`;
+  const pids: number[] = [];
+  for (const entry of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (cmdline.includes(needle) && alive(Number(entry))) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+const mode = (file: string) => fs.statSync(file).mode & 0o777;
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+
+describe('scripts/install.sh on this machine (no systemd: the fallback path)', { skip: hasSystemd && 'systemd is PID 1 here: the installer would register real units; use the Vagrant lab instead' }, () => {
+  const suffix = randomBytes(3).toString('hex');
+  const nodeName = `inst-${suffix}`;
+  let root = '';
+  let src = '';
+  let port = 0;
+  const dirs = { prefix: '', etc: '', units: '', log: '', run: '', data: '', agentData: '' };
+  let common: string[] = [];
+  let serverArgs: string[] = [];
+  let agentArgs: string[] = [];
+  const pids = { server: 0, agent: 0 };
+  const readPid = (m: 'server' | 'agent') => Number(fs.readFileSync(path.join(dirs.run, `berth-${m}.pid`), 'utf8').trim());
+  const kubectl = (args: string[], input?: string) => runKubectl(path.join(dirs.data, 'kubeconfig.yaml'), args, { input });
+
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-install-'));
+    Object.assign(dirs, {
+      prefix: path.join(root, 'opt'), etc: path.join(root, 'etc'), units: path.join(root, 'units'),
+      log: path.join(root, 'log'), run: path.join(root, 'run'), data: path.join(root, 'data'), agentData: path.join(root, 'agent-data'),
+    });
+    // A frozen copy of the program files: others rebuild dist/ in the shared tree while this runs, and
+    // a changed program would (rightly) make the re-run restart the services. node_modules is
+    // hard-linked: the installer copies it out before pruning, never touching the source.
+    src = path.join(root, 'src');
+    fs.mkdirSync(path.join(src, 'dist'), { recursive: true });
+    for (const p of ['package.json', 'package-lock.json', 'bin', 'scripts', 'dist/src', 'dist/agent']) {
+      fs.cpSync(path.join(REPO_ROOT, p), path.join(src, p), { recursive: true, preserveTimestamps: true });
+    }
+    const linked = await run('cp', ['-al', path.join(REPO_ROOT, 'node_modules'), path.join(src, 'node_modules')]);
+    if (linked.code !== 0) assertOk(await run('cp', ['-a', path.join(REPO_ROOT, 'node_modules'), path.join(src, 'node_modules')]), 'copying node_modules');
+    port = await freePort();
+    common = ['--prefix', dirs.prefix, '--etc-dir', dirs.etc, '--unit-dir', dirs.units, '--log-dir', dirs.log, '--run-dir', dirs.run, '--log-level', 'warn'];
+    serverArgs = ['server', ...common, '--data-dir', dirs.data, '--port', String(port), '--bind-address', '127.0.0.1'];
+  });
+
+  after(async () => {
+    // Only what this test started: its pid files' processes and its node's containers.
+    for (const pid of root ? berthProcesses(dirs.prefix) : []) process.kill(pid, 'SIGKILL');
+    for (const pid of [pids.server, pids.agent]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
+    await removeNodeContainers([nodeName]);
+    if (root && !process.env.BERTH_KEEP_E2E) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('server mode: says systemd is absent, starts the control plane itself, kubectl answers', async (t) => {
+    const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...serverArgs]);
+    assertOk(r, 'install.sh server');
+    t.diagnostic(`install.sh server (first run): ${secs(r.ms)}`);
+    assert.match(r.output, /systemd is not running as PID 1/);
+    assert.match(r.output, /starting berth server directly in the background/);
+    pids.server = readPid('server');
+    assert.ok(alive(pids.server), 'server pid alive');
+
+    const version = await kubectl(['version', '-o', 'json']);
+    assert.ok(JSON.parse(version.stdout).serverVersion?.gitVersion, 'kubectl reached the installed server');
+    await kubectl(['get', 'nodes']);
+
+    // What a lab admin finds on disk.
+    const env = fs.readFileSync(path.join(dirs.etc, 'server.env'), 'utf8');
+    assert.match(env, new RegExp(`^BERTH_PORT=${port}$`, 'm'));
+    assert.match(env, new RegExp(`^BERTH_DATA_DIR=${dirs.data}$`, 'm'));
+    const unit = fs.readFileSync(path.join(dirs.units, 'berth-server.service'), 'utf8');
+    assert.match(unit, new RegExp(`^ExecStart=${process.execPath} ${dirs.prefix}/bin/berth\\.js server `, 'm'));
+    assert.match(unit, /^EnvironmentFile=.*\/server\.env$/m);
+    assert.equal(mode(path.join(dirs.data, 'node-token')), 0o600);
+    assert.ok(fs.existsSync(path.join(dirs.prefix, 'node_modules', 'better-sqlite3')));
+    assert.ok(!fs.existsSync(path.join(dirs.prefix, 'node_modules', 'typescript')), 'dev dependencies are not installed');
+  });
+
+  it('agent mode: joins with --token and its node becomes Ready; pods run on it', async (t) => {
+    const token = fs.readFileSync(path.join(dirs.data, 'node-token'), 'utf8').trim();
+    agentArgs = ['agent', ...common, '--server', `https://127.0.0.1:${port}`, '--node-name', nodeName, '--data-dir', dirs.agentData];
+    const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...agentArgs, '--token', token]);
+    assertOk(r, 'install.sh agent');
+    t.diagnostic(`install.sh agent (first run): ${secs(r.ms)}`);
+    assert.match(r.output, /systemd is not running as PID 1/);
+    assert.doesNotMatch(r.output, /berth\d?::[0-9a-f]{64}::/, 'the token is never echoed');
+    pids.agent = readPid('agent');
+    assert.equal(mode(path.join(dirs.etc, 'node-token')), 0o600);
+    assert.match(fs.readFileSync(path.join(dirs.units, 'berth-agent.service'), 'utf8'), /^KillMode=process$/m);
+
+    const readyAt = Date.now();
+    await waitFor(async () => {
+      const got = await kubectl(['get', 'node', nodeName, '-o', 'json']).catch(() => undefined);
+      const conditions: Array<{ type: string; status: string }> = got ? (JSON.parse(got.stdout).status?.conditions ?? []) : [];
+      return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
+    }, READY_TIMEOUT_MS, () => `node ${nodeName} Ready; agent log:\n${tail(path.join(dirs.log, 'berth-agent.log'))}`);
+    t.diagnostic(`node Ready ${secs(Date.now() - readyAt)} after the installer returned`);
+
+    await kubectl(['apply', '-f', '-'], JSON.stringify({
+      apiVersion: 'v1', kind: 'Pod', metadata: { name: 'survivor', namespace: 'default' },
+      spec: { nodeName, terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] },
+    }));
+    await waitFor(async () => (await kubectl(['get', 'pod', 'survivor', '-o', 'jsonpath={.status.phase}'])).stdout === 'Running', READY_TIMEOUT_MS, 'pod survivor Running');
+  });
+
+  it('a re-run of both modes is harmless: nothing changes, same pids, no second process', async (t) => {
+    for (const [m, args] of [['server', serverArgs], ['agent', agentArgs]] as const) {
+      const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...args]);
+      assertOk(r, `install.sh ${m} (re-run)`);
+      t.diagnostic(`install.sh ${m} (re-run): ${secs(r.ms)}`);
+      assert.match(r.output, /changes +none/, `re-run of ${m} reported changes:\n${r.output}`);
+      assert.match(r.output, new RegExp(`berth ${m} is already running \\(pid ${pids[m]}\\)`));
+      assert.equal(readPid(m), pids[m], `${m} pid unchanged`);
+    }
+    assert.deepEqual(berthProcesses(dirs.prefix).sort((a, b) => a - b), [pids.server, pids.agent].sort((a, b) => a - b));
+    // Still serving after the re-run.
+    await kubectl(['get', 'pod', 'survivor']);
+  });
+
+  it('a changed setting restarts only that service', async (t) => {
+    const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...agentArgs, '--log-level', 'info']);
+    assertOk(r, 'install.sh agent --log-level info');
+    t.diagnostic(`install.sh agent with a changed setting: ${secs(r.ms)}`);
+    assert.match(r.output, /restarting berth agent/);
+    assert.match(fs.readFileSync(path.join(dirs.etc, 'agent.env'), 'utf8'), /^BERTH_LOG_LEVEL=info$/m);
+    const restarted = readPid('agent');
+    assert.notEqual(restarted, pids.agent);
+    assert.ok(!alive(pids.agent), 'the old agent is gone');
+    assert.equal(readPid('server'), pids.server, 'the server was left alone');
+    pids.agent = restarted;
+    assert.equal(berthProcesses(dirs.prefix).length, 2);
+  });
+
+  it('the installed unit files pass systemd-analyze verify', async () => {
+    const units = ['berth-server.service', 'berth-agent.service'].map((u) => path.join(dirs.units, u));
+    const r = await run('systemd-analyze', ['verify', ...units], 60_000);
+    assert.equal(r.code, 0, r.output);
+    assert.doesNotMatch(r.output, /berth-(server|agent)\.service/, r.output);
+  });
+
+  it('uninstall stops both, removes program and units, keeps data, settings and pods', async (t) => {
+    const containersBefore = await docker(['ps', '-q', '--filter', `label=berth.dev/node-name=${nodeName}`]);
+    assert.ok(containersBefore, 'the pod has containers');
+    const r = await run('bash', [path.join(src, 'scripts', 'uninstall.sh'), '--etc-dir', dirs.etc], 120_000);
+    assertOk(r, 'uninstall.sh');
+    t.diagnostic(`uninstall.sh: ${secs(r.ms)} (${r.output.split('\n').filter((l) => /^ +stopped/.test(l)).map((l) => l.trim()).join('; ')})`);
+    assert.ok(!alive(pids.server), 'server stopped');
+    assert.ok(!alive(pids.agent), 'agent stopped');
+    assert.deepEqual(berthProcesses(dirs.prefix), []);
+    assert.ok(!fs.existsSync(dirs.prefix), 'program removed');
+    assert.ok(!fs.existsSync(path.join(dirs.units, 'berth-server.service')), 'server unit removed');
+    assert.ok(!fs.existsSync(path.join(dirs.units, 'berth-agent.service')), 'agent unit removed');
+    for (const kept of [path.join(dirs.data, 'state.db'), path.join(dirs.data, 'kubeconfig.yaml'), path.join(dirs.agentData, 'credentials.json'), path.join(dirs.etc, 'agent.env'), path.join(dirs.etc, 'node-token')]) {
+      assert.ok(fs.existsSync(kept), `${kept} kept`);
+    }
+    // Pod containers are Docker's: uninstalling the agent does not take the workload down.
+    assert.equal(await docker(['ps', '-q', '--filter', `label=berth.dev/node-name=${nodeName}`]), containersBefore);
+  });
+});
+
+describe('scripts/check-packaging.sh', () => {
+  it('bash -n, systemd-analyze verify and vagrant validate all pass', { timeout: INSTALL_TIMEOUT_MS }, async (t) => {
+    const r = await run('bash', [path.join(REPO_ROOT, 'scripts', 'check-packaging.sh')]);
+    t.diagnostic(r.output.trim().split('\n').filter((l) => /^\s+(ok|FAIL)|passed|FAILED/.test(l)).join('\n'));
+    // A missing vagrant or systemd-analyze is a failure with its reason, never a silent pass.
+    assertOk(r, 'check-packaging.sh');
+    assert.match(r.output, /both units verify/);
+    assert.match(r.output, /NUM_AGENTS=2: valid, 3 machine/);
+    assert.match(r.output, /packaging checks passed/);
+  });
+});
+
+function tail(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8').slice(-3000);
+  } catch {
+    return '(no log)';
+  }
+}
