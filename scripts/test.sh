@@ -14,7 +14,7 @@ if [ "${1:-}" = "--unit-only" ]; then
 elif [ $# -gt 0 ]; then
   files=("$@")
 else
-  files=(dist/test/unit/*.test.js dist/test/e2e/*.test.js)
+  files=(dist/test/unit/*.test.js dist/test/e2e/*.test.js dist/test/e2e/*/*.test.js)
 fi
 
 # e2e tests share one Docker engine; run files one at a time so timings stay honest.

@@ -42,19 +42,18 @@ export class NetworkReconciler {
 
   /** The controller's entry point: `key` is the Network's name (Networks are cluster-scoped). */
   async reconcile(key: string): Promise<ReconcileResult> {
-    const cached = this.deps.networks.get(key);
-    if (!cached) {
+    const net = this.deps.networks.get(key);
+    if (!net) {
       this.announced.delete(key);
       return this.removeOrphans(key);
     }
-    if (cached.metadata.deletionTimestamp) return this.finalize(cached);
-    if (!cached.metadata.finalizers?.includes(CLEANUP_FINALIZER)) {
+    if (net.metadata.deletionTimestamp) return this.finalize(net);
+    if (!net.metadata.finalizers?.includes(CLEANUP_FINALIZER)) {
       // One write per pass: the change comes back through the watch and queues the key again, so the
       // next pass decides from a cache that already holds what we just wrote.
-      await this.addFinalizer(cached);
+      await this.addFinalizer(net);
       return;
     }
-    const net = cached;
 
     const spec = validateNetworkSpec(net.spec);
     if ('error' in spec) return this.reportInvalid(net, spec.error);

@@ -100,7 +100,7 @@ class PodStreams {
       forward.set('podUID', pod.metadata.uid ?? '');
       proxyUpgrade(target, req, socket, head, `${agentPath(subresource, namespace, name, container)}?${forward}`);
     } catch (err) {
-      refuseUpgrade(socket, isApiError(err) ? err : errors.internal((err as Error).message));
+      refuseUpgrade(socket, isApiError(err) ? err : err instanceof URIError ? errors.badRequest('malformed request path') : errors.internal((err as Error).message));
     }
   }
 

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
+import { removePodNetwork } from '../../agent/network/pod-network.js';
 
 const execFileP = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -28,6 +29,8 @@ export interface ClusterOptions {
   agentArgs?: string[];
   /** keep the temp dir (for debugging) */
   keep?: boolean;
+  /** pod address range; default a random /16 in 10.160–239.0.0 */
+  clusterCidr?: string;
 }
 
 export interface Cluster {
@@ -56,6 +59,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const suffix = randomBytes(3).toString('hex');
   const nodeNames = (opts.agents ?? ['node']).map((n) => `${n}-${suffix}`);
   const port = freePortGuess();
+  // Clusters on this machine share one Docker engine: give each its own pod address range so their
+  // node bridges never overlap (an overlapping bridge cannot be created).
+  const clusterCidr = opts.clusterCidr ?? `10.${160 + Math.floor(Math.random() * 80)}.0.0/16`;
   const logs = path.join(dir, 'logs');
   fs.mkdirSync(logs);
   let server: ChildProcess | undefined;
@@ -67,7 +73,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   };
   const startServer = async () => {
     fs.rmSync(path.join(dir, 'server', 'kubeconfig.yaml'), { force: true });
-    server = spawnLogged('server', ['server', '--data-dir', path.join(dir, 'server'), '--port', String(port), '--bind-address', '127.0.0.1', '--log-level', 'warn', ...(opts.serverArgs ?? [])]);
+    server = spawnLogged('server', ['server', '--data-dir', path.join(dir, 'server'), '--port', String(port), '--bind-address', '127.0.0.1', '--log-level', 'warn', '--cluster-cidr', clusterCidr, ...(opts.serverArgs ?? [])]);
     await waitFor(() => fs.existsSync(path.join(dir, 'server', 'kubeconfig.yaml')), 20_000, () => `server did not start; log:\n${readLog('server')}`);
   };
   const readLog = (name: string) => {
@@ -88,7 +94,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const startAgent = async (nodeName: string) => {
     const child = spawnLogged(`agent-${nodeName}`, [
       'agent', '--server', url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
-      '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', ...(opts.agentArgs ?? []),
+      '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
     await waitFor(async () => {
@@ -134,6 +140,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       for (const a of agents.values()) await stopChild(a);
       await stopChild(server);
       await removeNodeContainers(nodeNames);
+      for (const nodeName of nodeNames) await removePodNetwork({ nodeName }).catch(() => undefined);
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -228,6 +228,20 @@ describe('Network operator: a CRD and a custom controller managing real Docker n
     assert.equal((await dockerNetworksNamed(dockerNetworkName(netBad))).length, 0);
   });
 
+  it('reports a subnet Docker refuses (it overlaps another network) as Failed, with a Warning event', async () => {
+    const [s0] = subnets as [string];
+    await applyNetwork(netBad, s0); // netA already holds s0
+    let last: Network | undefined;
+    await waitFor(async () => {
+      last = await getNetwork(netBad);
+      return last.status?.phase === 'Failed';
+    }, 30_000, () => `Network ${netBad} Failed; status ${JSON.stringify(last?.status)}; log:\n${operatorLog()}`);
+    assert.match(last!.status?.message ?? '', /overlaps/i);
+    await waitFor(async () => (await eventsAbout(netBad, 'DockerRefused')).length === 1, 10_000, 'DockerRefused Warning event');
+    await c.kubectl(['delete', 'network', netBad, '--timeout=60s']);
+    assert.equal((await dockerNetworksNamed(dockerNetworkName(netBad))).length, 0);
+  });
+
   it('attaches a pod that asks for the Network: its containers get an interface in the subnet', async () => {
     const [s0] = subnets as [string];
     const pod = podManifest(
