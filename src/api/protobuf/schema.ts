@@ -16,7 +16,6 @@
  * value (`replicas: 0`, `optional: false`) and is kept; other scalar fields equal to their zero
  * value are omitted, as Go's JSON encoding (omitempty) would. `inline` merges the nested message's
  * fields into the parent object (Go's `json:",inline"` embedding, e.g. Volume's VolumeSource).
- * Field order in a table is the JSON output order of fields that are present.
  */
 
 export const SCALAR_TYPES = ['string', 'bytes', 'bool', 'int32', 'int64', 'uint32', 'uint64', 'double', 'float'] as const;

@@ -1,0 +1,12 @@
+/**
+ * Field numbers of policy/v1 Eviction (Kubernetes 1.32; policy/v1beta1 uses the same layout), in
+ * the notation of schema.ts. What `kubectl drain` POSTs to pods/{name}/eviction.
+ */
+import type { MessageTable } from './schema.js';
+
+export const POLICY_MESSAGES: MessageTable = {
+  Eviction: {
+    metadata: [1, 'ObjectMeta'],
+    deleteOptions: [2, 'DeleteOptions'],
+  },
+};
