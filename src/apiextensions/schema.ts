@@ -31,6 +31,9 @@ export interface JSONSchemaProps {
 
 const ROOT_KEEP = new Set(['apiVersion', 'kind', 'metadata']);
 
+/** Where the current applySchema call reports pruned paths (it is synchronous, so one slot suffices). */
+let prunedSink: string[] | undefined;
+
 /**
  * Apply a CRD's schema to an object as kube-apiserver does on every write: fill `default`s, drop
  * fields the schema does not declare (unless `x-kubernetes-preserve-unknown-fields`), then validate
@@ -38,8 +41,9 @@ const ROOT_KEEP = new Set(['apiVersion', 'kind', 'metadata']);
  * errors with field paths. apiVersion, kind and metadata are the registry's business and are
  * never pruned or checked here.
  */
-export function applySchema(obj: Record<string, unknown>, schema: JSONSchemaProps): FieldError[] {
+export function applySchema(obj: Record<string, unknown>, schema: JSONSchemaProps, pruned?: string[]): FieldError[] {
   const errors: FieldError[] = [];
+  prunedSink = pruned;
   const props = schema.properties ?? {};
   for (const [k, sub] of Object.entries(props)) {
     if (ROOT_KEEP.has(k)) continue;
@@ -49,7 +53,10 @@ export function applySchema(obj: Record<string, unknown>, schema: JSONSchemaProp
     if (ROOT_KEEP.has(k)) continue;
     const sub = props[k];
     if (!sub) {
-      if (!schema['x-kubernetes-preserve-unknown-fields']) delete obj[k];
+      if (!schema['x-kubernetes-preserve-unknown-fields']) {
+        prunedSink?.push(k);
+        delete obj[k];
+      }
       continue;
     }
     obj[k] = walk(obj[k], sub, k, errors);
@@ -118,7 +125,10 @@ function walk(value: unknown, s: JSONSchemaProps, path: string, errors: FieldErr
     for (const k of Object.keys(o)) {
       const sub = s.properties?.[k] ?? (typeof additional === 'object' ? additional : undefined);
       if (sub) o[k] = walk(o[k], sub, `${path}.${k}`, errors);
-      else if (!(s['x-kubernetes-preserve-unknown-fields'] || additional === true)) delete o[k];
+      else if (!(s['x-kubernetes-preserve-unknown-fields'] || additional === true)) {
+        prunedSink?.push(`${path}.${k}`);
+        delete o[k];
+      }
     }
     for (const r of s.required ?? []) if (o[r] === undefined) errors.push({ field: `${path}.${r}`, type: 'FieldValueRequired', message: 'Required value' });
     const n = Object.keys(o).length;

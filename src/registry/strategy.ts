@@ -29,6 +29,11 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   deletionBlocked?(obj: T): boolean;
   /** adjust an object being marked for deletion (e.g. a Namespace's phase becomes Terminating) */
   onMarkedForDeletion?(obj: T): void;
+  /**
+   * Paths of fields the kind does not declare (for fieldValidation). Only kinds whose schema is
+   * authoritative implement it (CRDs); others report none rather than guess.
+   */
+  unknownFields?(obj: T): string[];
   /** the grace period a delete without options uses; undefined → removed at once */
   defaultDeleteGraceSeconds?(obj: T): number | undefined;
 }

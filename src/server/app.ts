@@ -123,6 +123,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       body = Array.isArray(b.items) ? { ...b, apiVersion: group ? `${group}/${version}` : version, items: b.items.map(asVersion) } : asVersion(b);
     }
     if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query);
+    if (result.warnings?.length) reply.header('warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
     return reply.code(result.code).type('application/json').send(body);
   };
 

@@ -1,5 +1,5 @@
 import { errors } from '../api/errors.js';
-import { assertObject, decodeBody } from '../api/body.js';
+import { assertObject, decodeBody, findDuplicateFields } from '../api/body.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
@@ -25,6 +25,8 @@ export interface ApiRequest {
 export interface HandlerResult {
   code: number;
   body: unknown;
+  /** sent as `Warning: 299 - "…"` headers (kubectl prints them) */
+  warnings?: string[];
 }
 
 /**
@@ -62,12 +64,14 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
       const obj = decodeObject(req);
-      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req) }) };
+      const warnings = checkFields(registry, req, obj);
+      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req) }), warnings };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
       const obj = decodeObject(req);
-      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req) }) };
+      const warnings = checkFields(registry, req, obj);
+      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req) }), warnings };
     }
     case 'PATCH': {
       if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
@@ -82,6 +86,23 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
     default:
       throw errors.methodNotAllowed(`${req.method} is not supported`);
   }
+}
+
+/**
+ * fieldValidation: `Strict` refuses, `Warn` (the default, as in Kubernetes) reports, `Ignore` says
+ * nothing. Duplicate fields are found for every kind; unknown fields where the kind's schema is
+ * authoritative (CRDs).
+ */
+function checkFields(registry: Registry, req: ApiRequest, obj: KubeObject): string[] {
+  const mode = req.query.fieldValidation ?? 'Warn';
+  if (!['Strict', 'Warn', 'Ignore'].includes(mode)) throw errors.badRequest(`fieldValidation must be one of Ignore, Warn or Strict, not "${mode}"`);
+  if (mode === 'Ignore' || !req.body) return [];
+  const problems = findDuplicateFields(req.body, req.contentType).map((p) => `duplicate field "${p}"`);
+  const strategy = registry.lookup(req.target.info.group, req.target.info.plural);
+  for (const p of strategy?.unknownFields?.(obj) ?? []) problems.push(`unknown field "${p}"`);
+  if (!problems.length) return [];
+  if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
+  return problems;
 }
 
 function decodeObject(req: ApiRequest): KubeObject {

@@ -108,6 +108,19 @@ describe('CustomResourceDefinitions', () => {
     assert.equal(obj.spec.port, 'http');
   });
 
+  it('fieldValidation: Strict refuses unknown and duplicate fields with their path, Warn warns, Ignore prunes', async () => {
+    const strict = await c.kubectl(['apply', '-f', write('strict.yaml', cr('strict', '  cronSpec: "* * * * *"\n  bogus: 1'))], { allowFail: true });
+    assert.notEqual(strict.code, 0);
+    assert.match(strict.stderr, /unknown field "spec\.bogus"/);
+    const dup = await c.client.raw({ method: 'POST', path: '/apis/stable.example.com/v1/namespaces/default/crontabs?fieldValidation=Strict', body: '{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"dup"},"spec":{"cronSpec":"* * * * *","image":"a","image":"b"}}', headers: { 'content-type': 'application/json' } });
+    assert.equal(dup.status, 400);
+    assert.match(dup.body.toString(), /duplicate field \\"spec\.image\\"/);
+    const warn = await c.kubectl(['apply', '--validate=warn', '-f', write('warn.yaml', cr('warned', '  cronSpec: "* * * * *"\n  bogus: 1'))]);
+    assert.match(warn.stderr, /unknown field "spec\.bogus"/);
+    const stored = await c.client.get<KubeObject & { spec: Record<string, unknown> }>(ref, { namespace: 'default', name: 'warned' });
+    assert.equal(stored.spec.bogus, undefined, 'warned about, then pruned');
+  });
+
   it('prints the additional printer columns in kubectl get', async () => {
     const out = (await c.kubectl(['get', 'ct'])).stdout;
     assert.match(out, /^NAME\s+SPEC\s+REPLICAS\s+AGE/m);

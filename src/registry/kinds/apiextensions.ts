@@ -148,5 +148,10 @@ export function customResourceStrategy(crd: CustomResourceDefinition): KindStrat
       const errs = validateObjectMeta(obj.metadata, { namespaced: info.namespaced, nameRule: 'subdomain' });
       return [...errs, ...applySchema(structuredClone(obj) as Record<string, unknown>, schema)];
     },
+    unknownFields(obj) {
+      const pruned: string[] = [];
+      applySchema(structuredClone(obj) as Record<string, unknown>, schema, pruned);
+      return pruned;
+    },
   };
 }
