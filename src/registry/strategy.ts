@@ -34,6 +34,8 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * authoritative implement it (CRDs); others report none rather than guess.
    */
   unknownFields?(obj: T): string[];
+  /** where the scale subresource reads and writes (CRDs); built-in kinds use spec/status.replicas */
+  scalePaths?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
   /** the grace period a delete without options uses; undefined → removed at once */
   defaultDeleteGraceSeconds?(obj: T): number | undefined;
 }

@@ -13,29 +13,60 @@ import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
 import type { ApiRequest, HandlerResult } from './resource-handlers.js';
 
-interface Scalable extends KubeObject {
-  spec?: { replicas?: number; selector?: LabelSelectorObject };
-  status?: { replicas?: number };
-}
 
 export interface ScaleObject extends KubeObject {
   spec: { replicas?: number };
   status: { replicas: number; selector?: string };
 }
 
+/** Where a kind keeps what Scale shows; built-in kinds use the defaults, CRDs declare theirs. */
+export interface ScalePaths {
+  specReplicasPath: string;
+  statusReplicasPath: string;
+  /** a label selector object (built-ins) or a string in selector syntax (CRDs) */
+  labelSelectorPath?: string;
+}
+
+export const DEFAULT_SCALE_PATHS: ScalePaths = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.spec.selector' };
+
+function getPath(obj: unknown, path: string): unknown {
+  let cur = obj;
+  for (const k of path.replace(/^\./, '').split('.')) {
+    if (!cur || typeof cur !== 'object') return undefined;
+    cur = (cur as Record<string, unknown>)[k];
+  }
+  return cur;
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const keys = path.replace(/^\./, '').split('.');
+  let cur = obj;
+  for (const k of keys.slice(0, -1)) {
+    if (!cur[k] || typeof cur[k] !== 'object') cur[k] = {};
+    cur = cur[k] as Record<string, unknown>;
+  }
+  cur[keys[keys.length - 1]!] = value;
+}
+
+function pathsOf(registry: Registry, info: ResourceInfo): ScalePaths {
+  return registry.lookup(info.group, info.plural)?.scalePaths ?? DEFAULT_SCALE_PATHS;
+}
+
 /** The Scale view of an object. */
-export function toScale(obj: KubeObject): ScaleObject {
-  const o = obj as Scalable;
-  const m = o.metadata;
+export function toScale(obj: KubeObject, paths: ScalePaths = DEFAULT_SCALE_PATHS): ScaleObject {
+  const m = obj.metadata;
+  const num = (v: unknown) => (typeof v === 'number' ? v : 0);
   const scale: ScaleObject = {
     kind: 'Scale',
     apiVersion: 'autoscaling/v1',
     metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, creationTimestamp: m.creationTimestamp },
-    spec: { replicas: o.spec?.replicas ?? 0 },
-    status: { replicas: o.status?.replicas ?? 0 },
+    spec: { replicas: num(getPath(obj, paths.specReplicasPath)) },
+    status: { replicas: num(getPath(obj, paths.statusReplicasPath)) },
   };
+  const selector = paths.labelSelectorPath ? getPath(obj, paths.labelSelectorPath) : undefined;
   try {
-    if (o.spec?.selector) scale.status.selector = labelSelectorToString(labelSelectorFromObject(o.spec.selector));
+    if (typeof selector === 'string') scale.status.selector = selector;
+    else if (selector && typeof selector === 'object') scale.status.selector = labelSelectorToString(labelSelectorFromObject(selector as LabelSelectorObject));
   } catch {
     // An invalid stored selector leaves the field out rather than failing the read.
   }
@@ -60,9 +91,10 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
   const { info, namespace, name } = req.target;
   if (name === undefined) throw errors.methodNotAllowed('the scale subresource needs a name');
   const dryRun = req.query.dryRun === 'All';
+  const paths = pathsOf(registry, info);
   switch (req.method) {
     case 'GET':
-      return { code: 200, body: toScale(registry.get(info, namespace, name)) };
+      return { code: 200, body: toScale(registry.get(info, namespace, name), paths) };
     case 'PUT': {
       if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
       const body = decodeBody(req.body, req.contentType);
@@ -72,12 +104,12 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
         throw errors.badRequest(`the name of the object (${scale.metadata.name}) does not match the name on the URL (${name})`);
       }
       const replicas = validateReplicas(info, name, scale);
-      const current = structuredClone(registry.get(info, namespace, name)) as Scalable;
-      current.spec = { ...(current.spec ?? {}), replicas };
+      const current = structuredClone(registry.get(info, namespace, name));
+      setPath(current as Record<string, unknown>, paths.specReplicasPath, replicas);
       // A resourceVersion in the Scale makes the write conditional, as on the object itself.
       current.metadata.resourceVersion = scale.metadata?.resourceVersion || current.metadata.resourceVersion;
       const updated = await registry.update(info, namespace, name, current, { dryRun });
-      return { code: 200, body: toScale(updated) };
+      return { code: 200, body: toScale(updated, paths) };
     }
     case 'PATCH': {
       if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
@@ -103,14 +135,13 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
         namespace,
         name,
         (cur) => {
-          const replicas = validateReplicas(info, name, apply(toScale(cur)));
-          const next = cur as Scalable;
-          next.spec = { ...(next.spec ?? {}), replicas };
-          return next;
+          const replicas = validateReplicas(info, name, apply(toScale(cur, paths)));
+          setPath(cur as Record<string, unknown>, paths.specReplicasPath, replicas);
+          return cur;
         },
         { dryRun },
       );
-      return { code: 200, body: toScale(updated) };
+      return { code: 200, body: toScale(updated, paths) };
     }
     default:
       throw errors.methodNotAllowed(`${req.method} is not supported on the scale subresource`);

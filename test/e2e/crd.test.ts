@@ -22,7 +22,9 @@ spec:
   - name: v1
     served: true
     storage: true
-    subresources: {status: {}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
     additionalPrinterColumns:
     - {name: Spec, type: string, jsonPath: .spec.cronSpec}
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
@@ -45,6 +47,7 @@ spec:
             type: object
             properties:
               phase: {type: string}
+              replicas: {type: integer}
   - name: v1beta1
     served: true
     storage: false
@@ -133,6 +136,15 @@ describe('CustomResourceDefinitions', () => {
     assert.equal((viaMain as { status?: unknown }).status, undefined);
     const viaStatus = await c.client.update(ref, { ...viaMain, status: { phase: 'Active' } }, { subresource: 'status' });
     assert.equal((viaStatus as { status?: { phase?: string } }).status?.phase, 'Active');
+  });
+
+  it('scales through the scale subresource (kubectl scale)', async () => {
+    await c.kubectl(['scale', 'crontab', 'good', '--replicas=4']);
+    const obj = await c.client.get<KubeObject & { spec: { replicas: number } }>(ref, { namespace: 'default', name: 'good' });
+    assert.equal(obj.spec.replicas, 4);
+    const scale = JSON.parse((await c.client.raw({ method: 'GET', path: '/apis/stable.example.com/v1/namespaces/default/crontabs/good/scale' })).body.toString()) as { kind: string; spec: { replicas: number } };
+    assert.equal(scale.kind, 'Scale');
+    assert.equal(scale.spec.replicas, 4);
   });
 
   it('serves a second version with the same objects, and patch and watch work', async () => {

@@ -138,9 +138,11 @@ export function customResourceInfo(crd: CustomResourceDefinition): ResourceInfo 
 export function customResourceStrategy(crd: CustomResourceDefinition): KindStrategy<KubeObject> {
   const info = customResourceInfo(crd);
   const schema = storageVersion(crd).schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const scale = storageVersion(crd).subresources?.scale;
   return {
     info,
     hasStatus: info.subresources.includes('status'),
+    ...(scale ? { scalePaths: scale } : {}),
     applyDefaults(obj) {
       applySchema(obj as Record<string, unknown>, schema);
     },
