@@ -110,6 +110,8 @@ export class PodWorker {
 
   /** A runtime event about one of this pod's containers: resync unless the worker caused it itself. */
   runtimeEvent(ev: RuntimeEvent): void {
+    // Docker's list can lag its events by a moment; whatever the event was about is inspected afresh.
+    this.inspected.delete(ev.containerId);
     for (const key of [`${ev.action}:${ev.containerId}`, ev.name ? `${ev.action}:${ev.name}` : '']) {
       if (key && this.expected.delete(key)) return;
     }
@@ -124,6 +126,7 @@ export class PodWorker {
   }
 
   private expect(action: string, idOrName: string): void {
+    this.inspected.delete(idOrName); // the worker is changing it: the next look inspects it afresh
     this.expected.set(`${action}:${idOrName}`, this.deps.clock.now());
   }
 
@@ -203,9 +206,11 @@ export class PodWorker {
   }
 
   /**
-   * Lists the pod's containers and inspects those whose listed state changed since the last look: an
-   * exited container never changes again and a running one only by leaving that state, so a sync after
-   * one container died costs one list and one inspect, not one inspect per container.
+   * Lists the pod's containers and inspects those whose listed state changed since the last look, or
+   * that a runtime event named since: an exited container never changes again and a running one only by
+   * leaving that state, so a sync after one container died costs one list and one inspect, not one
+   * inspect per container. (The event matters: Docker updates what list shows a little after it sends
+   * `die`.)
    */
   private async observe(): Promise<{ infos: ContainerInfo[]; containers: PodContainers }> {
     const summaries = await this.deps.runtime.list({ labels: labelFilter({ nodeName: this.deps.nodeName, podUid: this.uid }) });

@@ -15,7 +15,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=lib.sh
+# shellcheck source=scripts/lib.sh
 . "$repo/scripts/lib.sh"
 export DEBIAN_FRONTEND=noninteractive
 
@@ -65,6 +65,14 @@ while IFS= read -r -d '' script; do
 done < <(find "$repo/scripts" -name '*.sh' -type f -print0 | LC_ALL=C sort -z)
 [ "$count" -gt 0 ] || fail "no shell scripts found under scripts/"
 pass "$count scripts parse ($(elapsed_since "$t0"))"
+# A linter when the machine has one (Debian: shellcheck); its absence is not a failure.
+if berth_have shellcheck; then
+  if out="$(cd "$repo" && shellcheck -x --severity=warning scripts/install.sh scripts/uninstall.sh scripts/check-packaging.sh 2>&1)"; then
+    pass "shellcheck (warnings and errors) on install.sh, uninstall.sh, check-packaging.sh"
+  else
+    fail "shellcheck: $out"
+  fi
+fi
 
 # ---- 2. systemd units -------------------------------------------------------------------
 

@@ -30,7 +30,7 @@
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# shellcheck source=lib.sh
+# shellcheck source=scripts/lib.sh
 . "$repo/scripts/lib.sh"
 
 export DEBIAN_FRONTEND=noninteractive
@@ -113,6 +113,7 @@ restart_needed=0 # set when the running service no longer matches what is instal
 build_dir=""     # scratch copy for compiling, when one is needed
 # Say where an unexpected failure happened; the expected ones explain themselves through berth_die.
 trap 'berth_log "failed: line $LINENO: $BASH_COMMAND"' ERR
+# shellcheck disable=SC2154 # status is assigned inside the trap
 trap 'status=$?; [ -z "$build_dir" ] || rm -rf "$build_dir"; [ $status -eq 0 ] || printf "[berth] install FAILED (exit %s); see the messages above\n" "$status" >&2' EXIT
 
 changed() {
@@ -417,20 +418,23 @@ sed -e "s#@BERTH_NODE@#$node_bin#g" -e "s#@BERTH_PREFIX@#$prefix#g" -e "s#@BERTH
 
 # ---- 6. Start -----------------------------------------------------------------------------
 
-# The service's command line, taken from the installed unit's ExecStart= and expanded the way systemd
+# Both modes share PREFIX, so the functions below take the mode: an install of one mode that
+# updates the program also restarts the other mode's service if it still runs the old one.
+
+# The service's command line, taken from its installed unit's ExecStart= and expanded the way systemd
 # does for these units (${VAR}: exactly one word; $VAR: split at whitespace), so both ways of starting
-# run the same thing.
+# run the same thing. Sets the array `argv`.
 unit_argv() {
-  local line word name value
-  line="$(sed -n 's/^ExecStart=//p' "$unit_path")"
+  local m="$1" line word name value env="$etc_dir/$1.env"
+  line="$(sed -n 's/^ExecStart=//p' "$unit_dir/berth-$m.service")"
   argv=()
   set -f # split into words, but never expand a glob
   for word in $line; do
     if [[ "$word" =~ ^\$\{([A-Z_]+)\}$ ]]; then
-      argv+=("$(env_get "$env_file" "${BASH_REMATCH[1]}" || true)")
+      argv+=("$(env_get "$env" "${BASH_REMATCH[1]}" || true)")
     elif [[ "$word" =~ ^\$([A-Z_]+)$ ]]; then
       name="${BASH_REMATCH[1]}"
-      value="$(env_get "$env_file" "$name" || true)"
+      value="$(env_get "$env" "$name" || true)"
       # shellcheck disable=SC2206 # splitting is the point
       [ -z "$value" ] || argv+=($value)
     else
@@ -442,62 +446,148 @@ unit_argv() {
 
 # True when PID is a live (not zombie) process running this installation's `berth.js <mode>`.
 is_our_process() {
-  local pid="$1" state
+  local pid="$1" m="$2" state
   [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 1
   state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || echo Z)"
   [ "$state" != Z ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$prefix/bin/berth.js $mode "
+  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$prefix/bin/berth.js $m "
 }
 
+# Pid of the running service of mode $1 (systemd's main pid, or the pid file's); fails when none runs.
 running_pid() {
-  local pid
-  pid="$(cat "$pid_file" 2>/dev/null || true)"
-  if is_our_process "$pid"; then printf '%s' "$pid"; else return 1; fi
+  local m="$1" pid
+  if systemd_is_init; then
+    pid="$(systemctl show -p MainPID --value "berth-$m.service" 2>/dev/null || true)"
+  else
+    pid="$(cat "$run_dir/berth-$m.pid" 2>/dev/null || true)"
+  fi
+  if is_our_process "$pid" "$m"; then printf '%s' "$pid"; else return 1; fi
+}
+
+# True when process $1 started before the program in PREFIX was last installed or updated. The start
+# time is derived from the boot time, which /proc/stat rounds down: two seconds of slack keep a
+# process started right after an install from looking older than it.
+runs_older_program() {
+  local pid="$1" ticks boot hz started installed
+  ticks="$(awk '{ sub(/^.*\) /, ""); print $20 }' "/proc/$pid/stat" 2>/dev/null)" || return 1
+  boot="$(awk '/^btime/ { print $2 }' /proc/stat)"
+  hz="$(getconf CLK_TCK)"
+  started=$((boot + ticks / hz))
+  installed="$( (stat -c %Y "$prefix/.berth-program-sha256" "$prefix/.berth-deps-sha256" 2>/dev/null || true) | sort -n | tail -1)"
+  [ -n "$installed" ] && [ $((started + 2)) -lt "$installed" ]
 }
 
 stop_direct() {
-  local pid="$1" deadline
+  local m="$1" pid="$2" deadline
   kill -TERM "$pid" 2>/dev/null || true
   deadline=$(($(date +%s) + STOP_TIMEOUT_S))
-  while is_our_process "$pid"; do
+  while is_our_process "$pid" "$m"; do
     if [ "$(date +%s)" -ge "$deadline" ]; then
       berth_warn "pid $pid did not stop within ${STOP_TIMEOUT_S}s; killing it"
       kill -KILL "$pid" 2>/dev/null || true
     fi
     sleep 0.2
   done
-  rm -f "$pid_file"
+  rm -f "$run_dir/berth-$m.pid"
 }
 
 start_direct() {
-  local nofile envs=() key value
-  unit_argv
-  nofile="$(sed -n 's/^LimitNOFILE=//p' "$unit_path")"
+  local m="$1" nofile envs=() key value deadline
+  local env="$etc_dir/$m.env" pidf="$run_dir/berth-$m.pid" logf="$log_dir/berth-$m.log"
+  unit_argv "$m"
+  nofile="$(sed -n 's/^LimitNOFILE=//p' "$unit_dir/berth-$m.service")"
   # A clean environment plus the env file's variables, as systemd gives the service.
   while IFS= read -r key; do
-    value="$(env_get "$env_file" "$key" || true)"
+    value="$(env_get "$env" "$key" || true)"
     envs+=("$key=$value")
-  done < <(sed -nE 's/^([A-Z_][A-Z0-9_]*)=.*/\1/p' "$env_file")
+  done < <(sed -nE 's/^([A-Z_][A-Z0-9_]*)=.*/\1/p' "$env")
   mkdir -p "$log_dir" "$run_dir"
-  rm -f "$pid_file"
+  rm -f "$pidf"
   # setsid: its own session, so it outlives this script and any terminal. The wrapper records its
   # own pid and then execs into the service, so the pid file names the service process itself.
   setsid bash -c 'ulimit -n "$1" 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null || true; echo $$ >"$2"; shift 2; exec "$@"' berth-launch \
-    "${nofile:-65536}" "$pid_file" \
+    "${nofile:-65536}" "$pidf" \
     env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "${envs[@]}" \
-    "${argv[@]}" </dev/null >>"$log_file" 2>&1 &
-  local deadline=$(($(date +%s) + 10))
-  until running_pid >/dev/null; do
-    [ "$(date +%s)" -lt "$deadline" ] || berth_die "berth $mode did not start; last lines of $log_file:
-$(tail -n 20 "$log_file" 2>/dev/null)"
+    "${argv[@]}" </dev/null >>"$logf" 2>&1 &
+  deadline=$(($(date +%s) + 10))
+  until running_pid "$m" >/dev/null; do
+    [ "$(date +%s)" -lt "$deadline" ] || berth_die "berth $m did not start; last lines of $logf:
+$(tail -n 20 "$logf" 2>/dev/null)"
     sleep 0.1
   done
 }
 
 service_log_tail() {
-  if systemd_is_init; then journalctl -u "$unit" -n 30 --no-pager 2>/dev/null || true
-  else tail -n 30 "$log_file" 2>/dev/null || true; fi
+  if systemd_is_init; then journalctl -u "berth-$1.service" -n 30 --no-pager 2>/dev/null || true
+  else tail -n 30 "$log_dir/berth-$1.log" 2>/dev/null || true; fi
 }
+
+# Any HTTP answer over TLS verified against the cluster CA counts (/healthz wants credentials); the
+# serving certificate names 127.0.0.1 and every host address. Settings from server.env.
+server_answers() {
+  local env="$etc_dir/server.env" bind port dir host
+  bind="$(env_get "$env" BERTH_BIND_ADDRESS || true)"
+  port="$(env_get "$env" BERTH_PORT || echo 6443)"
+  dir="$(env_get "$env" BERTH_DATA_DIR || echo /var/lib/berth)"
+  case "$bind" in "" | 0.0.0.0 | ::) host=127.0.0.1 ;; *) host="$bind" ;; esac
+  "$node_bin" -e '
+    const [host, port, ca] = process.argv.slice(1);
+    let caPem; try { caPem = require("fs").readFileSync(ca); } catch { process.exit(1); }
+    const req = require("https").get({ host, port: Number(port), path: "/healthz", ca: caPem, timeout: 2000 },
+      (res) => process.exit(res.statusCode < 500 ? 0 : 1));
+    req.on("error", () => process.exit(1));
+    req.on("timeout", () => req.destroy(new Error("timeout")));' "$host" "$port" "$dir/pki/ca.crt"
+}
+
+# The agent stores credentials.json once the control plane accepted its token.
+agent_joined() {
+  [ -s "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || echo /var/lib/berth/agent)/credentials.json" ]
+}
+
+# wait_until MODE WHAT CHECK...: polls CHECK while the service of MODE runs, for READY_TIMEOUT_S.
+wait_until() {
+  local m="$1" what="$2" deadline=$(($(date +%s) + READY_TIMEOUT_S))
+  shift 2
+  until "$@"; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      berth_die "$what within ${READY_TIMEOUT_S}s; last lines of the service log:
+$(service_log_tail "$m")"
+    fi
+    if ! systemd_is_init && ! running_pid "$m" >/dev/null; then
+      berth_die "berth $m exited; last lines of $log_dir/berth-$m.log:
+$(service_log_tail "$m")"
+    fi
+    sleep 0.5
+  done
+}
+
+wait_ready() {
+  if [ "$1" = server ]; then
+    wait_until server "the control plane did not answer on its port" server_answers
+  else
+    wait_until agent "the agent did not join $(env_get "$etc_dir/agent.env" BERTH_SERVER || true) (is the token right, and the server reachable?)" agent_joined
+  fi
+}
+
+# The other mode, when this host runs it from the same PREFIX and this run replaced its program:
+# restarted too, and ready before this function returns.
+restart_other_if_stale() {
+  local other="$1" other_pid
+  [ -f "$unit_dir/berth-$other.service" ] && other_pid="$(running_pid "$other")" && runs_older_program "$other_pid" || return 0
+  berth_log "berth $other (pid $other_pid) runs the program this install replaced; restarting it"
+  if systemd_is_init; then
+    systemctl restart "berth-$other.service" || berth_die "systemctl restart berth-$other.service failed"
+  else
+    stop_direct "$other" "$other_pid"
+    start_direct "$other"
+  fi
+  wait_ready "$other"
+  changes+=("restarted berth $other (new program)")
+}
+
+if pid="$(running_pid "$mode")" && runs_older_program "$pid"; then restart_needed=1; fi
+# An agent needs its control plane up: a server on this host goes first.
+[ "$mode" != agent ] || restart_other_if_stale server
 
 if systemd_is_init; then
   [ "$unit_changed" -eq 0 ] || systemctl daemon-reload
@@ -521,58 +611,27 @@ else
   berth_log "systemd is not running as PID 1 here (no /run/systemd/system), so $unit is installed but not used:"
   berth_log "  starting berth $mode directly in the background (log: $log_file, pid file: $pid_file)."
   berth_log "  Nothing restarts it if it exits or the host reboots; re-run this script to start it again."
-  if pid="$(running_pid)"; then
+  if pid="$(running_pid "$mode")"; then
     if [ "$restart_needed" -eq 1 ]; then
       berth_log "restarting berth $mode (pid $pid): its program or settings changed"
-      stop_direct "$pid"
-      start_direct
+      stop_direct "$mode" "$pid"
+      start_direct "$mode"
       changes+=("restarted berth $mode")
     else
       berth_log "berth $mode is already running (pid $pid) and up to date; not starting a second copy"
     fi
   else
-    start_direct
-    changes+=("started berth $mode (pid $(running_pid))")
+    start_direct "$mode"
+    changes+=("started berth $mode (pid $(running_pid "$mode"))")
   fi
 fi
 
 # ---- 7. Ready? ------------------------------------------------------------------------------
 
-wait_until() {
-  local what="$1" deadline=$(($(date +%s) + READY_TIMEOUT_S))
-  shift
-  until "$@"; do
-    if [ "$(date +%s)" -ge "$deadline" ]; then
-      berth_die "$what within ${READY_TIMEOUT_S}s; last lines of the service log:
-$(service_log_tail)"
-    fi
-    if ! systemd_is_init && ! running_pid >/dev/null; then
-      berth_die "berth $mode exited; last lines of $log_file:
-$(tail -n 30 "$log_file" 2>/dev/null)"
-    fi
-    sleep 0.5
-  done
-}
-
+wait_ready "$mode"
 if [ "$mode" = server ]; then
-  case "$bind_address" in 0.0.0.0 | ::) health_host=127.0.0.1 ;; *) health_host="$bind_address" ;; esac
-  # Any HTTP answer over TLS verified against the cluster CA counts (/healthz wants credentials); the
-  # serving certificate names 127.0.0.1 and every host address.
-  server_healthy() {
-    "$node_bin" -e '
-      const [host, port, ca] = process.argv.slice(1);
-      let caPem; try { caPem = require("fs").readFileSync(ca); } catch { process.exit(1); }
-      const req = require("https").get({ host, port: Number(port), path: "/healthz", ca: caPem, timeout: 2000 },
-        (res) => process.exit(res.statusCode < 500 ? 0 : 1));
-      req.on("error", () => process.exit(1));
-      req.on("timeout", () => req.destroy(new Error("timeout")));' "$health_host" "$port" "$data_dir/pki/ca.crt"
-  }
-  wait_until "the control plane did not answer https://$health_host:$port/healthz" server_healthy
   [ -s "$data_dir/node-token" ] || berth_die "the control plane runs but wrote no $data_dir/node-token"
-else
-  # The agent stores credentials.json once the control plane accepted its token.
-  agent_joined() { [ -s "$data_dir/credentials.json" ] && { systemd_is_init || running_pid >/dev/null; }; }
-  wait_until "the agent did not join $server_url (is the token right, and the server reachable?)" agent_joined
+  restart_other_if_stale agent
 fi
 
 # ---- Summary ----------------------------------------------------------------------------------
@@ -586,7 +645,7 @@ echo "  unit      $unit_path"
 if systemd_is_init; then
   echo "  service   systemd: systemctl status $unit; journalctl -u $unit"
 else
-  echo "  service   no systemd: pid $(running_pid || echo '?') ($pid_file), log $log_file"
+  echo "  service   no systemd: pid $(running_pid "$mode" || echo '?') ($pid_file), log $log_file"
 fi
 if [ "$mode" = server ]; then
   echo "  kubectl   kubectl --kubeconfig $data_dir/kubeconfig.yaml get nodes"

@@ -12,6 +12,7 @@ import { ensurePki, writeSecret } from './auth/pki.js';
 import { TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { DeploymentController } from './controllers/deployment/deployment-controller.js';
+import { DaemonSetController } from './controllers/daemonset/daemonset-controller.js';
 import { EventTTLController } from './controllers/event-ttl/event-ttl.js';
 import { GarbageCollector } from './controllers/gc/garbage-collector.js';
 import { ControllerManager } from './controllers/manager.js';
@@ -25,6 +26,7 @@ import { defaultTolerationSeconds } from './controllers/node-lifecycle/default-t
 import { NodeIpamController } from './controllers/node-ipam/node-ipam.js';
 import { Scheduler } from './controllers/scheduler/scheduler.js';
 import { ALL_STRATEGIES } from './registry/kinds/index.js';
+import './registry/kinds/apps-sets-presentation.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
@@ -156,6 +158,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   manager.register('garbage-collector', (ctx) => new GarbageCollector({ ...ctx, resources: () => registry.resources() }));
   manager.register('job', (ctx) => new JobController({ ...ctx, backoffBaseMs: opts.jobBackoffBaseMs }));
   manager.register('cronjob', (ctx) => new CronJobController(ctx));
+  manager.register('daemonset', (ctx) => new DaemonSetController(ctx));
   await manager.start();
   stops.push(() => manager.stop());
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');

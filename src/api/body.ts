@@ -19,6 +19,7 @@ import {
 } from 'yaml';
 import { ApiError, errors } from './errors.js';
 import { isJsonObject, setOwn, type JsonObject } from './patch/json-value.js';
+import { KUBERNETES_PROTOBUF_MEDIA_TYPE, decodeKubeProtobuf } from './protobuf/index.js';
 
 /** Largest request body the server reads (Kubernetes uses 3 MiB too). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -57,7 +58,7 @@ export interface DecodeOptions {
   accept?: readonly string[];
 }
 
-type Format = 'json' | 'yaml' | 'sniff';
+type Format = 'json' | 'yaml' | 'sniff' | 'protobuf';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -118,6 +119,7 @@ export function assertObject(
  * cannot be decoded.
  */
 export function findDuplicateFields(buf: Buffer, contentType: string | undefined): string[] {
+  if (formatFor(contentType, {}) === 'protobuf') return []; // protobuf has no duplicate keys to report
   const text = decodeUtf8(buf);
   const format = formatFor(contentType, {});
   if (format === 'json') {
@@ -148,6 +150,7 @@ export function exceedsDepth(value: unknown, maxDepth = MAX_NESTING_DEPTH): bool
 
 function decodeAll(buf: Buffer, contentType: string | undefined, options: DecodeOptions): unknown[] {
   const format = formatFor(contentType, options);
+  if (format === 'protobuf') return buf.length === 0 ? [] : [decodeKubeProtobuf(buf)]; // client-go typed clients
   const text = decodeUtf8(buf);
   if (text.trim() === '') return [];
   if (format === 'json') return nonNull([parseJson(text)]);
@@ -166,6 +169,7 @@ function formatFor(contentType: string | undefined, options: DecodeOptions): For
   if (accepted && !accepted.includes(media)) throw unsupported(accepted);
   if (media === MEDIA_TYPES.json || media.endsWith('+json')) return 'json';
   if (YAML_MEDIA_TYPES.has(media) || media.endsWith('+yaml')) return 'yaml';
+  if (media === KUBERNETES_PROTOBUF_MEDIA_TYPE) return 'protobuf';
   throw unsupported(accepted ?? [MEDIA_TYPES.json, MEDIA_TYPES.yaml]);
 }
 

@@ -120,6 +120,12 @@ describe('Jobs and CronJobs on real Docker', () => {
     await waitFor(async () => (await podsOf(created.metadata.uid!)).every((p) => p.metadata.deletionTimestamp || p.status?.phase === 'Failed'), 30_000, 'the running pod to be deleted');
   });
 
+  it('ttlSecondsAfterFinished: the finished Job and its pods are deleted', async () => {
+    const created = await c.client.create<Job>(BATCH.jobs, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'brief' }, spec: jobSpec('true', { ttlSecondsAfterFinished: 1 }) });
+    await waitFor(async () => !(await getJob('brief').catch(() => undefined)), 60_000, 'the Job to be deleted after its TTL');
+    await waitFor(async () => (await podsOf(created.metadata.uid!)).length === 0, 30_000, 'its pods to be collected');
+  });
+
   it('Indexed: each pod gets its index as JOB_COMPLETION_INDEX and hostname', async () => {
     // The pod succeeds only if the env var matches the index in its hostname (idx-<i>).
     const check = 'test "$JOB_COMPLETION_INDEX" = "${HOSTNAME#idx-}" && test -n "$JOB_COMPLETION_INDEX"';
@@ -222,6 +228,22 @@ describe('Jobs and CronJobs on real Docker', () => {
     // Every time in the downtime was missed; at most one of them is caught up.
     const caughtUp = times.filter((t) => t > tKill + 500 && t < tUp);
     assert.ok(caughtUp.length <= 1, `missed times caught up at most once (${caughtUp.length} in ${tUp - tKill} ms of downtime)`);
+  });
+
+  it('kubectl create job --from=cronjob/x creates a Job from the template, owned by the CronJob, and it runs', async () => {
+    const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob('kubectl-source', { command: 'true', schedule: '0 3 * * *' }));
+    try {
+      const out = await c.kubectl(['create', 'job', 'from-kubectl', '--from=cronjob/kubectl-source']);
+      assert.match(out.stdout, /job\.batch\/from-kubectl created/);
+      const job = await waitForJob('from-kubectl', (j) => !!condition(j, 'Complete'), 60_000);
+      assert.equal(job.metadata.annotations?.['cronjob.kubernetes.io/instantiate'], 'manual');
+      assert.ok(ownedBy(job, cj.metadata.uid!), 'controller reference to the CronJob');
+      assert.deepEqual(job.spec.template.spec.containers[0]?.command, ['sh', '-c', 'true']);
+      const live = await c.client.get<CronJob>(BATCH.cronjobs, { namespace: NS, name: 'kubectl-source' });
+      assert.equal(live.status?.active, undefined, 'a manual run is not a scheduled one');
+    } finally {
+      await deleteCronJob('kubectl-source');
+    }
   });
 
   it('kubectl get cronjobs prints the Kubernetes columns', async () => {

@@ -205,6 +205,27 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     assert.equal(berthProcesses(dirs.prefix).length, 2);
   });
 
+  it('a new program (an upgrade) restarts both services, the server first; the node stays Ready', async (t) => {
+    fs.appendFileSync(path.join(src, 'dist', 'src', 'cli.js'), '\n// upgraded by install.test\n');
+    const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...agentArgs]);
+    assertOk(r, 'install.sh agent (upgrade)');
+    t.diagnostic(`install.sh agent with a new program: ${secs(r.ms)}`);
+    assert.match(r.output, /installed Berth in/);
+    assert.match(r.output, /restarted berth server \(new program\)/);
+    assert.ok(r.output.indexOf('restarted berth server') < r.output.indexOf('restarted berth agent'), 'server before agent');
+    assert.match(fs.readFileSync(path.join(dirs.prefix, 'dist', 'src', 'cli.js'), 'utf8'), /upgraded by install\.test/);
+    const now = { server: readPid('server'), agent: readPid('agent') };
+    for (const m of ['server', 'agent'] as const) {
+      assert.notEqual(now[m], pids[m], `${m} restarted`);
+      assert.ok(!alive(pids[m]), `old ${m} gone`);
+    }
+    Object.assign(pids, now);
+    assert.deepEqual(berthProcesses(dirs.prefix).sort((a, b) => a - b), [pids.server, pids.agent].sort((a, b) => a - b));
+    await waitFor(async () => (await kubectl(['get', 'pod', 'survivor', '-o', 'jsonpath={.status.phase}'])).stdout === 'Running', READY_TIMEOUT_MS, 'pod survivor still Running');
+    const node = JSON.parse((await kubectl(['get', 'node', nodeName, '-o', 'json'])).stdout);
+    assert.ok(node.status.conditions.some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'));
+  });
+
   it('the installed unit files pass systemd-analyze verify', async () => {
     const units = ['berth-server.service', 'berth-agent.service'].map((u) => path.join(dirs.units, u));
     const r = await run('systemd-analyze', ['verify', ...units], 60_000);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod, PodPhase } from '../../src/api/types.js';
+import type { KubeObject, Pod, PodPhase } from '../../src/api/types.js';
 import { JobController } from '../../src/controllers/job/job-controller.js';
 import { JobTally } from '../../src/controllers/job/job-tally.js';
 import { backoffRemainingMs, formatIndexes, parseIndexes } from '../../src/controllers/job/job-util.js';
@@ -329,6 +329,23 @@ describe('Job controller', () => {
     assert.equal(jobOf(env).status?.failed, 1);
   });
 
+  it('finished is final: a stale cache does not finish the Job a second time', async () => {
+    const { env, jc } = await setup();
+    await jc.reconcile(KEY);
+    observe(env, jc);
+    await finishPod(env, activePods(env)[0]!.metadata.name!, 'Succeeded');
+    observe(env, jc);
+    await jc.reconcile(KEY);
+    const first = jobOf(env).status!;
+    assert.ok(first.completionTime);
+    // The cache still shows the Job running; time moves on.
+    env.clock.t += 5000;
+    await jc.reconcile(KEY);
+    await jc.reconcile(KEY);
+    assert.deepEqual(jobOf(env).status, first);
+    assert.equal(env.list<KubeObject & { reason?: string; count?: number }>('', 'events').find((e) => e.reason === 'Completed')?.count, 1);
+  });
+
   it('ttlSecondsAfterFinished deletes the finished Job in the background when due', async () => {
     const { env, jc } = await setup({ ttlSecondsAfterFinished: 5 });
     await jc.reconcile(KEY);
@@ -386,5 +403,33 @@ describe('Job pure pieces', () => {
     tally.markDeleted(pod('d', 'Running'));
     assert.equal(tally.observeGone(pod('d', 'Running')), false, 'deleted by the controller: not a failure');
     assert.equal(tally.failed, 2);
+  });
+});
+
+describe('Job and CronJob tables (kubectl get)', () => {
+  it('prints NAME STATUS COMPLETIONS DURATION AGE for Jobs and the CronJob columns', async () => {
+    const { toTable } = await import('../../src/server/tables.js');
+    const { JOB_INFO, CRONJOB_INFO } = await import('../../src/registry/kinds/batch.js');
+    const now = new Date(T0 + 90_000);
+    const job = {
+      ...jobManifest({ completions: 3, parallelism: 2 }),
+      metadata: { name: 'work', creationTimestamp: '2026-01-01T00:00:00Z' },
+      status: { succeeded: 3, startTime: '2026-01-01T00:00:00Z', completionTime: '2026-01-01T00:00:42Z', conditions: [{ type: 'Complete', status: 'True' as const }] },
+    };
+    const jt = toTable({ info: JOB_INFO, objects: [job], includeObject: 'None', now });
+    assert.deepEqual(jt.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name), ['Name', 'Status', 'Completions', 'Duration', 'Age']);
+    assert.deepEqual(jt.rows[0]!.cells.slice(0, 5), ['work', 'Complete', '3/3', '42s', '90s']);
+    const running = { ...job, spec: { ...job.spec, completions: undefined }, status: { startTime: '2026-01-01T00:00:30Z' } };
+    assert.deepEqual(toTable({ info: JOB_INFO, objects: [running], includeObject: 'None', now }).rows[0]!.cells.slice(1, 4), ['Running', '0/1 of 2', '60s']);
+    const cj = {
+      apiVersion: 'batch/v1',
+      kind: 'CronJob',
+      metadata: { name: 'tick', creationTimestamp: '2026-01-01T00:00:00Z' },
+      spec: { schedule: '*/5 * * * *', timeZone: 'Europe/Paris', suspend: false, jobTemplate: { spec: job.spec } },
+      status: { active: [{ name: 'a' }], lastScheduleTime: '2026-01-01T00:01:00Z' },
+    };
+    const ct = toTable({ info: CRONJOB_INFO, objects: [cj], includeObject: 'None', now });
+    assert.deepEqual(ct.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name), ['Name', 'Schedule', 'Timezone', 'Suspend', 'Active', 'Last Schedule', 'Age']);
+    assert.deepEqual(ct.rows[0]!.cells.slice(0, 7), ['tick', '*/5 * * * *', 'Europe/Paris', 'False', 1, '30s', '90s']);
   });
 });

@@ -4,6 +4,7 @@
  */
 import type { MessageTable } from './schema.js';
 
+/** apps/v1 messages by name. */
 export const APPS_MESSAGES: MessageTable = {
   Deployment: {
     metadata: [1, 'ObjectMeta'],

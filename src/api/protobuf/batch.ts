@@ -4,6 +4,7 @@
  */
 import type { MessageTable } from './schema.js';
 
+/** batch/v1 messages by name. */
 export const BATCH_MESSAGES: MessageTable = {
   Job: {
     metadata: [1, 'ObjectMeta'],

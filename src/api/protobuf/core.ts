@@ -34,6 +34,7 @@ const CONTAINER_FIELDS: Readonly<Record<string, FieldDecl>> = {
   tty: [18, 'bool'],
 };
 
+/** core/v1 messages by name. */
 export const CORE_MESSAGES: MessageTable = {
   // ---------- config objects ----------
   ConfigMap: {

@@ -6,7 +6,7 @@
  */
 import { setOwn, isJsonObject, type JsonObject } from '../patch/json-value.js';
 import { SPECIAL_FIELDS } from './meta.js';
-import type { CompiledField, CompiledMessage, CompiledSchema, ScalarType, SpecialType, ValueType } from './schema.js';
+import type { CompiledField, CompiledMessage, CompiledSchema, ScalarType, SpecialType } from './schema.js';
 import { WIRE_TYPE, WireFormatError, readFields, readPacked, type WireField, type WireType } from './wire.js';
 
 /** The bytes do not decode as the message the schema expects. */
@@ -375,5 +375,3 @@ function join(path: string, name: string): string {
 function describe(path: string): string {
   return path || 'object';
 }
-
-export type { ValueType };

@@ -5,6 +5,7 @@
  */
 import type { MessageTable } from './schema.js';
 
+/** meta/v1 messages by name. */
 export const META_MESSAGES: MessageTable = {
   ObjectMeta: {
     name: [1, 'string'],

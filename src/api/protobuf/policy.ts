@@ -4,6 +4,7 @@
  */
 import type { MessageTable } from './schema.js';
 
+/** policy/v1 messages by name. */
 export const POLICY_MESSAGES: MessageTable = {
   Eviction: {
     metadata: [1, 'ObjectMeta'],

@@ -18,9 +18,11 @@
  * fields into the parent object (Go's `json:",inline"` embedding, e.g. Volume's VolumeSource).
  */
 
+/** Protobuf scalar types the tables use. */
 export const SCALAR_TYPES = ['string', 'bytes', 'bool', 'int32', 'int64', 'uint32', 'uint64', 'double', 'float'] as const;
 export type ScalarType = (typeof SCALAR_TYPES)[number];
 
+/** Kubernetes types whose JSON form is not their message shape; decode.ts converts them. */
 export const SPECIAL_TYPES = ['Time', 'MicroTime', 'Duration', 'Quantity', 'IntOrString', 'FieldsV1'] as const;
 export type SpecialType = (typeof SPECIAL_TYPES)[number];
 
@@ -89,7 +91,26 @@ export function compileSchema(tables: readonly MessageTable[]): CompiledSchema {
     }
     compiled.set(name, { name, fields });
   }
+  assertAcyclic(compiled);
   return compiled;
+}
+
+/**
+ * Refuses message types that contain themselves: with none, decoding depth is bounded by the
+ * schema, so hostile input cannot nest messages deeply.
+ */
+function assertAcyclic(schema: CompiledSchema): void {
+  const state = new Map<string, 'visiting' | 'done'>();
+  const visit = (name: string, trail: string[]): void => {
+    if (state.get(name) === 'done') return;
+    if (state.get(name) === 'visiting') throw new Error(`protobuf schema: message cycle ${[...trail, name].join(' → ')}`);
+    state.set(name, 'visiting');
+    for (const field of schema.get(name)?.fields.values() ?? []) {
+      if (field.value.kind === 'message') visit(field.value.message, [...trail, name]);
+    }
+    state.set(name, 'done');
+  };
+  for (const name of schema.keys()) visit(name, []);
 }
 
 function compileField(jsonName: string, number: number, type: string, flags: readonly FieldFlag[], where: string): CompiledField {

@@ -67,7 +67,8 @@ export class CronJobController {
   private readonly skippedUntil = new Map<string, number>();
   /** by CronJob uid: Jobs just created that the Job cache may not show yet */
   private readonly justCreated = new Map<string, ObjectReference[]>();
-  private readonly schedules = new Map<string, CronSchedule>();
+  /** parsed schedules by key, with the spec text they came from (parsing is not free) */
+  private readonly schedules = new Map<string, { source: string; parsed: CronSchedule }>();
   /** Job uids whose leaving the active list was already reported or caused by us (no repeat events) */
   private readonly settled = new BoundedSet(4096);
 
@@ -135,15 +136,17 @@ export class CronJobController {
   }
 
   private scheduleOf(key: string, cj: CronJob): CronSchedule | undefined {
-    const cached = this.schedules.get(key);
     const tz = cj.spec.timeZone || undefined;
+    const source = `${cj.spec.schedule}|${tz ?? ''}`;
+    const cached = this.schedules.get(key);
+    if (cached?.source === source) return cached.parsed;
     try {
-      const parsed = cached && sameSchedule(cached, cj.spec.schedule, tz) ? cached : CronSchedule.parse(cj.spec.schedule, tz);
-      this.schedules.set(key, parsed);
+      const parsed = CronSchedule.parse(cj.spec.schedule, tz);
+      this.schedules.set(key, { source, parsed });
       return parsed;
     } catch (e) {
       this.schedules.delete(key);
-      void this.events.record({ about: cj, type: 'Warning', reason: 'UnparseableSchedule', message: `unparseable schedule: ${JSON.stringify(cj.spec.schedule)} : ${(e as Error).message}` });
+      void this.events.record({ about: cj, type: 'Warning', reason: 'UnparseableSchedule', message: `unparseable schedule: ${JSON.stringify(cj.spec.schedule)}: ${(e as Error).message}` });
       return undefined;
     }
   }
@@ -370,14 +373,6 @@ function maxDefined(a: number | undefined, b: number | undefined): number | unde
   if (a === undefined) return b;
   if (b === undefined) return a;
   return Math.max(a, b);
-}
-
-function sameSchedule(s: CronSchedule, schedule: string, tz: string | undefined): boolean {
-  try {
-    return s.id === CronSchedule.parse(schedule, tz).id;
-  } catch {
-    return false;
-  }
 }
 
 function parseTime(t: string | undefined): number | undefined {

@@ -86,6 +86,8 @@ export class JobController {
   private readonly tallies = new Map<string, JobTally>();
   /** running pods that vanished before their Job's tally existed (e.g. just after start-up) */
   private readonly goneEarly = new Map<string, Pod[]>();
+  /** by Job uid: the final status once this controller finished the Job (the cache may not show it yet) */
+  private readonly finals = new Map<string, JobStatus>();
   private readonly backoffBaseMs: number;
   private readonly backoffMaxMs: number;
   private readonly burst: number;
@@ -112,6 +114,7 @@ export class JobController {
         if (job.metadata.uid) {
           this.tallies.delete(job.metadata.uid);
           this.goneEarly.delete(job.metadata.uid);
+          this.finals.delete(job.metadata.uid);
         }
       },
     });
@@ -206,7 +209,10 @@ export class JobController {
     const pods = await this.claimPods(job, selector);
     const tally = this.tallyFor(job, pods);
     const now = this.now();
+    // Finished is final: a cache that has not caught up with our own write must not finish it again.
+    const final = this.finals.get(job.metadata.uid ?? '');
     if (finishedType(job)) return this.afterFinish(job, pods, now);
+    if (final) return this.afterFinish(job, pods, now, final);
 
     for (const p of pods) tally.observeFinished(p);
     const outcome = await this.sync(job, pods, tally, now);
@@ -250,16 +256,16 @@ export class JobController {
   }
 
   /** A finished Job: no new pods; leftovers are deleted, and the Job itself once its TTL is up. */
-  private async afterFinish(job: Job, pods: Pod[], now: number): Promise<ReconcileResult> {
+  private async afterFinish(job: Job, pods: Pod[], now: number, final?: JobStatus): Promise<ReconcileResult> {
     const tally = this.tallies.get(job.metadata.uid ?? '');
     const leftovers = pods.filter(isJobPodActive);
     if (leftovers.length) await this.deletePods(job, leftovers, tally);
-    const status: JobStatus = { ...(job.status ?? {}), ready: 0, terminating: countTerminating(pods) + leftovers.length };
+    const status: JobStatus = { ...(final ?? job.status ?? {}), ready: 0, terminating: countTerminating(pods) + leftovers.length };
     delete status.active;
     await this.writeStatus(job, status);
     const ttl = job.spec.ttlSecondsAfterFinished;
     if (ttl === undefined || ttl === null) return;
-    const at = (finishedAt(job) ?? now) + ttl * 1000;
+    const at = (finishedAt({ ...job, status }) ?? now) + ttl * 1000;
     if (now < at) return { requeueAfterMs: at - now };
     try {
       await this.opts.client.delete(BATCH.jobs, {
@@ -314,6 +320,7 @@ export class JobController {
       status.ready = 0;
       status.terminating = (status.terminating ?? 0) + active.length;
       await this.writeStatus(job, status);
+      this.finals.set(job.metadata.uid ?? '', status);
       return { active: 0, ...this.ttlRequeue(job) };
     }
 
@@ -329,6 +336,7 @@ export class JobController {
       status.ready = 0;
       status.terminating = (status.terminating ?? 0) + active.length;
       await this.writeStatus(job, status);
+      this.finals.set(job.metadata.uid ?? '', status);
       return { active: 0, ...this.ttlRequeue(job) };
     }
 
@@ -357,7 +365,9 @@ export class JobController {
         activeCount -= removed;
       }
       if (plan.create.length) {
-        const wait = backoffRemainingMs({ pods, now, baseMs: this.backoffBaseMs, maxMs: this.backoffMaxMs });
+        // Pods this controller (or someone) deleted ended by deletion, not by failing on their own.
+        const ended = pods.filter((p) => !p.metadata.deletionTimestamp);
+        const wait = backoffRemainingMs({ pods: ended, now, baseMs: this.backoffBaseMs, maxMs: this.backoffMaxMs });
         if (wait > 0) {
           requeueAfterMs = wait;
         } else {

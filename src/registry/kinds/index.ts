@@ -2,6 +2,7 @@ import type { KubeObject } from '../../api/types.js';
 import type { KindStrategy } from '../strategy.js';
 import { CONFIG_STRATEGIES } from './config.js';
 import { APPS_STRATEGIES } from './apps.js';
+import { APPS_SETS_STRATEGIES } from './apps-sets.js';
 import { BATCH_STRATEGIES } from './batch.js';
 import { CORE_STRATEGIES } from './core.js';
 import { ADMISSIONREGISTRATION_STRATEGIES } from './admissionregistration.js';
@@ -12,4 +13,4 @@ import { COORDINATION_STRATEGIES } from './coordination.js';
  * Every built-in kind the control plane serves. A kind is one strategy (with its ResourceInfo);
  * each group of kinds lives in its own file here and is listed once below.
  */
-export const ALL_STRATEGIES: KindStrategy<KubeObject>[] = [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy as unknown as KindStrategy<KubeObject>, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES];
+export const ALL_STRATEGIES: KindStrategy<KubeObject>[] = [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy as unknown as KindStrategy<KubeObject>, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES];

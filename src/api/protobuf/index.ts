@@ -1,0 +1,133 @@
+/**
+ * Kubernetes' protobuf request bodies (`application/vnd.kubernetes.protobuf`), as client-go's typed
+ * clients send them: kubectl create configmap|secret|namespace|deployment|job|cronjob, kubectl
+ * drain's Eviction. The body is the 4-byte magic `k8s\0` followed by a runtime.Unknown envelope
+ * naming apiVersion and kind and carrying the object's own protobuf bytes. Only kinds with a schema
+ * here can be decoded; others get a 415 asking for JSON.
+ */
+import { ApiError, errors } from '../errors.js';
+import { setOwn, type JsonObject } from '../patch/json-value.js';
+import { APPS_MESSAGES } from './apps.js';
+import { BATCH_MESSAGES } from './batch.js';
+import { CORE_MESSAGES } from './core.js';
+import { ProtobufDecodeError, decodeMessage } from './decode.js';
+import { META_MESSAGES, RUNTIME_TYPE_META_FIELDS, UNKNOWN_FIELDS } from './meta.js';
+import { POLICY_MESSAGES } from './policy.js';
+import { compileSchema, type CompiledSchema } from './schema.js';
+import { WIRE_TYPE, WireFormatError, readFields, type WireField } from './wire.js';
+
+/** The media type of Kubernetes' protobuf encoding. */
+export const KUBERNETES_PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protobuf';
+
+/** First bytes of every Kubernetes protobuf body: "k8s" and a NUL. */
+export const KUBERNETES_PROTOBUF_MAGIC: readonly number[] = [0x6b, 0x38, 0x73, 0x00];
+
+/** Every message table, compiled once; a broken table fails here at startup. */
+export const PROTOBUF_SCHEMA: CompiledSchema = compileSchema([META_MESSAGES, CORE_MESSAGES, APPS_MESSAGES, BATCH_MESSAGES, POLICY_MESSAGES]);
+
+/** apiVersion → kind → message name, for the objects clients send as protobuf. */
+const KINDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  v1: { ConfigMap: 'ConfigMap', Secret: 'Secret', Namespace: 'Namespace', Pod: 'Pod' },
+  'apps/v1': { Deployment: 'Deployment', ReplicaSet: 'ReplicaSet' },
+  'batch/v1': { Job: 'Job', CronJob: 'CronJob' },
+  'policy/v1': { Eviction: 'Eviction' },
+  'policy/v1beta1': { Eviction: 'Eviction' },
+};
+
+/** DeleteOptions is registered in every group version, so any apiVersion may carry it. */
+const ANY_VERSION_KINDS: Readonly<Record<string, string>> = { DeleteOptions: 'DeleteOptions' };
+
+/** The (apiVersion, kind) pairs decodeKubeProtobuf understands, for messages and tests. */
+export function supportedProtobufKinds(): string[] {
+  const pairs = Object.entries(KINDS).flatMap(([version, kinds]) => Object.keys(kinds).map((kind) => `${version}/${kind}`));
+  return [...pairs, ...Object.keys(ANY_VERSION_KINDS).map((kind) => `*/${kind}`)];
+}
+
+/**
+ * Decodes one Kubernetes protobuf body into the JSON object the same request would carry as
+ * application/json: apiVersion and kind first, then the object's fields, with unset and zero
+ * fields omitted as Go's JSON encoding omits them (the registry applies defaults afterwards).
+ * Throws 400 for malformed bytes and 415 for a kind (or inner encoding) without a schema here.
+ */
+export function decodeKubeProtobuf(buf: Uint8Array): JsonObject {
+  if (buf.length < KUBERNETES_PROTOBUF_MAGIC.length || KUBERNETES_PROTOBUF_MAGIC.some((byte, i) => buf[i] !== byte)) {
+    throw errors.badRequest('error decoding protobuf body: missing the "k8s\\x00" prefix');
+  }
+  try {
+    const envelope = readEnvelope(buf.subarray(KUBERNETES_PROTOBUF_MAGIC.length));
+    const { apiVersion, kind } = envelope;
+    if (!kind) throw errors.badRequest("error decoding protobuf body: Object 'Kind' is missing");
+    if (!apiVersion) throw errors.badRequest("error decoding protobuf body: Object 'apiVersion' is missing");
+    if (envelope.contentEncoding !== '') {
+      throw errors.unsupportedMediaType(`protobuf bodies with content encoding "${envelope.contentEncoding}" are not supported; send application/json`);
+    }
+    if (envelope.contentType !== '' && envelope.contentType !== KUBERNETES_PROTOBUF_MEDIA_TYPE) {
+      throw errors.unsupportedMediaType(`protobuf envelopes holding "${envelope.contentType}" are not supported; send application/json`);
+    }
+    const message = KINDS[apiVersion]?.[kind] ?? ANY_VERSION_KINDS[kind];
+    if (!message) {
+      throw errors.unsupportedMediaType(
+        `this server cannot decode ${apiVersion}, Kind=${kind} from ${KUBERNETES_PROTOBUF_MEDIA_TYPE}; send it as application/json`,
+      );
+    }
+    const object = decodeMessage(PROTOBUF_SCHEMA, message, envelope.raw);
+    const out: JsonObject = { apiVersion, kind };
+    for (const [key, value] of Object.entries(object)) setOwn(out, key, value);
+    return out;
+  } catch (e) {
+    if (e instanceof ApiError) throw e;
+    if (e instanceof ProtobufDecodeError || e instanceof WireFormatError) {
+      throw errors.badRequest(`error decoding protobuf body: ${e.message}`);
+    }
+    throw e;
+  }
+}
+
+interface Envelope {
+  apiVersion: string;
+  kind: string;
+  raw: Uint8Array;
+  contentEncoding: string;
+  contentType: string;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Reads runtime.Unknown by hand: its raw field must stay bytes, not become base64 text. */
+function readEnvelope(bytes: Uint8Array): Envelope {
+  const envelope: Envelope = { apiVersion: '', kind: '', raw: new Uint8Array(0), contentEncoding: '', contentType: '' };
+  for (const field of readFields(bytes)) {
+    switch (field.number) {
+      case UNKNOWN_FIELDS.typeMeta:
+        for (const meta of readFields(bytesOf(field, 'typeMeta'))) {
+          if (meta.number === RUNTIME_TYPE_META_FIELDS.apiVersion) envelope.apiVersion = text(meta, 'typeMeta.apiVersion');
+          else if (meta.number === RUNTIME_TYPE_META_FIELDS.kind) envelope.kind = text(meta, 'typeMeta.kind');
+        }
+        break;
+      case UNKNOWN_FIELDS.raw:
+        envelope.raw = bytesOf(field, 'raw');
+        break;
+      case UNKNOWN_FIELDS.contentEncoding:
+        envelope.contentEncoding = text(field, 'contentEncoding');
+        break;
+      case UNKNOWN_FIELDS.contentType:
+        envelope.contentType = text(field, 'contentType');
+        break;
+    }
+  }
+  return envelope;
+}
+
+function bytesOf(field: WireField, name: string): Uint8Array {
+  if (field.wireType !== WIRE_TYPE.lengthDelimited) throw new ProtobufDecodeError(`envelope field ${name} has wire type ${field.wireType}`);
+  return field.bytes;
+}
+
+function text(field: WireField, name: string): string {
+  try {
+    return utf8.decode(bytesOf(field, name));
+  } catch (e) {
+    if (e instanceof ProtobufDecodeError) throw e;
+    throw new ProtobufDecodeError(`envelope field ${name} is not valid UTF-8`);
+  }
+}

@@ -1,0 +1,340 @@
+/**
+ * apps/v1 DaemonSet, StatefulSet and ControllerRevision, and a minimal core/v1
+ * PersistentVolumeClaim: object shapes, REST identity, defaults and validation. The controllers
+ * live in src/controllers/daemonset and src/controllers/statefulset.
+ */
+import type { FieldError } from '../../api/errors.js';
+import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
+import type { KubeObject } from '../../api/types.js';
+import {
+  child,
+  expectInteger,
+  fieldErrors,
+  isRecord,
+  validateLabelSelectorObject,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+  validatePodSpec,
+} from '../../api/validation.js';
+import type { ResourceInfo } from '../resource-info.js';
+import type { KindStrategy } from '../strategy.js';
+import { defaultPodTemplate, type IntOrString, type PodTemplateSpec } from './apps.js';
+
+// ---------- shapes ----------
+
+export interface DaemonSetUpdateStrategy {
+  type?: 'RollingUpdate' | 'OnDelete';
+  rollingUpdate?: { maxUnavailable?: IntOrString; maxSurge?: IntOrString };
+}
+
+export interface DaemonSetSpec {
+  selector: LabelSelectorObject;
+  template: PodTemplateSpec;
+  updateStrategy?: DaemonSetUpdateStrategy;
+  minReadySeconds?: number;
+  revisionHistoryLimit?: number;
+}
+
+export interface DaemonSetStatus {
+  currentNumberScheduled: number;
+  numberMisscheduled: number;
+  desiredNumberScheduled: number;
+  numberReady: number;
+  observedGeneration?: number;
+  updatedNumberScheduled?: number;
+  numberAvailable?: number;
+  numberUnavailable?: number;
+  collisionCount?: number;
+}
+
+export interface DaemonSet extends KubeObject {
+  spec: DaemonSetSpec;
+  status?: DaemonSetStatus;
+}
+
+export interface PersistentVolumeClaimSpec {
+  accessModes?: string[];
+  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
+  storageClassName?: string;
+  volumeName?: string;
+  volumeMode?: string;
+  selector?: LabelSelectorObject;
+}
+
+export interface PersistentVolumeClaim extends KubeObject {
+  spec: PersistentVolumeClaimSpec;
+  status?: { phase?: 'Pending' | 'Bound' | 'Lost'; accessModes?: string[]; capacity?: Record<string, string> };
+}
+
+export interface StatefulSetSpec {
+  replicas?: number;
+  selector: LabelSelectorObject;
+  template: PodTemplateSpec;
+  serviceName?: string;
+  podManagementPolicy?: 'OrderedReady' | 'Parallel';
+  updateStrategy?: { type?: 'RollingUpdate' | 'OnDelete'; rollingUpdate?: { partition?: number; maxUnavailable?: IntOrString } };
+  volumeClaimTemplates?: PersistentVolumeClaim[];
+  persistentVolumeClaimRetentionPolicy?: { whenDeleted?: 'Retain' | 'Delete'; whenScaled?: 'Retain' | 'Delete' };
+  revisionHistoryLimit?: number;
+  minReadySeconds?: number;
+}
+
+export interface StatefulSetStatus {
+  replicas: number;
+  readyReplicas?: number;
+  currentReplicas?: number;
+  updatedReplicas?: number;
+  availableReplicas?: number;
+  currentRevision?: string;
+  updateRevision?: string;
+  observedGeneration?: number;
+  collisionCount?: number;
+}
+
+export interface StatefulSet extends KubeObject {
+  spec: StatefulSetSpec;
+  status?: StatefulSetStatus;
+}
+
+/** A snapshot of a controller's template: `data` is what `kubectl rollout undo` patches back. */
+export interface ControllerRevision extends KubeObject {
+  data?: unknown;
+  revision: number;
+}
+
+export const DAEMONSET_KIND = { apiVersion: 'apps/v1', kind: 'DaemonSet' } as const;
+export const STATEFULSET_KIND = { apiVersion: 'apps/v1', kind: 'StatefulSet' } as const;
+
+/** Client references for the kinds of this file. */
+export const APPS_SETS = {
+  daemonsets: { group: 'apps', version: 'v1', plural: 'daemonsets' },
+  statefulsets: { group: 'apps', version: 'v1', plural: 'statefulsets' },
+  controllerrevisions: { group: 'apps', version: 'v1', plural: 'controllerrevisions' },
+  persistentvolumeclaims: { plural: 'persistentvolumeclaims' },
+} as const;
+
+/** The label kubectl and the controllers use to tie a pod to its template revision. */
+export const CONTROLLER_REVISION_HASH_LABEL = 'controller-revision-hash';
+
+// ---------- REST identity ----------
+
+const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+export const DAEMONSET_INFO: ResourceInfo = {
+  group: 'apps', version: 'v1', kind: 'DaemonSet', listKind: 'DaemonSetList', plural: 'daemonsets', singular: 'daemonset',
+  namespaced: true, shortNames: ['ds'], verbs: ALL_VERBS, subresources: ['status'], categories: ['all'],
+};
+
+export const STATEFULSET_INFO: ResourceInfo = {
+  group: 'apps', version: 'v1', kind: 'StatefulSet', listKind: 'StatefulSetList', plural: 'statefulsets', singular: 'statefulset',
+  namespaced: true, shortNames: ['sts'], verbs: ALL_VERBS, subresources: ['status', 'scale'], categories: ['all'],
+};
+
+export const CONTROLLERREVISION_INFO: ResourceInfo = {
+  group: 'apps', version: 'v1', kind: 'ControllerRevision', listKind: 'ControllerRevisionList', plural: 'controllerrevisions',
+  singular: 'controllerrevision', namespaced: true, shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
+};
+
+export const PVC_INFO: ResourceInfo = {
+  group: '', version: 'v1', kind: 'PersistentVolumeClaim', listKind: 'PersistentVolumeClaimList', plural: 'persistentvolumeclaims',
+  singular: 'persistentvolumeclaim', namespaced: true, shortNames: ['pvc'], verbs: ALL_VERBS, subresources: ['status'], categories: [],
+};
+
+// ---------- validation ----------
+
+function nonNegative(v: unknown, path: string): FieldError[] {
+  const errs = expectInteger(path, v);
+  if (!errs.length && typeof v === 'number' && v < 0) errs.push(fieldErrors.invalid(path, v, 'must be greater than or equal to 0'));
+  return errs;
+}
+
+/** A non-empty selector that matches the template labels, and a valid pod spec with restartPolicy Always. */
+function validateSelectorAndTemplate(spec: Record<string, unknown>): FieldError[] {
+  const errs: FieldError[] = [];
+  if (spec.selector === undefined || spec.selector === null) errs.push(fieldErrors.required('spec.selector'));
+  else {
+    const selErrs = validateLabelSelectorObject(spec.selector, 'spec.selector');
+    errs.push(...selErrs);
+    if (!selErrs.length) {
+      const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+      const template = isRecord(spec.template) ? spec.template : {};
+      const labels = isRecord(template.metadata) && isRecord(template.metadata.labels) ? template.metadata.labels : {};
+      if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid('spec.selector', spec.selector, 'empty selector is invalid'));
+      else if (!matchesLabels(sel, labels as Record<string, string>)) {
+        errs.push(fieldErrors.invalid('spec.template.metadata.labels', labels, '`selector` does not match template `labels`'));
+      }
+    }
+  }
+  const template = spec.template;
+  if (!isRecord(template) || !isRecord(template.spec)) {
+    errs.push(fieldErrors.required('spec.template.spec.containers'));
+    return errs;
+  }
+  errs.push(...validatePodSpec(template.spec, 'spec.template.spec'));
+  const rp = template.spec.restartPolicy;
+  if (rp !== undefined && rp !== 'Always') errs.push(fieldErrors.notSupported('spec.template.spec.restartPolicy', rp, ['Always']));
+  return errs;
+}
+
+function validateDaemonSet(ds: DaemonSet): FieldError[] {
+  const errs = validateObjectMeta(ds.metadata, { namespaced: true, nameRule: 'subdomain' });
+  if (!isRecord(ds.spec)) return [...errs, fieldErrors.required('spec.selector')];
+  const spec = ds.spec as unknown as Record<string, unknown>;
+  errs.push(...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'), ...nonNegative(spec.revisionHistoryLimit, 'spec.revisionHistoryLimit'));
+  const us = spec.updateStrategy;
+  if (isRecord(us) && us.type !== 'RollingUpdate' && us.type !== 'OnDelete') {
+    errs.push(fieldErrors.notSupported('spec.updateStrategy.type', us.type, ['OnDelete', 'RollingUpdate']));
+  }
+  errs.push(...validateSelectorAndTemplate(spec));
+  return errs;
+}
+
+function validateStatefulSet(sts: StatefulSet): FieldError[] {
+  const errs = validateObjectMeta(sts.metadata, { namespaced: true, nameRule: 'label' });
+  if (!isRecord(sts.spec)) return [...errs, fieldErrors.required('spec.selector')];
+  const spec = sts.spec as unknown as Record<string, unknown>;
+  errs.push(...nonNegative(spec.replicas, 'spec.replicas'), ...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
+  const policy = spec.podManagementPolicy;
+  if (policy !== 'OrderedReady' && policy !== 'Parallel') errs.push(fieldErrors.notSupported('spec.podManagementPolicy', policy, ['OrderedReady', 'Parallel']));
+  const us = spec.updateStrategy;
+  if (isRecord(us)) {
+    if (us.type !== 'RollingUpdate' && us.type !== 'OnDelete') errs.push(fieldErrors.notSupported('spec.updateStrategy.type', us.type, ['OnDelete', 'RollingUpdate']));
+    if (isRecord(us.rollingUpdate)) errs.push(...nonNegative(us.rollingUpdate.partition, 'spec.updateStrategy.rollingUpdate.partition'));
+  }
+  const templates = spec.volumeClaimTemplates;
+  if (templates !== undefined && !Array.isArray(templates)) errs.push(fieldErrors.typeInvalid('spec.volumeClaimTemplates', templates, 'must be a list'));
+  if (Array.isArray(templates)) {
+    templates.forEach((t, i) => {
+      const name = isRecord(t) && isRecord(t.metadata) ? t.metadata.name : undefined;
+      if (typeof name !== 'string' || !name) errs.push(fieldErrors.required(`spec.volumeClaimTemplates[${i}].metadata.name`));
+    });
+  }
+  const retention = spec.persistentVolumeClaimRetentionPolicy;
+  if (isRecord(retention)) {
+    for (const k of ['whenDeleted', 'whenScaled']) {
+      const v = retention[k];
+      if (v !== 'Retain' && v !== 'Delete') errs.push(fieldErrors.notSupported(child('spec.persistentVolumeClaimRetentionPolicy', k), v, ['Retain', 'Delete']));
+    }
+  }
+  errs.push(...validateSelectorAndTemplate(spec));
+  return errs;
+}
+
+function selectorImmutable(obj: { spec: { selector?: unknown } }, old: { spec: { selector?: unknown } }): FieldError[] {
+  const canon = (s: unknown) => JSON.stringify(s ?? null, (_k, v: unknown) => (isRecord(v) && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
+  return canon(obj.spec?.selector) === canon(old.spec?.selector) ? [] : [fieldErrors.invalid('spec.selector', obj.spec?.selector, 'field is immutable')];
+}
+
+// ---------- strategies ----------
+
+export const daemonSetStrategy: KindStrategy<DaemonSet> = {
+  info: DAEMONSET_INFO,
+  hasStatus: true,
+  applyDefaults(ds) {
+    if (!isRecord(ds.spec)) return;
+    ds.spec.revisionHistoryLimit ??= 10;
+    const us = (ds.spec.updateStrategy ??= {});
+    if (isRecord(us)) {
+      us.type ??= 'RollingUpdate';
+      if (us.type === 'RollingUpdate') {
+        const ru = (us.rollingUpdate ??= {});
+        if (isRecord(ru)) {
+          ru.maxUnavailable ??= 1;
+          ru.maxSurge ??= 0;
+        }
+      }
+    }
+    defaultPodTemplate(ds.spec.template);
+  },
+  validate: (ds) => validateDaemonSet(ds),
+  validateUpdate: (ds, old) => [...validateObjectMetaUpdate(ds.metadata, old.metadata), ...validateDaemonSet(ds), ...selectorImmutable(ds, old)],
+  initialStatus: () => ({ currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }),
+};
+
+export const statefulSetStrategy: KindStrategy<StatefulSet> = {
+  info: STATEFULSET_INFO,
+  hasStatus: true,
+  applyDefaults(sts) {
+    if (!isRecord(sts.spec)) return;
+    const spec = sts.spec;
+    spec.replicas ??= 1;
+    spec.podManagementPolicy ??= 'OrderedReady';
+    spec.revisionHistoryLimit ??= 10;
+    const us = (spec.updateStrategy ??= {});
+    if (isRecord(us)) {
+      us.type ??= 'RollingUpdate';
+      if (us.type === 'RollingUpdate') {
+        const ru = (us.rollingUpdate ??= {});
+        if (isRecord(ru)) ru.partition ??= 0;
+      }
+    }
+    const retention = (spec.persistentVolumeClaimRetentionPolicy ??= {});
+    if (isRecord(retention)) {
+      retention.whenDeleted ??= 'Retain';
+      retention.whenScaled ??= 'Retain';
+    }
+    if (Array.isArray(spec.volumeClaimTemplates)) {
+      for (const t of spec.volumeClaimTemplates) {
+        if (isRecord(t)) {
+          t.apiVersion ??= 'v1';
+          t.kind ??= 'PersistentVolumeClaim';
+          if (isRecord(t.spec)) t.spec.volumeMode ??= 'Filesystem';
+        }
+      }
+    }
+    defaultPodTemplate(spec.template);
+  },
+  validate: (s) => validateStatefulSet(s),
+  validateUpdate: (s, old) => [...validateObjectMetaUpdate(s.metadata, old.metadata), ...validateStatefulSet(s), ...selectorImmutable(s, old)],
+  initialStatus: () => ({ replicas: 0 }),
+};
+
+export const controllerRevisionStrategy: KindStrategy<ControllerRevision> = {
+  info: CONTROLLERREVISION_INFO,
+  hasStatus: false,
+  validate(cr) {
+    const errs = validateObjectMeta(cr.metadata, { namespaced: true, nameRule: 'subdomain' });
+    errs.push(...nonNegative(cr.revision, 'revision'));
+    return errs;
+  },
+  validateUpdate(cr, old) {
+    const errs = validateObjectMetaUpdate(cr.metadata, old.metadata);
+    // The snapshot is history: only its revision number may move (rollback re-numbers it).
+    if (JSON.stringify(cr.data ?? null) !== JSON.stringify(old.data ?? null)) errs.push(fieldErrors.invalid('data', '', 'field is immutable'));
+    errs.push(...nonNegative(cr.revision, 'revision'));
+    return errs;
+  },
+};
+
+/**
+ * Minimal claims: there are no PersistentVolumes or provisioners. A claim is Bound as soon as it
+ * exists; its storage is a Docker named volume `berth-pvc-<namespace>-<name>` on whichever node
+ * mounts it.
+ */
+export const pvcStrategy: KindStrategy<PersistentVolumeClaim> = {
+  info: PVC_INFO,
+  hasStatus: true,
+  applyDefaults(pvc) {
+    if (!isRecord(pvc.spec)) return;
+    pvc.spec.volumeMode ??= 'Filesystem';
+  },
+  validate(pvc) {
+    const errs = validateObjectMeta(pvc.metadata, { namespaced: true, nameRule: 'subdomain' });
+    const modes = isRecord(pvc.spec) ? pvc.spec.accessModes : undefined;
+    if (!Array.isArray(modes) || modes.length === 0) errs.push(fieldErrors.required('spec.accessModes'));
+    return errs;
+  },
+  validateUpdate: (pvc, old) => validateObjectMetaUpdate(pvc.metadata, old.metadata),
+  initialStatus: (pvc) => ({
+    phase: 'Bound',
+    accessModes: pvc.spec?.accessModes ?? [],
+    capacity: { storage: pvc.spec?.resources?.requests?.storage ?? '1Gi' },
+  }),
+};
+
+export const APPS_SETS_STRATEGIES: KindStrategy<KubeObject>[] = [
+  daemonSetStrategy as unknown as KindStrategy<KubeObject>,
+  statefulSetStrategy as unknown as KindStrategy<KubeObject>,
+  controllerRevisionStrategy as unknown as KindStrategy<KubeObject>,
+  pvcStrategy as unknown as KindStrategy<KubeObject>,
+];

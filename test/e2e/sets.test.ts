@@ -1,0 +1,106 @@
+/**
+ * DaemonSets and StatefulSets end to end on real Docker through stock kubectl: a DaemonSet follows
+ * nodes joining and leaving and rolls back with `kubectl rollout undo`; a StatefulSet creates its
+ * pods in order and keeps a file written to its volume across pod deletion.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import type { Pod } from '../../src/api/types.js';
+import { CORE } from '../../src/client/client.js';
+import { APPS_SETS, type ControllerRevision, type DaemonSet } from '../../src/registry/kinds/apps-sets.js';
+import { removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+
+const isActive = (p: Pod) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
+const isReady = (p: Pod) => isActive(p) && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const versionOf = (p: Pod) => p.spec.containers[0]?.env?.find((e) => e.name === 'VERSION')?.value;
+
+function daemonSetYaml(name: string, version: string): string {
+  return `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: ${name}
+spec:
+  selector:
+    matchLabels: {app: ${name}}
+  template:
+    metadata:
+      labels: {app: ${name}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: ${TEST_IMAGE}
+        command: ["sleep", "3600"]
+        env:
+        - {name: VERSION, value: "${version}"}
+`;
+}
+
+describe('DaemonSet and StatefulSet on real Docker', () => {
+  let c: Cluster;
+  const extraNodes: string[] = [];
+  before(async () => {
+    c = await startCluster({ agents: ['seta', 'setb'] });
+  });
+  after(async () => {
+    await c?.stop();
+    await removeNodeContainers(extraNodes).catch(() => undefined);
+  });
+
+  const podsOf = async (app: string) =>
+    (await c.client.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: `app=${app}` })).items;
+
+  it('runs one pod per node, follows a node joining and leaving, and `rollout undo` restores the template', { timeout: 600_000 }, async () => {
+    await c.kubectl(['apply', '-f', '-'], { input: daemonSetYaml('daemon', '1') });
+    await waitFor(async () => {
+      const ready = (await podsOf('daemon')).filter(isReady);
+      return c.nodeNames.every((n) => ready.some((p) => p.spec.nodeName === n));
+    }, 120_000, 'a ready daemon pod on both nodes');
+    const initial = (await podsOf('daemon')).filter(isActive);
+    assert.equal(initial.length, 2, 'exactly one pod per node');
+
+    // A node joins: it gets its pod.
+    const third = `setc-${randomBytes(3).toString('hex')}`;
+    extraNodes.push(third);
+    await c.startAgent(third);
+    await waitFor(async () => (await podsOf('daemon')).some((p) => p.spec.nodeName === third && isReady(p)), 120_000, `a ready daemon pod on ${third}`);
+    await waitFor(async () => {
+      const ds = await c.client.get<DaemonSet>(APPS_SETS.daemonsets, { namespace: 'default', name: 'daemon' });
+      return ds.status?.desiredNumberScheduled === 3 && ds.status.numberReady === 3 && ds.status.currentNumberScheduled === 3;
+    }, 60_000, 'status counts 3 nodes');
+    const table = await c.kubectl(['get', 'ds', 'daemon']);
+    assert.match(table.stdout, /NAME\s+DESIRED\s+CURRENT\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+NODE SELECTOR\s+AGE/);
+
+    // The node leaves: its pod goes.
+    await c.stopAgent(third);
+    await c.client.delete(CORE.nodes, { name: third });
+    await waitFor(async () => !(await podsOf('daemon')).some((p) => p.spec.nodeName === third), 120_000, `the pod on ${third} is deleted`);
+    await waitFor(async () => {
+      const ds = await c.client.get<DaemonSet>(APPS_SETS.daemonsets, { namespace: 'default', name: 'daemon' });
+      return ds.status?.desiredNumberScheduled === 2;
+    }, 60_000, 'status counts 2 nodes');
+
+    // Update, then roll back.
+    await c.kubectl(['apply', '-f', '-'], { input: daemonSetYaml('daemon', '2') });
+    const rolled = await c.kubectl(['rollout', 'status', 'daemonset/daemon', '--timeout=180s'], { allowFail: true });
+    assert.equal(rolled.code, 0, rolled.stderr);
+    await waitFor(async () => {
+      const active = (await podsOf('daemon')).filter(isActive);
+      return active.length === 2 && active.every((p) => versionOf(p) === '2' && isReady(p));
+    }, 180_000, 'both pods at VERSION=2');
+    const undo = await c.kubectl(['rollout', 'undo', 'daemonset/daemon'], { allowFail: true });
+    assert.equal(undo.code, 0, undo.stderr);
+    await waitFor(async () => {
+      const active = (await podsOf('daemon')).filter(isActive);
+      return active.length === 2 && active.every((p) => versionOf(p) === '1' && isReady(p));
+    }, 180_000, 'both pods back at VERSION=1');
+    const revisions = (await c.client.list<ControllerRevision>(APPS_SETS.controllerrevisions, { namespace: 'default', labelSelector: 'app=daemon' })).items;
+    const byVersion = (v: string) => revisions.find((r) => JSON.stringify(r.data).includes(`"value":"${v}"`));
+    assert.equal(revisions.length, 2);
+    assert.equal(byVersion('1')?.revision, 3, 'the old template is now revision 3');
+    assert.equal(byVersion('2')?.revision, 2);
+    const history = await c.kubectl(['rollout', 'history', 'daemonset/daemon']);
+    assert.match(history.stdout, /\b2\b[\s\S]*\b3\b/);
+  });
+});
