@@ -268,7 +268,9 @@ export class PodWorker {
     this.log.debug('sync');
     for (const [k, at] of this.expected) if (clock.now() - at > 30_000) this.expected.delete(k); // events that never came
     // Step 1
+    const T0 = Date.now();
     let { infos, containers } = await this.observe();
+    const T1 = Date.now();
     let podIP = this.podIPOf(containers);
     const initialStatus = status.latestStatus(this.uid) ?? pod.status;
     const terminal = initialStatus?.phase === 'Succeeded' || initialStatus?.phase === 'Failed';
@@ -281,8 +283,10 @@ export class PodWorker {
     }
     if (deadline.remainingMs !== undefined && !terminal) this.syncAfter(deadline.remainingMs);
     await this.readMessages(pod, containers);
+    const T2 = Date.now();
     this.reportOOMKills(pod, containers);
     if (infos.length) this.publishStatus(pod, containers, failure);
+    this.log.debug({ observe: T1 - T0, messages: T2 - T1, publish: Date.now() - T2 }, 'TIMING');
 
     // Step 2
     const phase = failure ? 'Failed' : status.latestStatus(this.uid)?.phase ?? pod.status?.phase;

@@ -132,7 +132,7 @@ export class StatusManager {
         e.written = desired;
         if (newer(updated, e.apiPod)) e.apiPod = updated;
         if (same(e.desired, desired)) e.desired = undefined;
-        log.debug({ phase: desired.phase }, 'pod status written');
+        log.debug({ phase: desired.phase, putMs: this.opts.clock.now() - e.lastWriteAt }, 'pod status written');
         return;
       } catch (err) {
         if (isApiError(err) && err.reason === 'NotFound') {

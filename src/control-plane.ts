@@ -13,6 +13,7 @@ import { TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { DeploymentController } from './controllers/deployment/deployment-controller.js';
 import { DaemonSetController } from './controllers/daemonset/daemonset-controller.js';
+import { StatefulSetController } from './controllers/statefulset/statefulset-controller.js';
 import { EventTTLController } from './controllers/event-ttl/event-ttl.js';
 import { GarbageCollector } from './controllers/gc/garbage-collector.js';
 import { ControllerManager } from './controllers/manager.js';
@@ -159,6 +160,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   manager.register('job', (ctx) => new JobController({ ...ctx, backoffBaseMs: opts.jobBackoffBaseMs }));
   manager.register('cronjob', (ctx) => new CronJobController(ctx));
   manager.register('daemonset', (ctx) => new DaemonSetController(ctx));
+  manager.register('statefulset', (ctx) => new StatefulSetController(ctx));
   await manager.start();
   stops.push(() => manager.stop());
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');

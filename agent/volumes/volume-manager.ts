@@ -21,6 +21,8 @@ import type { ConfigObjectReader } from '../env.js';
 import type { BindMount, MountPropagation } from '../runtime/container-options.js';
 import { writeAtomically, type Payload } from './atomic-writer.js';
 import { prepareHostPath } from './host-path.js';
+import Dockerode from 'dockerode';
+import { ensureClaimVolume } from './claim-volumes.js';
 import { bindMountFd, isMountPoint, mountTmpfs, removeTreeOnOneDevice, unmount, unmountAllUnder } from './mounts.js';
 import type { PodPaths } from './paths.js';
 import { payloadFor, type ProjectedKind } from './projection.js';
@@ -36,15 +38,17 @@ export interface PreparedVolume {
   forceReadOnly: boolean;
 }
 
-export type VolumeKind = 'emptyDir' | 'hostPath' | ProjectedKind;
+export type VolumeKind = 'emptyDir' | 'hostPath' | 'persistentVolumeClaim' | ProjectedKind;
 
 const API_KINDS: readonly ProjectedKind[] = ['configMap', 'secret', 'downwardAPI', 'projected'];
-const KINDS: readonly VolumeKind[] = ['emptyDir', 'hostPath', ...API_KINDS];
+const KINDS: readonly VolumeKind[] = ['emptyDir', 'hostPath', 'persistentVolumeClaim', ...API_KINDS];
 
 export interface VolumeManagerOptions {
   paths: PodPaths;
   objects: ConfigObjectReader;
   log: Logger;
+  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) [sets helper] */
+  dockerSocket?: string;
 }
 
 function volumeKind(v: Record<string, unknown>): VolumeKind {
@@ -96,6 +100,8 @@ export class VolumeManager {
   private readonly written = new Map<string, Map<string, string>>();
   /** secret volumes fall back to disk once tmpfs turned out unavailable (not root) */
   private tmpfsUnavailable = false;
+  /** [sets helper] opened on first persistentVolumeClaim volume */
+  private docker: Dockerode | undefined;
 
   constructor(private readonly opts: VolumeManagerOptions) {}
 
@@ -123,6 +129,14 @@ export class VolumeManager {
     const kind = volumeKind(v);
     const source = (v[kind] ?? {}) as Record<string, unknown>;
     if (kind === 'hostPath') return { name: v.name, kind, hostPath: prepareHostPath(source), forceReadOnly: false };
+    if (kind === 'persistentVolumeClaim') {
+      // [sets helper] A claim is a Docker named volume that outlives the pod (claim-volumes.ts).
+      const claimName = typeof source.claimName === 'string' ? source.claimName : '';
+      if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
+      this.docker ??= new Dockerode({ socketPath: this.opts.dockerSocket ?? '/var/run/docker.sock' });
+      const hostPath = await ensureClaimVolume({ docker: this.docker, namespace: pod.metadata.namespace ?? 'default', claimName });
+      return { name: v.name, kind, hostPath, forceReadOnly: source.readOnly === true };
+    }
 
     const dir = this.opts.paths.volumeDir(uid, v.name);
     const fresh = !fs.existsSync(dir);
