@@ -14,7 +14,11 @@ export interface AgentIntervals {
   heartbeatMs: number;
   /** safety-net resync of every pod and stray-container sweep (events drive the fast path) */
   relistMs: number;
-  /** minimum time between two status writes of one pod */
+  /**
+   * minimum time between two status writes of one pod. Default 0, as the kubelet: writes of one pod never
+   * overlap, and whatever changes while one is in flight goes out, merged, in the next — so a crash
+   * right after a start is not held back.
+   */
   statusMinIntervalMs: number;
   /** delay before retrying a failed pod sync or a broken watch */
   retryMs: number;
@@ -70,7 +74,7 @@ export interface ResolvedAgentOptions {
 export const DEFAULT_INTERVALS: AgentIntervals = {
   heartbeatMs: 10_000,
   relistMs: 10_000,
-  statusMinIntervalMs: 100,
+  statusMinIntervalMs: 0,
   retryMs: 1_000,
 };
 

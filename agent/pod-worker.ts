@@ -87,6 +87,8 @@ export class PodWorker {
   /** container ids whose OOM kill was reported */
   private readonly oomReported = new Set<string>();
   private deadlineReported = false;
+  /** containers runtime events named since the last look */
+  private readonly changed = new Set<string>();
   /** the last inspect of each container, with the state the list showed then */
   private readonly inspected = new Map<string, { listed: ContainerRunState; info: ContainerInfo }>();
   private readonly log: Logger;
@@ -112,6 +114,7 @@ export class PodWorker {
   runtimeEvent(ev: RuntimeEvent): void {
     // Docker's list can lag its events by a moment; whatever the event was about is inspected afresh.
     this.inspected.delete(ev.containerId);
+    if (ev.action !== 'destroy') this.changed.add(ev.containerId);
     for (const key of [`${ev.action}:${ev.containerId}`, ev.name ? `${ev.action}:${ev.name}` : '']) {
       if (key && this.expected.delete(key)) return;
     }
@@ -213,21 +216,27 @@ export class PodWorker {
    * `die`.)
    */
   private async observe(): Promise<{ infos: ContainerInfo[]; containers: PodContainers }> {
-    const summaries = await this.deps.runtime.list({ labels: labelFilter({ nodeName: this.deps.nodeName, podUid: this.uid }) });
+    const { runtime } = this.deps;
+    // Containers an event named are inspected while the list runs: an exit reaches the status sooner.
+    const early = new Map([...this.changed].map((id) => [id, runtime.inspect(id)]));
+    this.changed.clear();
+    const summaries = await runtime.list({ labels: labelFilter({ nodeName: this.deps.nodeName, podUid: this.uid }) });
     const live = new Set(summaries.map((s) => s.id));
     for (const id of this.inspected.keys()) if (!live.has(id)) this.inspected.delete(id);
     const infos = (
       await Promise.all(
         summaries.map(async (s) => {
           const known = this.inspected.get(s.id);
-          if (known && known.listed === s.state && (s.state === 'running' || s.state === 'exited')) return known.info;
-          const info = await this.deps.runtime.inspect(s.id);
+          if (!early.has(s.id) && known && known.listed === s.state && (s.state === 'running' || s.state === 'exited')) return known.info;
+          const info = await (early.get(s.id) ?? runtime.inspect(s.id));
           if (info) this.inspected.set(s.id, { listed: s.state, info });
           else this.inspected.delete(s.id);
           return info;
         }),
       )
     ).filter((i): i is ContainerInfo => i !== undefined);
+    // An early inspect of a container the list no longer shows is dropped; never leave its promise unhandled.
+    for (const [id, p] of early) if (!live.has(id)) p.catch(() => undefined);
     return { infos, containers: groupContainers(infos) };
   }
 
@@ -268,9 +277,7 @@ export class PodWorker {
     this.log.debug('sync');
     for (const [k, at] of this.expected) if (clock.now() - at > 30_000) this.expected.delete(k); // events that never came
     // Step 1
-    const T0 = Date.now();
     let { infos, containers } = await this.observe();
-    const T1 = Date.now();
     let podIP = this.podIPOf(containers);
     const initialStatus = status.latestStatus(this.uid) ?? pod.status;
     const terminal = initialStatus?.phase === 'Succeeded' || initialStatus?.phase === 'Failed';
@@ -283,10 +290,8 @@ export class PodWorker {
     }
     if (deadline.remainingMs !== undefined && !terminal) this.syncAfter(deadline.remainingMs);
     await this.readMessages(pod, containers);
-    const T2 = Date.now();
     this.reportOOMKills(pod, containers);
     if (infos.length) this.publishStatus(pod, containers, failure);
-    this.log.debug({ observe: T1 - T0, messages: T2 - T1, publish: Date.now() - T2 }, 'TIMING');
 
     // Step 2
     const phase = failure ? 'Failed' : status.latestStatus(this.uid)?.phase ?? pod.status?.phase;

@@ -9,7 +9,8 @@ import { after, before, describe, it } from 'node:test';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { APPS_SETS, type ControllerRevision, type DaemonSet } from '../../src/registry/kinds/apps-sets.js';
-import { removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { docker, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import type { PersistentVolumeClaim, StatefulSet } from '../../src/registry/kinds/apps-sets.js';
 
 const isActive = (p: Pod) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
 const isReady = (p: Pod) => isActive(p) && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
@@ -43,9 +44,12 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
   before(async () => {
     c = await startCluster({ agents: ['seta', 'setb'] });
   });
+  const stsNamespace = `sets-${randomBytes(3).toString('hex')}`;
   after(async () => {
     await c?.stop();
     await removeNodeContainers(extraNodes).catch(() => undefined);
+    // The claims' Docker volumes outlive pods by design: remove the ones this test made.
+    for (let i = 0; i < 3; i++) await docker(['volume', 'rm', '-f', `berth-pvc-${stsNamespace}-data-web-${i}`]).catch(() => undefined);
   });
 
   const podsOf = async (app: string) =>
@@ -102,5 +106,82 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
     assert.equal(byVersion('2')?.revision, 2);
     const history = await c.kubectl(['rollout', 'history', 'daemonset/daemon']);
     assert.match(history.stdout, /\b2\b[\s\S]*\b3\b/);
+  });
+
+  it('creates a StatefulSet in order and keeps a file written to its volume across pod deletion', { timeout: 600_000 }, async () => {
+    const ns = stsNamespace;
+    await c.kubectl(['create', 'namespace', ns]);
+    // Watch from before creation: ADDED order and readiness times tell whether creation waited.
+    const added = new Map<string, number>();
+    const readyAt = new Map<string, number>();
+    let seq = 0;
+    const handle = c.client.watch<Pod>(CORE.pods, {
+      namespace: ns,
+      onEvent: (ev) => {
+        const name = ev.object.metadata?.name ?? '';
+        if (ev.type === 'ADDED' && !added.has(name)) added.set(name, ++seq);
+        if ((ev.type === 'ADDED' || ev.type === 'MODIFIED') && isReady(ev.object) && ev.object.status?.phase === 'Running' && !readyAt.has(name)) readyAt.set(name, ++seq);
+      },
+    });
+    try {
+      await c.kubectl(['apply', '-n', ns, '-f', '-'], {
+        input: `apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  replicas: 3
+  serviceName: web
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: ${TEST_IMAGE}
+        command: ["sleep", "3600"]
+        volumeMounts:
+        - {name: data, mountPath: /data}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+`,
+      });
+      await waitFor(async () => {
+        const s = await c.client.get<StatefulSet>(APPS_SETS.statefulsets, { namespace: ns, name: 'web' });
+        return s.status?.readyReplicas === 3;
+      }, 180_000, 'three ready replicas');
+    } finally {
+      handle.close();
+    }
+    assert.ok(added.get('web-1')! > readyAt.get('web-0')!, `web-1 created only after web-0 was Running and Ready (${JSON.stringify([...added])} ${JSON.stringify([...readyAt])})`);
+    assert.ok(added.get('web-2')! > readyAt.get('web-1')!, 'web-2 created only after web-1 was Running and Ready');
+
+    const pods = (await c.client.list<Pod>(CORE.pods, { namespace: ns })).items;
+    const web0 = pods.find((p) => p.metadata.name === 'web-0')!;
+    assert.equal(web0.spec.hostname, 'web-0');
+    assert.equal(web0.spec.subdomain, 'web');
+    const claims = (await c.client.list<PersistentVolumeClaim>(APPS_SETS.persistentvolumeclaims, { namespace: ns })).items;
+    assert.deepEqual(claims.map((p) => `${p.metadata.name}:${p.status?.phase}`).sort(), ['data-web-0:Bound', 'data-web-1:Bound', 'data-web-2:Bound']);
+
+    const write = await c.kubectl(['exec', '-n', ns, 'web-0', '--', 'sh', '-c', 'echo kept-across-deletion > /data/proof'], { allowFail: true });
+    assert.equal(write.code, 0, write.stderr);
+    await c.kubectl(['delete', 'pod', '-n', ns, 'web-0', '--wait=true']);
+    await waitFor(async () => {
+      try {
+        const p = await c.client.get<Pod>(CORE.pods, { namespace: ns, name: 'web-0' });
+        return p.metadata.uid !== web0.metadata.uid && isReady(p);
+      } catch {
+        return false;
+      }
+    }, 120_000, 'web-0 recreated and ready');
+    const read = await c.kubectl(['exec', '-n', ns, 'web-0', '--', 'cat', '/data/proof'], { allowFail: true });
+    assert.equal(read.code, 0, read.stderr);
+    assert.equal(read.stdout.trim(), 'kept-across-deletion');
   });
 });

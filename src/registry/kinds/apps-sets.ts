@@ -216,7 +216,16 @@ function validateStatefulSet(sts: StatefulSet): FieldError[] {
       if (v !== 'Retain' && v !== 'Delete') errs.push(fieldErrors.notSupported(child('spec.persistentVolumeClaimRetentionPolicy', k), v, ['Retain', 'Delete']));
     }
   }
-  errs.push(...validateSelectorAndTemplate(spec));
+  // Claim templates are volumes of every pod: validate the template as the pods will be.
+  const claimNames = Array.isArray(templates) ? templates.map((t) => (isRecord(t) && isRecord(t.metadata) ? t.metadata.name : undefined)).filter((n): n is string => typeof n === 'string' && !!n) : [];
+  let withClaims = spec;
+  if (claimNames.length && isRecord(spec.template) && isRecord(spec.template.spec)) {
+    const podSpec = spec.template.spec;
+    const volumes = (Array.isArray(podSpec.volumes) ? podSpec.volumes : []).filter((v) => !(isRecord(v) && claimNames.includes(v.name as string)));
+    const claimVolumes = claimNames.map((name) => ({ name, persistentVolumeClaim: { claimName: name } }));
+    withClaims = { ...spec, template: { ...spec.template, spec: { ...podSpec, volumes: [...volumes, ...claimVolumes] } } };
+  }
+  errs.push(...validateSelectorAndTemplate(withClaims));
   return errs;
 }
 
