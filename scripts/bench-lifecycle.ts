@@ -4,7 +4,9 @@
  * 1. Exit → status: a container is SIGKILLed through the Engine API; latency is from Docker's own
  *    State.FinishedAt of that container to the moment a pod watch delivers a status naming it as
  *    terminated (state or lastState). 50 exits over 10 pods (restartPolicy Always, crash backoff
- *    shortened so restarts come quickly); p50/p99/max reported. Target p99 ≤ 200 ms.
+ *    shortened so restarts come quickly), one at a time: each waits until the previous exit's restart
+ *    is done (+300 ms), so what is measured is one exit, not Docker busy creating the last one's
+ *    replacement. p50/p99/max reported. Target p99 ≤ 200 ms.
  * 2. Probe cost: 30 pods, each with a liveness httpGet and a readiness tcpSocket probe every 1 s
  *    (busybox httpd in the pod; the agent probes from outside). Once all are Ready, the agent's CPU
  *    time is read from /proc/<pid>/stat over 30 s and its RSS sampled each second. Targets < 5% of
@@ -63,7 +65,30 @@ function mentions(p: Pod, dockerId: string): boolean {
   return s?.state.terminated?.containerID === id || s?.lastState.terminated?.containerID === id;
 }
 
-async function exitLatency(c: Cluster): Promise<number[]> {
+/** When Docker's own event stream reported each container's `die` (the floor under any agent). */
+async function watchDockerDies(nodeName: string): Promise<{ dies: Map<string, number>; close(): void }> {
+  const dies = new Map<string, number>();
+  const stream = await docker.getEvents({ filters: { type: ['container'], event: ['die'], label: [`berth.dev/node-name=${nodeName}`] } });
+  let buf = '';
+  stream.on('data', (chunk: Buffer) => {
+    const at = Date.now();
+    buf += chunk.toString('utf8');
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      try {
+        const id = (JSON.parse(line) as { id?: string }).id;
+        if (id) dies.set(id, at);
+      } catch {
+        // partial or non-JSON line: skip
+      }
+    }
+  });
+  return { dies, close: () => (stream as unknown as { destroy(): void }).destroy() };
+}
+
+async function exitLatency(c: Cluster): Promise<{ berth: number[]; dockerEvent: number[] }> {
   const names = Array.from({ length: EXIT_PODS }, (_, i) => `exit-${i}`);
   for (const name of names) {
     await c.client.create(CORE.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { nodeName: c.nodeNames[0], terminationGracePeriodSeconds: 0, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] } }, { namespace: NS });
@@ -82,6 +107,8 @@ async function exitLatency(c: Cluster): Promise<number[]> {
     },
   });
   const latencies: number[] = [];
+  const dockerEvent: number[] = [];
+  const dockerDies = await watchDockerDies(c.nodeNames[0]!);
   try {
     for (let i = 0; i < EXITS; i++) {
       const name = names[i % names.length]!;
@@ -100,11 +127,17 @@ async function exitLatency(c: Cluster): Promise<number[]> {
       const finishedAt = dockerTimeMs((await docker.getContainer(dockerId).inspect()).State.FinishedAt);
       if (!Number.isFinite(at)) throw new Error(`no status for the exit of ${name} within 20 s`);
       latencies.push(at - finishedAt);
+      const dieSeen = dockerDies.dies.get(dockerId);
+      if (dieSeen !== undefined) dockerEvent.push(dieSeen - finishedAt);
+      // One exit at a time: the restart it causes (a Docker create + start) is done before the next kill.
+      await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state.running && p.status.containerStatuses[0].containerID !== `docker://${dockerId}`, 60_000);
+      await sleep(300);
     }
   } finally {
     watch.close();
+    dockerDies.close();
   }
-  return latencies;
+  return { berth: latencies, dockerEvent };
 }
 
 async function probeCost(c: Cluster): Promise<{ cpuPercent: number; rssMb: number; rssMaxMb: number }> {
@@ -165,12 +198,15 @@ async function deleteAll(c: Cluster): Promise<void> {
 async function main(): Promise<void> {
   const c = await startCluster({ agents: ['bench-life'], agentArgs: ['--crash-backoff-base-ms', '100', '--log-level', 'warn'] });
   try {
-    const latencies = values['skip-exits'] ? [NaN] : await exitLatency(c);
+    const exits = values['skip-exits'] ? { berth: [NaN], dockerEvent: [NaN] } : await exitLatency(c);
+    const latencies = exits.berth;
     await deleteAll(c);
     const cost = await probeCost(c);
     const report = {
       date: new Date().toISOString(),
-      exitToWatchMs: { n: latencies.length, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },
+      exitToWatchMs: { n: latencies.length, p50: percentile(latencies, 50), p90: percentile(latencies, 90), p99: percentile(latencies, 99), max: Math.max(...latencies) },
+      // Docker's own `die` event as a client of the Engine API sees it: the part no agent can beat.
+      exitToDockerEventMs: { n: exits.dockerEvent.length, p50: percentile(exits.dockerEvent, 50), p90: percentile(exits.dockerEvent, 90), p99: percentile(exits.dockerEvent, 99) },
       probes: { pods: PROBED_PODS, probesPerSecond: PROBED_PODS * 2, windowSeconds: WINDOW_S, agentCpuPercentOfOneCore: cost.cpuPercent, agentRssMb: cost.rssMb, agentRssMaxMb: cost.rssMaxMb },
     };
     console.log(JSON.stringify(report, null, 2));
@@ -178,7 +214,9 @@ async function main(): Promise<void> {
     console.log('\n| measure | result | target |');
     console.log('|---|---|---|');
     console.log(`| container exit → pod status via watch, p50 (${latencies.length} exits) | ${f(report.exitToWatchMs.p50)} ms | |`);
+    console.log(`| container exit → pod status via watch, p90 | ${f(report.exitToWatchMs.p90)} ms | |`);
     console.log(`| container exit → pod status via watch, p99 (${latencies.length} exits) | ${f(report.exitToWatchMs.p99)} ms | ≤ 200 ms |`);
+    console.log(`| (floor) container exit → Docker's own die event, p50 / p99 | ${f(report.exitToDockerEventMs.p50)} / ${f(report.exitToDockerEventMs.p99)} ms | |`);
     console.log(`| agent CPU, ${PROBED_PODS} pods × (liveness httpGet + readiness tcpSocket) every 1 s, over ${WINDOW_S} s | ${f(cost.cpuPercent)} % of one core | < 5 % |`);
     console.log(`| agent RSS, same load (max over the window) | ${f(cost.rssMaxMb)} MB | < 80 MB |`);
     if (values.json) fs.writeFileSync(values.json, JSON.stringify(report, null, 2));

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { KubeObject } from '../api/types.js';
 import { CORE, type Client } from './client.js';
 
@@ -56,7 +57,8 @@ export class EventRecorder {
         });
         return;
       }
-      const name = `${meta.name}.${(this.now() * 1000 + Math.floor(Math.random() * 1000)).toString(16)}`;
+      // Time plus random bits, as Kubernetes names events: several in one millisecond must not collide.
+      const name = `${meta.name}.${this.now().toString(16)}${randomBytes(4).toString('hex')}`;
       await this.opts.client.create(CORE.events, {
         apiVersion: 'v1',
         kind: 'Event',

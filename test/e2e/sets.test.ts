@@ -152,10 +152,12 @@ spec:
       resources: {requests: {storage: 1Gi}}
 `,
       });
+      let seen = '';
       await waitFor(async () => {
         const s = await c.client.get<StatefulSet>(APPS_SETS.statefulsets, { namespace: ns, name: 'web' });
+        seen = JSON.stringify({ status: s.status, pods: (await c.client.list<Pod>(CORE.pods, { namespace: ns })).items.map((p) => [p.metadata.name, p.spec.nodeName, p.status?.phase, p.status?.containerStatuses?.[0]?.state]) });
         return s.status?.readyReplicas === 3;
-      }, 180_000, 'three ready replicas');
+      }, 120_000, () => `three ready replicas; saw ${seen}`);
     } finally {
       handle.close();
     }
