@@ -46,7 +46,13 @@ describe('pod network on a single host', () => {
       assert.deepEqual(n.spec?.podCIDRs, [n.spec?.podCIDR]);
       assert.ok(cidrContains(cluster, n.spec!.podCIDR!.split('/')[0]!), `${n.spec?.podCIDR} in ${clusterCidr}`);
       assert.equal(n.metadata.annotations?.['berth.dev/cluster-cidr'], clusterCidr);
-      const net = JSON.parse(await docker(['network', 'inspect', podNetworkName(n.metadata.name!)]))[0];
+      // The agent creates its bridge right after registering; give it a moment on a busy machine.
+      let inspected = '';
+      await waitFor(async () => {
+        inspected = await docker(['network', 'inspect', podNetworkName(n.metadata.name!)]).catch(() => '');
+        return inspected !== '';
+      }, 20_000, `bridge network of ${n.metadata.name}`);
+      const net = JSON.parse(inspected)[0];
       assert.equal(net.IPAM.Config[0].Subnet, n.spec?.podCIDR);
       assert.equal(net.Options['com.docker.network.bridge.enable_ip_masquerade'], 'false');
     }
