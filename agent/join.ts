@@ -218,10 +218,30 @@ export async function join(opts: JoinOptions, { forceRejoin = false } = {}): Pro
   } else {
     await rm(file, { force: true });
   }
-  const credentials = await requestCredentials(opts);
+  const credentials = await retryWhileUnreachable(() => requestCredentials(opts), log);
   await writeCredentials(file, credentials);
   log.info({ server: opts.server }, 'joined the cluster; node credentials stored');
   return { client: clientFor(credentials, opts.timeoutMs), credentials, reused: false };
+}
+
+const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
+
+/**
+ * An agent often starts before its control plane is up (boot order, a server being upgraded):
+ * keep trying a join that fails for want of a connection, backing off from 1 s to 30 s. Any answer
+ * from the server (a wrong token, a CA mismatch) fails at once.
+ */
+async function retryWhileUnreachable<T>(fn: () => Promise<T>, log: { warn(o: unknown, m?: string): void }): Promise<T> {
+  for (let delay = 1000; ; delay = Math.min(delay * 2, 30_000)) {
+    try {
+      return await fn();
+    } catch (e) {
+      const code = (e as { code?: string; cause?: { code?: string } }).code ?? (e as { cause?: { code?: string } }).cause?.code;
+      if (!code || !UNREACHABLE.has(code)) throw e;
+      log.warn({ err: (e as Error).message, retryInMs: delay }, 'control plane unreachable; retrying the join');
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 function clientFor(c: NodeCredentials, timeoutMs?: number): HttpClient {
