@@ -151,6 +151,29 @@ describe('joining', () => {
     }
   });
 
+  it('keeps retrying while the control plane is unreachable, then joins', async () => {
+    // Find a port, leave it closed for a while, then start the server there.
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const joining = join({ server: `http://127.0.0.1:${port}`, nodeName: 'n1', tokenFile: tokenFile('whatever'), dataDir: path.join(dir, 'agent-retry'), log });
+    await new Promise((r) => setTimeout(r, 1500));
+    const late = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => res.end(JSON.stringify({ token: 'node-cred-late' })));
+    });
+    await new Promise<void>((r) => late.listen(port, '127.0.0.1', r));
+    try {
+      const joined = await joining;
+      assert.equal(joined.credentials.token, 'node-cred-late');
+      joined.client.close();
+    } finally {
+      await new Promise<void>((r) => late.close(() => r()));
+    }
+  });
+
   it('gets a serving certificate for a key made here and keeps only a digest of the proxy secret', async () => {
     const srv = await serve(pki, undefined, path.join(dir, 'server'));
     const dataDir = path.join(dir, 'agent6');
