@@ -14,63 +14,13 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import Docker from 'dockerode';
 import type { Pod, WatchEvent } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
-import { PAUSE_IMAGE } from '../agent/runtime/pause-image.js';
 import { startCluster, TEST_IMAGE, waitFor, type Cluster } from '../test/e2e/harness.js';
+import { cleanRaw, docker, median, rawDockerRound, rssMb } from './bench-lib.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, json: { type: 'string' } } });
 const rounds = Number(values.rounds ?? 3);
-const docker = new Docker();
-const BENCH_LABEL = 'berth.dev/bench';
-
-function rssMb(pid: number): number {
-  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
-  return Math.round((kb / 1024) * 10) / 10;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
-
-/** One pod by hand over the Engine API: infra container, then the app container joined to it. */
-async function rawDockerPod(name: string): Promise<void> {
-  const infra = await docker.createContainer({
-    name: `${name}-infra`,
-    Image: PAUSE_IMAGE,
-    Hostname: name,
-    Labels: { [BENCH_LABEL]: 'raw' },
-    HostConfig: { IpcMode: 'shareable', NetworkMode: 'bridge', RestartPolicy: { Name: 'no' } },
-  });
-  await infra.start();
-  const app = await docker.createContainer({
-    name: `${name}-app`,
-    Image: TEST_IMAGE,
-    Cmd: ['sleep', '3600'],
-    Labels: { [BENCH_LABEL]: 'raw' },
-    Healthcheck: { Test: ['NONE'] },
-    HostConfig: { NetworkMode: `container:${infra.id}`, IpcMode: `container:${infra.id}`, RestartPolicy: { Name: 'no' } },
-  });
-  await app.start();
-}
-
-async function cleanRaw(): Promise<void> {
-  const list = await docker.listContainers({ all: true, filters: { label: [`${BENCH_LABEL}=raw`] } });
-  await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true })));
-}
-
-async function rawDockerRound(n: number, round: number): Promise<number> {
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: n }, (_, i) => rawDockerPod(`bench-raw-${round}-${i}`)));
-  const ms = performance.now() - t0;
-  await cleanRaw();
-  return ms;
-}
-
 async function berthRound(c: Cluster, n: number, round: number): Promise<number> {
   const ns = 'default';
   const names = Array.from({ length: n }, (_, i) => `bench-${round}-${i}`);
