@@ -210,6 +210,8 @@ export class VolumeManager {
       const mount: BindMount = { source, target: m.mountPath, readOnly: vol.forceReadOnly || m.readOnly === true };
       const propagation = propagationOf(m);
       if (propagation) mount.propagation = propagation;
+      // [sets helper] Docker refuses private binds from inside its own root (where named volumes live).
+      else if (vol.kind === 'persistentVolumeClaim') mount.propagation = 'rslave';
       mounts.push(mount);
     }
     return mounts;

@@ -171,6 +171,12 @@ spec:
     const claims = (await c.client.list<PersistentVolumeClaim>(APPS_SETS.persistentvolumeclaims, { namespace: ns })).items;
     assert.deepEqual(claims.map((p) => `${p.metadata.name}:${p.status?.phase}`).sort(), ['data-web-0:Bound', 'data-web-1:Bound', 'data-web-2:Bound']);
 
+    const pvcTable = await c.kubectl(['get', 'pvc', '-n', ns]);
+    assert.match(pvcTable.stdout, /NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+AGE/);
+    assert.match(pvcTable.stdout, /data-web-0\s+Bound\s+berth-pvc-\S+-data-web-0\s+1Gi\s+RWO/);
+    const stsTable = await c.kubectl(['get', 'sts', '-n', ns]);
+    assert.match(stsTable.stdout, /web\s+3\/3/);
+
     const write = await c.kubectl(['exec', '-n', ns, 'web-0', '--', 'sh', '-c', 'echo kept-across-deletion > /data/proof'], { allowFail: true });
     assert.equal(write.code, 0, write.stderr);
     await c.kubectl(['delete', 'pod', '-n', ns, 'web-0', '--wait=true']);
