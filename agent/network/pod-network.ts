@@ -12,6 +12,7 @@
  */
 import fs from 'node:fs';
 import type Dockerode from 'dockerode';
+import { loadDockerode } from '../runtime/load-dockerode.js';
 import type { Logger } from 'pino';
 import type { Node } from '../../src/api/types.js';
 import { CORE, type Client } from '../../src/client/client.js';
@@ -80,7 +81,7 @@ export async function ensurePodNetworkRules(p: { name: string; podCidr: string; 
 export async function removePodNetwork(p: { nodeName: string; docker?: Dockerode; dockerSocket?: string }): Promise<void> {
   const name = podNetworkName(p.nodeName);
   for (const table of ['nat', 'filter']) await deleteIptablesRulesByComment(table, ruleComment(name));
-  const docker = p.docker ?? new (await import('dockerode')).default({ socketPath: p.dockerSocket ?? '/var/run/docker.sock' });
+  const docker = p.docker ?? new (loadDockerode())({ socketPath: p.dockerSocket ?? '/var/run/docker.sock' });
   await docker.getNetwork(name).remove().catch(() => undefined);
 }
 
@@ -108,7 +109,7 @@ export async function startPodNetwork(o: PodNetworkOptions): Promise<PodNetwork 
     return undefined;
   }
   const name = podNetworkName(o.nodeName);
-  const docker = new (await import('dockerode')).default({ socketPath: o.dockerSocket });
+  const docker = new (loadDockerode())({ socketPath: o.dockerSocket });
   try {
     await ensurePodBridgeNetwork({ docker, name, nodeName: o.nodeName, podCidr: cidrs.podCidr, dataDir: o.dataDir, log });
   } catch (err) {

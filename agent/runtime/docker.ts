@@ -5,8 +5,8 @@
  * (runtime-facts.md): pause container with shareable IPC, app containers joined to its namespaces, no
  * Docker restart policy, no image HEALTHCHECK, swap equal to the memory limit.
  */
-import { createRequire } from 'node:module';
 import type Dockerode from 'dockerode';
+import { loadDockerode } from './load-dockerode.js';
 import type { Logger } from 'pino';
 import type { PullPolicy } from '../../src/api/types.js';
 import { DockerStreams } from './docker-streams.js';
@@ -35,32 +35,6 @@ export interface DockerRuntimeOptions {
   log: Logger;
   /** tag of the pause image (tests may use their own) */
   pauseImage?: string;
-}
-
-const require = createRequire(import.meta.url);
-
-/**
- * dockerode loads, at import time, an SSH client (for ssh:// hosts) and gRPC + protobuf (for BuildKit
- * sessions). The agent uses neither — it talks to a unix socket — and those modules cost ≈12 MB of RSS
- * against a 60 MB budget. Empty placeholders go into the require cache before dockerode loads; any code
- * path that would really use them fails loudly (TypeError) instead of silently.
- */
-function loadDockerode(): typeof Dockerode {
-  for (const name of ['ssh2', '@grpc/grpc-js', '@grpc/proto-loader']) {
-    let file: string;
-    try {
-      file = require.resolve(name, { paths: [require.resolve('dockerode')] });
-    } catch {
-      continue; // not installed: nothing to replace
-    }
-    if (require.cache[file]) continue; // someone in this process already uses the real module
-    const placeholder = new (require('node:module') as { Module: new (id: string) => NodeJS.Module }).Module(file);
-    placeholder.filename = file;
-    placeholder.loaded = true;
-    placeholder.exports = {};
-    require.cache[file] = placeholder;
-  }
-  return require('dockerode') as typeof Dockerode;
 }
 
 interface DockerError {

@@ -5,7 +5,8 @@
  * volume's mountpoint on the host is bind-mounted like every other volume (the agent runs beside
  * its Docker engine). Volumes whose claim is gone are removed by `removeOrphanClaimVolumes`.
  */
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
+import { loadDockerode } from '../runtime/load-dockerode.js';
 
 /** The Docker volume name for a claim. */
 export function claimVolumeName(namespace: string, claimName: string): string {

@@ -21,7 +21,8 @@ import type { ConfigObjectReader } from '../env.js';
 import type { BindMount, MountPropagation } from '../runtime/container-options.js';
 import { writeAtomically, type Payload } from './atomic-writer.js';
 import { prepareHostPath } from './host-path.js';
-import Dockerode from 'dockerode';
+import type Dockerode from 'dockerode';
+import { loadDockerode } from '../runtime/load-dockerode.js';
 import { ensureClaimVolume } from './claim-volumes.js';
 import { bindMountFd, isMountPoint, mountTmpfs, removeTreeOnOneDevice, unmount, unmountAllUnder } from './mounts.js';
 import type { PodPaths } from './paths.js';
@@ -133,7 +134,7 @@ export class VolumeManager {
       // [sets helper] A claim is a Docker named volume that outlives the pod (claim-volumes.ts).
       const claimName = typeof source.claimName === 'string' ? source.claimName : '';
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
-      this.docker ??= new Dockerode({ socketPath: this.opts.dockerSocket ?? '/var/run/docker.sock' });
+      this.docker ??= new (loadDockerode())({ socketPath: this.opts.dockerSocket ?? '/var/run/docker.sock' });
       const hostPath = await ensureClaimVolume({ docker: this.docker, namespace: pod.metadata.namespace ?? 'default', claimName });
       return { name: v.name, kind, hostPath, forceReadOnly: source.readOnly === true };
     }
