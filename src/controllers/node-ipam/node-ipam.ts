@@ -12,7 +12,8 @@ import { Informer } from '../../client/informer.js';
 import { ANNOTATION_CLUSTER_CIDR } from './annotations.js';
 import { formatCidr, parseCidr, subnetAt, subnetCount, subnetIndex, type Ipv4Cidr } from './cidr.js';
 
-export const DEFAULT_CLUSTER_CIDR = '10.244.0.0/16';
+export { DEFAULT_CLUSTER_CIDR } from './annotations.js';
+import { DEFAULT_CLUSTER_CIDR } from './annotations.js';
 export const DEFAULT_NODE_CIDR_MASK_SIZE = 24;
 
 export interface NodeIpamOptions {

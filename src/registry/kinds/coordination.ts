@@ -9,24 +9,10 @@ import { child, expectInteger, expectObject, expectString, fieldErrors, isRecord
 import { ageSince, registerTableColumns } from '../../server/tables.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import type { Lease } from '../../api/lease.js';
+// The shapes and constants agents share live in src/api/lease.ts (no validation or server code).
+export { LEASES_REF, microTime, NODE_LEASE_NAMESPACE, type Lease, type LeaseSpec } from '../../api/lease.js';
 
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  /** MicroTime: RFC 3339 with microseconds */
-  acquireTime?: string;
-  /** MicroTime: the holder's last renewal */
-  renewTime?: string;
-  leaseTransitions?: number;
-  [extra: string]: unknown;
-}
-
-export interface Lease extends KubeObject {
-  spec?: LeaseSpec;
-}
-
-/** The namespace node heartbeats live in. */
-export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 
 export const LEASE_RESOURCE: ResourceInfo = {
   group: 'coordination.k8s.io',
@@ -43,12 +29,7 @@ export const LEASE_RESOURCE: ResourceInfo = {
 };
 
 /** Client-side reference to leases (for Client calls). */
-export const LEASES_REF = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
 
-/** MicroTime in Kubernetes' wire form: 2006-01-02T15:04:05.000000Z. */
-export function microTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
-}
 
 function isTime(v: string): boolean {
   return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v));
