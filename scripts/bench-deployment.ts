@@ -15,7 +15,7 @@ import { parseArgs } from 'node:util';
 import type { KubeObject, Pod } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
 import { startCluster, TEST_IMAGE, waitFor, type Cluster } from '../test/e2e/harness.js';
-import { cleanRaw, median, rawDockerRound, rssMb } from './bench-lib.js';
+import { cleanRaw, median, rawDockerRound, steadyRssMb } from './bench-lib.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, json: { type: 'string' } } });
 const rounds = Number(values.rounds ?? 2);
@@ -77,13 +77,13 @@ async function main(): Promise<void> {
       return pods.items.filter((p) => p.status?.phase === 'Running').length === 30;
     }, 300_000, '30 pods of 30 Deployments running');
     await new Promise((r) => setTimeout(r, 5000));
-    const withControllers = rssMb(c.serverPid());
+    const withControllers = await steadyRssMb(c.serverPid());
 
     const bare = await startCluster({ agents: [], serverArgs: ['--disable-controllers', 'replicaset,deployment,garbage-collector'] });
     try {
       await thirtyDeployments(bare);
       await new Promise((r) => setTimeout(r, 5000));
-      const without = rssMb(bare.serverPid());
+      const without = await steadyRssMb(bare.serverPid());
       report.controllerMemory = { withControllersMb: withControllers, withoutControllersMb: without, addedMb: Math.round((withControllers - without) * 10) / 10 };
     } finally {
       await bare.stop();

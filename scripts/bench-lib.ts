@@ -10,6 +10,20 @@ import { TEST_IMAGE } from '../test/e2e/harness.js';
 export const docker = new Docker();
 const BENCH_LABEL = 'berth.dev/bench';
 
+/**
+ * Resident memory of a process in MB: the median of `samples` readings `intervalMs` apart. One
+ * reading swings by several MB with garbage-collection timing; the median is what the process
+ * steadily holds.
+ */
+export async function steadyRssMb(pid: number, samples = 9, intervalMs = 500): Promise<number> {
+  const readings: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    readings.push(rssMb(pid));
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+  return median(readings);
+}
+
 export function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);

@@ -18,7 +18,7 @@
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
 import Docker from 'dockerode';
-import type { Pod, WatchEvent } from '../src/api/types.js';
+import type { KubeObject, Pod, WatchEvent } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
 import { startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from '../test/e2e/harness.js';
 
@@ -194,6 +194,9 @@ async function probeCost(c: Cluster): Promise<{ cpuPercent: number; userPercent:
   const pods = (await c.client.list<Pod>(CORE.pods, { namespace: NS })).items.filter((p) => names.includes(p.metadata.name!));
   const restarts = pods.reduce((n, p) => n + (p.status?.containerStatuses?.[0]?.restartCount ?? 0), 0);
   if (restarts) console.error(`warning: ${restarts} restarts among the probed pods`);
+  const unhealthy = (await c.client.list<KubeObject & { reason?: string; count?: number }>(CORE.events, { namespace: NS, fieldSelector: 'reason=Unhealthy' })).items;
+  const failedProbes = unhealthy.reduce((n, e) => n + (e.count ?? 1), 0);
+  if (failedProbes) console.error(`note: ${failedProbes} failed probe runs (Unhealthy events) during the run`);
   return { cpuPercent, userPercent, systemPercent, loadAvg, rssMb: rss.at(-1)!, rssMaxMb: Math.max(...rss) };
 }
 

@@ -8,7 +8,8 @@
  * Berth: POST the Pod to the API and stop the clock when a watch reports phase Running.
  * Each scenario (1 pod, 30 pods created at once) runs `--rounds` times alternating Berth and raw
  * Docker so drift hits both; medians are reported. RSS of the control-plane and agent processes is
- * read from /proc idle and with 30 pods running.
+ * read from /proc idle and with 30 pods running: the median of 9 readings over 4 s, since one reading
+ * swings by several MB with garbage-collection timing.
  *
  * Usage: node dist/scripts/bench.js [--rounds N] [--json FILE]
  */
@@ -17,7 +18,7 @@ import { parseArgs } from 'node:util';
 import type { Pod, WatchEvent } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
 import { startCluster, TEST_IMAGE, waitFor, type Cluster } from '../test/e2e/harness.js';
-import { cleanRaw, docker, median, rawDockerRound, rssMb } from './bench-lib.js';
+import { cleanRaw, docker, median, rawDockerRound, steadyRssMb } from './bench-lib.js';
 
 const { values } = parseArgs({ options: { rounds: { type: 'string' }, json: { type: 'string' } } });
 const rounds = Number(values.rounds ?? 3);
@@ -70,7 +71,7 @@ async function main(): Promise<void> {
     await berthRound(c, 1, -1);
     await deleteBerthPods(c);
     await new Promise((r) => setTimeout(r, 3000));
-    const idle = { server: rssMb(c.serverPid()), agent: rssMb(c.agentPid(c.nodeNames[0]!)) };
+    const idle = { server: await steadyRssMb(c.serverPid()), agent: await steadyRssMb(c.agentPid(c.nodeNames[0]!)) };
 
     const results: Record<string, { berth: number[]; docker: number[] }> = { '1 pod': { berth: [], docker: [] }, '30 pods': { berth: [], docker: [] } };
     let loaded = { server: 0, agent: 0 };
@@ -80,7 +81,7 @@ async function main(): Promise<void> {
         results[label]!.berth.push(await berthRound(c, n, r));
         if (n === 30) {
           await new Promise((res) => setTimeout(res, 2000));
-          loaded = { server: Math.max(loaded.server, rssMb(c.serverPid())), agent: Math.max(loaded.agent, rssMb(c.agentPid(c.nodeNames[0]!))) };
+          loaded = { server: Math.max(loaded.server, await steadyRssMb(c.serverPid())), agent: Math.max(loaded.agent, await steadyRssMb(c.agentPid(c.nodeNames[0]!))) };
         }
         await deleteBerthPods(c);
       }
