@@ -175,6 +175,9 @@ async function probeCost(c: Cluster): Promise<{ cpuPercent: number; userPercent:
     return pods.length === names.length && pods.every((p) => p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
   }, 180_000, 'probed pods Ready');
   await sleep(5000); // let start-up work settle
+  const failedProbeRuns = async () =>
+    (await c.client.list<KubeObject & { count?: number }>(CORE.events, { namespace: NS, fieldSelector: 'reason=Unhealthy' })).items.reduce((n, e) => n + (e.count ?? 1), 0);
+  const failedBefore = await failedProbeRuns();
   console.error(`measuring the agent (pid ${agentPid}) for ${WINDOW_S} s`);
   const t0 = performance.now();
   const c0 = cpuTicks(agentPid);
@@ -194,9 +197,8 @@ async function probeCost(c: Cluster): Promise<{ cpuPercent: number; userPercent:
   const pods = (await c.client.list<Pod>(CORE.pods, { namespace: NS })).items.filter((p) => names.includes(p.metadata.name!));
   const restarts = pods.reduce((n, p) => n + (p.status?.containerStatuses?.[0]?.restartCount ?? 0), 0);
   if (restarts) console.error(`warning: ${restarts} restarts among the probed pods`);
-  const unhealthy = (await c.client.list<KubeObject & { reason?: string; count?: number }>(CORE.events, { namespace: NS, fieldSelector: 'reason=Unhealthy' })).items;
-  const failedProbes = unhealthy.reduce((n, e) => n + (e.count ?? 1), 0);
-  if (failedProbes) console.error(`note: ${failedProbes} failed probe runs (Unhealthy events) during the run`);
+  const failedProbes = (await failedProbeRuns()) - failedBefore;
+  if (failedProbes) console.error(`note: ${failedProbes} probe runs failed (Unhealthy events) during the measured window`);
   return { cpuPercent, userPercent, systemPercent, loadAvg, rssMb: rss.at(-1)!, rssMaxMb: Math.max(...rss) };
 }
 

@@ -80,7 +80,6 @@ export async function runHttpGet(p: { action: HTTPGetAction; host: string; port:
     };
     const socket = net.connect({ host: p.host, port: p.port });
     const timer = setTimeout(() => finish(timeout), Math.max(1, p.timeoutMs));
-    socket.setNoDelay(true);
     socket.once('connect', () => socket.write(request));
     socket.on('data', (chunk: Buffer) => {
       head += chunk.toString('latin1');

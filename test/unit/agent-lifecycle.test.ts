@@ -301,6 +301,42 @@ describe('activeDeadlineSeconds', () => {
   });
 });
 
+describe('crash-loop backoff', () => {
+  it('doubles from 10 s, and starts over after the container ran cleanly for 10 minutes', async () => {
+    const env = await boot();
+    const uid = env.client.put('pods', boundPod({ name: 'loop', nodeName: 'n1' })).metadata.uid!;
+    await env.settle();
+    const latest = () => env.containers(uid, 'app').at(-1)!;
+    const crash = async () => {
+      env.runtime.exit(latest().id, { exitCode: 1 });
+      await env.settle();
+    };
+    const restarts = () => env.pod('loop')!.status!.containerStatuses![0]!.restartCount;
+    await crash();
+    assert.equal(restarts(), 1, 'the first crash restarts at once');
+    await crash();
+    await env.advance(9_999);
+    assert.equal(restarts(), 1);
+    await env.advance(1);
+    assert.equal(restarts(), 2, 'after 10 s');
+    await crash();
+    await env.advance(19_999);
+    assert.equal(restarts(), 2);
+    await env.advance(1);
+    assert.equal(restarts(), 3, 'after 20 s');
+    // Eleven minutes of clean running: the backoff is forgotten.
+    await env.advance(11 * 60_000);
+    await crash();
+    assert.equal(restarts(), 4, 'restarted at once after a clean run');
+    assert.equal(latest().state, 'running');
+    await crash();
+    await env.advance(9_999);
+    assert.equal(restarts(), 4);
+    await env.advance(1);
+    assert.equal(restarts(), 5, 'back to 10 s, not 40 s');
+  });
+});
+
 describe('phase rules', () => {
   it('a multi-container Never pod is Failed only once every container ended', async () => {
     const env = await boot();

@@ -14,7 +14,7 @@ import { runHandler } from '../../agent/prober/handler.js';
 import { runHttpGet } from '../../agent/prober/http.js';
 import { runTcp } from '../../agent/prober/tcp.js';
 import { probeOf, resolvePort, resolveProbe } from '../../agent/prober/types.js';
-import { ProbeWorker, type ProbeResult } from '../../agent/prober/worker.js';
+import { ProbeWorker, untilNextTick, type ProbeResult } from '../../agent/prober/worker.js';
 import { FakeRuntime } from '../../agent/runtime/fake.js';
 import type { Container, Pod } from '../../src/api/types.js';
 import { EventTTLController } from '../../src/controllers/event-ttl/event-ttl.js';
@@ -153,6 +153,14 @@ describe('probe timing', () => {
     assert.deepEqual(results, ['failure']);
     assert.equal(runs, 7, 'no probe after the failure (on hold)');
     w.stop();
+  });
+});
+
+describe('probe ticks', () => {
+  it('align to multiples of the period after the first run, so probes of one period share a wake-up', () => {
+    assert.equal(untilNextTick(1500, 1000), 500);
+    assert.equal(untilNextTick(2000, 1000), 1000);
+    assert.equal(untilNextTick(12_345, 10_000), 7655);
   });
 });
 
