@@ -5,4 +5,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
-exec node bin/berth.js up "$@"
+exec node --max-semi-space-size=2 bin/berth.js up "$@"

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { CONTROLLER_NAMES } from './controller-names.js';
+import { NODE_FLAGS } from './node-flags.js';
 
 const HELP: Record<string, string> = {
   main: `berth — a Kubernetes-style control plane and Docker node agent
@@ -202,7 +203,7 @@ async function runUp(argv: string[]): Promise<void> {
   let stopping = false;
   let child: ChildProcess | undefined;
   const startChild = () => {
-    child = spawn(process.execPath, [fileURLToPath(import.meta.url), ...agentArgs], { stdio: 'inherit' });
+    child = spawn(process.execPath, [...NODE_FLAGS, fileURLToPath(import.meta.url), ...agentArgs], { stdio: 'inherit' });
     child.on('exit', (code, signal) => {
       if (stopping) return;
       // Supervise like systemd's Restart=always: the agent adopts its containers on restart.

@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
 
 const execFileP = promisify(execFile);
@@ -69,7 +70,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 
   const spawnLogged = (name: string, args: string[]) => {
     const out = fs.openSync(path.join(logs, `${name}.log`), 'a');
-    return spawn(process.execPath, [BERTH_BIN, ...args], { stdio: ['ignore', out, out], env: { ...process.env } });
+    return spawn(process.execPath, [...NODE_FLAGS, BERTH_BIN, ...args], { stdio: ['ignore', out, out], env: { ...process.env } });
   };
   const startServer = async () => {
     fs.rmSync(path.join(dir, 'server', 'kubeconfig.yaml'), { force: true });
