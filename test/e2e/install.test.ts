@@ -5,6 +5,7 @@
  * installer must say so and run the services itself. Then scripts/check-packaging.sh: bash -n,
  * systemd-analyze verify, vagrant validate.
  */
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -143,7 +144,8 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     assert.match(env, new RegExp(`^BERTH_PORT=${port}$`, 'm'));
     assert.match(env, new RegExp(`^BERTH_DATA_DIR=${dirs.data}$`, 'm'));
     const unit = fs.readFileSync(path.join(dirs.units, 'berth-server.service'), 'utf8');
-    assert.match(unit, new RegExp(`^ExecStart=${process.execPath} ${dirs.prefix}/bin/berth\\.js server `, 'm'));
+    // node runs with Berth's V8 flags (src/node-flags.ts), then the installed program.
+    assert.match(unit, new RegExp(`^ExecStart=${process.execPath} ${NODE_FLAGS.join(' ')} ${dirs.prefix}/bin/berth\\.js server `, 'm'));
     assert.match(unit, /^EnvironmentFile=.*\/server\.env$/m);
     assert.equal(mode(path.join(dirs.data, 'node-token')), 0o600);
     assert.ok(fs.existsSync(path.join(dirs.prefix, 'node_modules', 'better-sqlite3')));

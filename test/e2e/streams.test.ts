@@ -269,8 +269,13 @@ describe('kubectl logs and exec through the control plane', () => {
       assert.match(first, /^40 100$/m, 'the terminal size reached the container');
       assert.match(first, /^\/dev\/pts\/\d+$/m, 'a pty');
       await tmux('resize-window', '-x', '120', '-y', '30');
-      await tmux('send-keys', 'stty size', 'Enter');
-      await waitFor(async () => /^30 120$/m.test(await screen()), 20_000, 'the new size after a resize');
+      // kubectl forwards the resize asynchronously: ask again until the container sees the new size.
+      let asked = 0;
+      await waitFor(async () => {
+        if (/^30 120$/m.test(await screen())) return true;
+        if (asked++ % 10 === 0) await tmux('send-keys', 'stty size', 'Enter');
+        return false;
+      }, 20_000, 'the new size after a resize');
       await tmux('send-keys', 'exit 4', 'Enter');
       await waitFor(async () => /kubectl exited 4/.test(await screen()), 20_000, 'kubectl to exit with the shell\'s code');
     } finally {
