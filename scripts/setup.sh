@@ -73,6 +73,10 @@ static_libc_present() {
 }
 static_libc_present || packages+=(libc6-dev)
 berth_have ip || packages+=(iproute2)
+# The test suite drives `kubectl exec -it` through a real terminal, and the multi-host lab needs these.
+berth_have tmux || packages+=(tmux)
+berth_have iptables || packages+=(iptables)
+berth_have nsenter || packages+=(util-linux)
 [ -e /etc/ssl/certs/ca-certificates.crt ] || packages+=(ca-certificates)
 berth_have python3 || packages+=(python3)
 berth_have make || packages+=(make)
