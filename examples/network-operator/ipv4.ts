@@ -3,23 +3,9 @@
  * patterns; what a pattern cannot say (host bits set, gateway outside the subnet) is checked here.
  */
 
-/** Dotted quad → unsigned 32-bit number, or undefined when it is not one. */
-export function parseIpv4(text: string): number | undefined {
-  const parts = text.split('.');
-  if (parts.length !== 4) return undefined;
-  let n = 0;
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p)) return undefined;
-    const octet = Number(p);
-    if (octet > 255) return undefined;
-    n = n * 256 + octet;
-  }
-  return n;
-}
-
-export function formatIpv4(n: number): string {
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-}
+// Dotted-quad parsing is the same as node IPAM's; the operator uses Berth's library rather than its own copy.
+import { formatIpv4, parseIpv4 } from '../../src/controllers/node-ipam/cidr.js';
+export { formatIpv4, parseIpv4 };
 
 export interface Ipv4Subnet {
   /** network address as a number */
