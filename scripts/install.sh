@@ -125,22 +125,7 @@ systemd_is_init() { [ -d /run/systemd/system ]; }
 
 # ---- small file helpers ------------------------------------------------------
 
-# Value of KEY in env file FILE, without surrounding double quotes; returns 1 when the key is absent.
-env_get() {
-  local file="$1" key="$2" line value
-  [ -f "$file" ] || return 1
-  while IFS= read -r line || [ -n "$line" ]; do
-    case "$line" in
-      "$key="*)
-        value="${line#*=}"
-        value="${value#\"}"
-        printf '%s' "${value%\"}"
-        return 0
-        ;;
-    esac
-  done <"$file"
-  return 1
-}
+# env_get (reading KEY=VALUE env files) is in scripts/lib.sh, shared with uninstall.sh.
 
 # The setting from the command line, else the existing env file, else the default.
 setting() {

@@ -64,3 +64,20 @@ berth_pkg_installed() {
 
 # Seconds (with milliseconds) since the epoch, for the timings in summaries.
 berth_now() { date +%s.%N | cut -c1-14; }
+
+# Value of KEY in env file FILE (KEY=VALUE lines, as install.sh writes them), without surrounding double quotes; returns 1 when the key is absent.
+env_get() {
+  local file="$1" key="$2" line value
+  [ -f "$file" ] || return 1
+  while IFS= read -r line || [ -n "$line" ]; do
+    case "$line" in
+      "$key="*)
+        value="${line#*=}"
+        value="${value#\"}"
+        printf '%s' "${value%\"}"
+        return 0
+        ;;
+    esac
+  done <"$file"
+  return 1
+}

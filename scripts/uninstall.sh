@@ -40,22 +40,6 @@ while [ $# -gt 0 ]; do
 done
 [ "$(id -u)" -eq 0 ] || berth_die "uninstall.sh removes system services: run it as root"
 
-# Same reader as install.sh: KEY=VALUE lines, optional double quotes.
-env_get() {
-  local file="$1" key="$2" line value
-  [ -f "$file" ] || return 1
-  while IFS= read -r line || [ -n "$line" ]; do
-    case "$line" in
-      "$key="*)
-        value="${line#*=}"
-        value="${value#\"}"
-        printf '%s' "${value%\"}"
-        return 0
-        ;;
-    esac
-  done <"$file"
-  return 1
-}
 recorded() { env_get "$etc_dir/install.env" "$1" || true; }
 
 prefix="${opt_prefix:-$(recorded BERTH_PREFIX)}"
