@@ -30,8 +30,9 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   /** adjust an object being marked for deletion (e.g. a Namespace's phase becomes Terminating) */
   onMarkedForDeletion?(obj: T): void;
   /**
-   * Paths of fields the kind does not declare (for fieldValidation). Only kinds whose schema is
-   * authoritative implement it (CRDs); others report none rather than guess.
+   * Paths of fields the kind does not declare (for fieldValidation), when the kind has its own
+   * rule (a CRD's custom resources: what pruning would drop). Without it the kind's published
+   * OpenAPI schema decides (src/api/unknown-fields.ts), as for every built-in.
    */
   unknownFields?(obj: T): string[];
   /** where the scale subresource reads and writes (CRDs); built-in kinds use spec/status.replicas */

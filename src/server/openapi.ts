@@ -248,6 +248,7 @@ function containerProperties(): Record<string, JsonSchema> {
     resizePolicy: listOf(`${CORE}.ContainerResizePolicy`, { listType: 'atomic' }),
     resources: named(`${CORE}.ResourceRequirements`),
     restartPolicy: str(),
+    restartPolicyRules: listOf(`${CORE}.ContainerRestartRule`, { listType: 'atomic' }),
     securityContext: named(`${CORE}.SecurityContext`),
     startupProbe: named(`${CORE}.Probe`),
     stdin: bool(),
@@ -283,6 +284,7 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       hostPID: bool(),
       hostUsers: bool(),
       hostname: str(),
+      hostnameOverride: str(),
       imagePullSecrets: keyedList(`${CORE}.LocalObjectReference`, 'name'),
       initContainers: keyedList(`${CORE}.Container`, 'name'),
       nodeName: str('The node this pod is bound to.'),
@@ -327,10 +329,16 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
     { required: ['containerPort'] },
   ),
   [`${CORE}.ContainerResizePolicy`]: object({ resourceName: str(), restartPolicy: str() }, { required: ['resourceName', 'restartPolicy'] }),
+  [`${CORE}.ContainerRestartRule`]: object(
+    { action: str(), exitCodes: named(`${CORE}.ContainerRestartRuleOnExitCodes`) },
+    { required: ['action'] },
+  ),
+  [`${CORE}.ContainerRestartRuleOnExitCodes`]: object({ operator: str(), values: list(int32(), { listType: 'set' }) }, { required: ['operator'] }),
   [`${CORE}.EnvVar`]: object({ name: str(), value: str(), valueFrom: named(`${CORE}.EnvVarSource`) }, { required: ['name'] }),
   [`${CORE}.EnvVarSource`]: object({
     configMapKeyRef: named(`${CORE}.ConfigMapKeySelector`),
     fieldRef: named(`${CORE}.ObjectFieldSelector`),
+    fileKeyRef: named(`${CORE}.FileKeySelector`),
     resourceFieldRef: named(`${CORE}.ResourceFieldSelector`),
     secretKeyRef: named(`${CORE}.SecretKeySelector`),
   }),
@@ -341,6 +349,10 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
   }),
   [`${CORE}.ConfigMapKeySelector`]: object({ key: str(), name: str(), optional: bool() }, { required: ['key'], mapType: 'atomic' }),
   [`${CORE}.SecretKeySelector`]: object({ key: str(), name: str(), optional: bool() }, { required: ['key'], mapType: 'atomic' }),
+  [`${CORE}.FileKeySelector`]: object(
+    { key: str(), optional: bool(), path: str(), volumeName: str() },
+    { required: ['volumeName', 'path', 'key'], mapType: 'atomic' },
+  ),
   [`${CORE}.ConfigMapEnvSource`]: object({ name: str(), optional: bool() }),
   [`${CORE}.SecretEnvSource`]: object({ name: str(), optional: bool() }),
   [`${CORE}.ObjectFieldSelector`]: object({ apiVersion: str(), fieldPath: str() }, { required: ['fieldPath'], mapType: 'atomic' }),
@@ -535,14 +547,15 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       csi: named(`${CORE}.CSIVolumeSource`),
       downwardAPI: named(`${CORE}.DownwardAPIVolumeSource`),
       emptyDir: named(`${CORE}.EmptyDirVolumeSource`),
-      ephemeral: opaque(),
+      ephemeral: named(`${CORE}.EphemeralVolumeSource`),
       hostPath: named(`${CORE}.HostPathVolumeSource`),
       image: named(`${CORE}.ImageVolumeSource`),
       nfs: named(`${CORE}.NFSVolumeSource`),
       persistentVolumeClaim: named(`${CORE}.PersistentVolumeClaimVolumeSource`),
       projected: named(`${CORE}.ProjectedVolumeSource`),
       secret: named(`${CORE}.SecretVolumeSource`),
-      // Cloud and legacy in-tree sources we never mount; accepted without a model.
+      // Deprecated in-tree cloud and network sources we never mount: accepted without a model
+      // (deliberately loose, so no check of ours can refuse what a cluster still accepts).
       awsElasticBlockStore: opaque(),
       azureDisk: opaque(),
       azureFile: opaque(),
@@ -583,6 +596,45 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
   [`${CORE}.ImageVolumeSource`]: object({ pullPolicy: str(), reference: str() }),
   [`${CORE}.NFSVolumeSource`]: object({ path: str(), readOnly: bool(), server: str() }, { required: ['server', 'path'] }),
   [`${CORE}.PersistentVolumeClaimVolumeSource`]: object({ claimName: str(), readOnly: bool() }, { required: ['claimName'] }),
+  [`${CORE}.EphemeralVolumeSource`]: object({ volumeClaimTemplate: named(`${CORE}.PersistentVolumeClaimTemplate`) }),
+  [`${CORE}.PersistentVolumeClaimTemplate`]: object(
+    { metadata: named(`${META}.ObjectMeta`), spec: named(`${CORE}.PersistentVolumeClaimSpec`) },
+    { required: ['spec'] },
+  ),
+  [`${CORE}.PersistentVolumeClaim`]: object({
+    ...typeMeta(),
+    spec: named(`${CORE}.PersistentVolumeClaimSpec`),
+    status: named(`${CORE}.PersistentVolumeClaimStatus`),
+  }),
+  [`${CORE}.PersistentVolumeClaimSpec`]: object({
+    accessModes: stringList(),
+    dataSource: named(`${CORE}.TypedLocalObjectReference`),
+    dataSourceRef: named(`${CORE}.TypedObjectReference`),
+    resources: named(`${CORE}.VolumeResourceRequirements`),
+    selector: named(`${META}.LabelSelector`),
+    storageClassName: str(),
+    volumeAttributesClassName: str(),
+    volumeMode: str(),
+    volumeName: str(),
+  }),
+  [`${CORE}.VolumeResourceRequirements`]: object({ limits: quantityMap(), requests: quantityMap() }),
+  [`${CORE}.TypedLocalObjectReference`]: object({ apiGroup: str(), kind: str(), name: str() }, { required: ['kind', 'name'], mapType: 'atomic' }),
+  [`${CORE}.TypedObjectReference`]: object({ apiGroup: str(), kind: str(), name: str(), namespace: str() }, { required: ['kind', 'name'] }),
+  [`${CORE}.PersistentVolumeClaimStatus`]: object({
+    accessModes: stringList(),
+    allocatedResourceStatuses: { ...stringMap(), 'x-kubernetes-map-type': 'granular' },
+    allocatedResources: quantityMap(),
+    capacity: quantityMap(),
+    conditions: keyedList(`${CORE}.PersistentVolumeClaimCondition`, 'type'),
+    currentVolumeAttributesClassName: str(),
+    modifyVolumeStatus: named(`${CORE}.ModifyVolumeStatus`),
+    phase: str(),
+  }),
+  [`${CORE}.PersistentVolumeClaimCondition`]: object(
+    { lastProbeTime: time(), lastTransitionTime: time(), message: str(), reason: str(), status: str(), type: str() },
+    { required: ['type', 'status'] },
+  ),
+  [`${CORE}.ModifyVolumeStatus`]: object({ status: str(), targetVolumeAttributesClassName: str() }, { required: ['status'] }),
   [`${CORE}.CSIVolumeSource`]: object(
     {
       driver: str(),
@@ -611,15 +663,24 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
     sources: listOf(`${CORE}.VolumeProjection`, { listType: 'atomic' }),
   }),
   [`${CORE}.VolumeProjection`]: object({
-    clusterTrustBundle: opaque(),
+    clusterTrustBundle: named(`${CORE}.ClusterTrustBundleProjection`),
     configMap: named(`${CORE}.ConfigMapProjection`),
     downwardAPI: named(`${CORE}.DownwardAPIProjection`),
+    podCertificate: named(`${CORE}.PodCertificateProjection`),
     secret: named(`${CORE}.SecretProjection`),
     serviceAccountToken: named(`${CORE}.ServiceAccountTokenProjection`),
   }),
   [`${CORE}.ConfigMapProjection`]: object({ items: listOf(`${CORE}.KeyToPath`, { listType: 'atomic' }), name: str(), optional: bool() }),
   [`${CORE}.SecretProjection`]: object({ items: listOf(`${CORE}.KeyToPath`, { listType: 'atomic' }), name: str(), optional: bool() }),
   [`${CORE}.DownwardAPIProjection`]: object({ items: listOf(`${CORE}.DownwardAPIVolumeFile`, { listType: 'atomic' }) }),
+  [`${CORE}.ClusterTrustBundleProjection`]: object(
+    { labelSelector: named(`${META}.LabelSelector`), name: str(), optional: bool(), path: str(), signerName: str() },
+    { required: ['path'] },
+  ),
+  [`${CORE}.PodCertificateProjection`]: object(
+    { certificateChainPath: str(), credentialBundlePath: str(), keyPath: str(), keyType: str(), maxExpirationSeconds: int32(), signerName: str() },
+    { required: ['signerName', 'keyType'] },
+  ),
   [`${CORE}.ServiceAccountTokenProjection`]: object(
     { audience: str(), expirationSeconds: int64(), path: str() },
     { required: ['path'] },
@@ -629,18 +690,20 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       conditions: keyedList(`${CORE}.PodCondition`, 'type'),
       containerStatuses: listOf(`${CORE}.ContainerStatus`, { listType: 'atomic' }),
       ephemeralContainerStatuses: listOf(`${CORE}.ContainerStatus`, { listType: 'atomic' }),
+      extendedResourceClaimStatus: named(`${CORE}.PodExtendedResourceClaimStatus`),
       hostIP: str(),
       hostIPs: keyedList(`${CORE}.HostIP`, 'ip'),
       initContainerStatuses: listOf(`${CORE}.ContainerStatus`, { listType: 'atomic' }),
       message: str(),
       nominatedNodeName: str(),
+      observedGeneration: int64(),
       phase: str('Pending, Running, Succeeded, Failed or Unknown.'),
       podIP: str(),
       podIPs: keyedList(`${CORE}.PodIP`, 'ip'),
       qosClass: str(),
       reason: str(),
       resize: str(),
-      resourceClaimStatuses: opaque(),
+      resourceClaimStatuses: keyedList(`${CORE}.PodResourceClaimStatus`, 'name', 'merge,retainKeys'),
       startTime: time(),
     },
     { description: 'Most recently observed status of the pod.' },
@@ -650,6 +713,7 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       lastProbeTime: time(),
       lastTransitionTime: time(),
       message: str(),
+      observedGeneration: int64(),
       reason: str(),
       status: str(),
       type: str(),
@@ -657,6 +721,15 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
     { required: ['type', 'status'] },
   ),
   [`${CORE}.PodIP`]: object({ ip: str() }, { required: ['ip'] }),
+  [`${CORE}.PodResourceClaimStatus`]: object({ name: str(), resourceClaimName: str() }, { required: ['name'] }),
+  [`${CORE}.PodExtendedResourceClaimStatus`]: object(
+    { requestMappings: listOf(`${CORE}.ContainerExtendedResourceRequest`, { listType: 'atomic' }), resourceClaimName: str() },
+    { required: ['requestMappings', 'resourceClaimName'] },
+  ),
+  [`${CORE}.ContainerExtendedResourceRequest`]: object(
+    { containerName: str(), requestName: str(), resourceName: str() },
+    { required: ['containerName', 'resourceName', 'requestName'] },
+  ),
   [`${CORE}.HostIP`]: object({ ip: str() }, { required: ['ip'] }),
   [`${CORE}.ContainerStatus`]: object(
     {
@@ -671,12 +744,24 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       restartCount: int32(),
       started: bool(),
       state: named(`${CORE}.ContainerState`),
-      user: opaque(),
-      volumeMounts: opaque(),
-      allocatedResourcesStatus: opaque(),
+      stopSignal: str(),
+      user: named(`${CORE}.ContainerUser`),
+      volumeMounts: keyedList(`${CORE}.VolumeMountStatus`, 'mountPath'),
+      allocatedResourcesStatus: keyedList(`${CORE}.ResourceStatus`, 'name'),
     },
     { required: ['name', 'ready', 'restartCount', 'image', 'imageID'] },
   ),
+  [`${CORE}.ContainerUser`]: object({ linux: named(`${CORE}.LinuxContainerUser`) }),
+  [`${CORE}.LinuxContainerUser`]: object(
+    { gid: int64(), supplementalGroups: list(int64(), { listType: 'atomic' }), uid: int64() },
+    { required: ['uid', 'gid'] },
+  ),
+  [`${CORE}.VolumeMountStatus`]: object(
+    { mountPath: str(), name: str(), readOnly: bool(), recursiveReadOnly: str() },
+    { required: ['name', 'mountPath'] },
+  ),
+  [`${CORE}.ResourceStatus`]: object({ name: str(), resources: keyedList(`${CORE}.ResourceHealth`, 'resourceID') }, { required: ['name'] }),
+  [`${CORE}.ResourceHealth`]: object({ health: str(), resourceID: str() }, { required: ['resourceID'] }),
   [`${CORE}.ContainerState`]: object({
     running: named(`${CORE}.ContainerStateRunning`),
     terminated: named(`${CORE}.ContainerStateTerminated`),
@@ -704,7 +789,7 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
   // --- Node ---
   [`${CORE}.NodeSpec`]: object(
     {
-      configSource: opaque(),
+      configSource: named(`${CORE}.NodeConfigSource`),
       externalID: str(),
       podCIDR: str(),
       podCIDRs: stringList({ listType: 'set', strategy: 'merge' }),
@@ -714,6 +799,21 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
     },
     { description: 'Describes the attributes a node is created with.' },
   ),
+  [`${CORE}.NodeConfigSource`]: object({ configMap: named(`${CORE}.ConfigMapNodeConfigSource`) }),
+  [`${CORE}.ConfigMapNodeConfigSource`]: object(
+    { kubeletConfigKey: str(), name: str(), namespace: str(), resourceVersion: str(), uid: str() },
+    { required: ['namespace', 'name', 'kubeletConfigKey'] },
+  ),
+  [`${CORE}.NodeConfigStatus`]: object({
+    active: named(`${CORE}.NodeConfigSource`),
+    assigned: named(`${CORE}.NodeConfigSource`),
+    error: str(),
+    lastKnownGood: named(`${CORE}.NodeConfigSource`),
+  }),
+  [`${CORE}.NodeFeatures`]: object({ supplementalGroupsPolicy: bool() }),
+  [`${CORE}.NodeSwapStatus`]: object({ capacity: int64() }),
+  [`${CORE}.NodeRuntimeHandler`]: object({ features: named(`${CORE}.NodeRuntimeHandlerFeatures`), name: str() }),
+  [`${CORE}.NodeRuntimeHandlerFeatures`]: object({ recursiveReadOnlyMounts: bool(), userNamespaces: bool() }),
   [`${CORE}.Taint`]: object({ effect: str(), key: str(), timeAdded: time(), value: str() }, { required: ['key', 'effect'] }),
   [`${CORE}.NodeStatus`]: object(
     {
@@ -721,13 +821,13 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       allocatable: quantityMap(),
       capacity: quantityMap(),
       conditions: keyedList(`${CORE}.NodeCondition`, 'type'),
-      config: opaque(),
+      config: named(`${CORE}.NodeConfigStatus`),
       daemonEndpoints: named(`${CORE}.NodeDaemonEndpoints`),
-      features: opaque(),
+      features: named(`${CORE}.NodeFeatures`),
       images: listOf(`${CORE}.ContainerImage`, { listType: 'atomic' }),
       nodeInfo: named(`${CORE}.NodeSystemInfo`),
       phase: str(),
-      runtimeHandlers: list(opaque(), { listType: 'atomic' }),
+      runtimeHandlers: listOf(`${CORE}.NodeRuntimeHandler`, { listType: 'atomic' }),
       volumesAttached: listOf(`${CORE}.AttachedVolume`, { listType: 'atomic' }),
       volumesInUse: stringList(),
     },
@@ -760,7 +860,7 @@ const CORE_DEFINITIONS: Record<string, JsonSchema> = {
       machineID: str(),
       operatingSystem: str(),
       osImage: str(),
-      swap: opaque(),
+      swap: named(`${CORE}.NodeSwapStatus`),
       systemUUID: str(),
     },
     {
@@ -917,6 +1017,22 @@ export function registerKindSchema(registration: KindSchemaRegistration): void {
   registeredKinds.set(gvkKey(registration.group, registration.version, registration.kind), { ...registration });
 }
 
+/**
+ * The schema a served built-in kind is checked against (fieldValidation's unknown fields): its
+ * registration with the apiVersion/kind/metadata header every kind has, plus the live named
+ * definitions it refers to. Undefined for kinds without a registration (nothing to check against).
+ */
+export function kindSchema(group: string, version: string, kind: string): { schema: JsonSchema; definitions: ReadonlyMap<string, JsonSchema> } | undefined {
+  const registration = registeredKinds.get(gvkKey(group, version, kind));
+  return registration && { schema: withTypeMeta(registration.schema), definitions: registeredDefinitions };
+}
+
+/** A kind's registered schema with the standard header added where the registration left it out. */
+function withTypeMeta(schema: JsonSchema): JsonSchema {
+  const props = (schema['properties'] as Record<string, JsonSchema> | undefined) ?? {};
+  return { ...schema, type: 'object', properties: { ...typeMeta(), ...props } };
+}
+
 /** A snapshot of every registration, the default input of openapiV3Group/openapiV3Root. */
 export function currentSchemas(): SchemaSet {
   return { kinds: new Map(registeredKinds), definitions: new Map(registeredDefinitions) };
@@ -1059,14 +1175,7 @@ function describeKinds(infos: ResourceInfo[], schemas: SchemaSet): { served: Ser
     const listKind = registration?.listKind ?? info.listKind ?? `${info.kind}List`;
     const listDefinitionName = definitionName.slice(0, definitionName.length - info.kind.length) + listKind;
     const gvk = [{ group: info.group, kind: info.kind, version: info.version }];
-    const base = registration?.schema ?? permissiveKindSchema(info);
-    const baseProps = (base['properties'] as Record<string, JsonSchema> | undefined) ?? {};
-    components.set(definitionName, {
-      ...base,
-      type: 'object',
-      properties: { ...typeMeta(), ...baseProps },
-      'x-kubernetes-group-version-kind': gvk,
-    });
+    components.set(definitionName, { ...withTypeMeta(registration?.schema ?? permissiveKindSchema(info)), 'x-kubernetes-group-version-kind': gvk });
     if (!components.has(listDefinitionName)) {
       const listSchema = object(
         {
@@ -1500,6 +1609,7 @@ registerDefinitions({
       observedGeneration: int64(),
       readyReplicas: int32(),
       replicas: int32(),
+      terminatingReplicas: int32(),
       unavailableReplicas: int32(),
       updatedReplicas: int32(),
     },
@@ -1526,6 +1636,7 @@ registerDefinitions({
       observedGeneration: int64(),
       readyReplicas: int32(),
       replicas: int32(),
+      terminatingReplicas: int32(),
     },
     { required: ['replicas'], description: 'ReplicaSetStatus represents the current status of a ReplicaSet.' },
   ),
@@ -1574,16 +1685,32 @@ registerDefinitions({
       manualSelector: bool(),
       maxFailedIndexes: int32(),
       parallelism: int32(),
-      podFailurePolicy: opaque(),
+      podFailurePolicy: named(`${BATCH_V1}.PodFailurePolicy`),
       podReplacementPolicy: str(),
       selector: named(`${META}.LabelSelector`, 'A label query over pods that should match the pod count.'),
-      successPolicy: opaque(),
+      successPolicy: named(`${BATCH_V1}.SuccessPolicy`),
       suspend: bool(),
       template: named(`${CORE}.PodTemplateSpec`, 'Describes the pod that will be created when executing a job.'),
       ttlSecondsAfterFinished: int32(),
     },
     { required: ['template'], description: 'JobSpec describes how the job execution will look like.' },
   ),
+  [`${BATCH_V1}.PodFailurePolicy`]: object({ rules: listOf(`${BATCH_V1}.PodFailurePolicyRule`, { listType: 'atomic' }) }, { required: ['rules'] }),
+  [`${BATCH_V1}.PodFailurePolicyRule`]: object(
+    {
+      action: str('FailJob, FailIndex, Ignore or Count.'),
+      onExitCodes: named(`${BATCH_V1}.PodFailurePolicyOnExitCodesRequirement`),
+      onPodConditions: listOf(`${BATCH_V1}.PodFailurePolicyOnPodConditionsPattern`, { listType: 'atomic' }),
+    },
+    { required: ['action'] },
+  ),
+  [`${BATCH_V1}.PodFailurePolicyOnExitCodesRequirement`]: object(
+    { containerName: str(), operator: str(), values: list(int32(), { listType: 'set' }) },
+    { required: ['operator', 'values'] },
+  ),
+  [`${BATCH_V1}.PodFailurePolicyOnPodConditionsPattern`]: object({ status: str(), type: str() }, { required: ['type'] }),
+  [`${BATCH_V1}.SuccessPolicy`]: object({ rules: listOf(`${BATCH_V1}.SuccessPolicyRule`, { listType: 'atomic' }) }, { required: ['rules'] }),
+  [`${BATCH_V1}.SuccessPolicyRule`]: object({ succeededCount: int32(), succeededIndexes: str() }),
   [`${BATCH_V1}.JobCondition`]: object(
     {
       lastProbeTime: time(),
@@ -1663,5 +1790,216 @@ registerKindSchema({
       status: named(`${BATCH_V1}.CronJobStatus`, 'Current status of a cron job.'),
     },
     { description: 'CronJob represents the configuration of a single cron job.' },
+  ),
+});
+
+// ---------- coordination.k8s.io/v1 Lease ----------
+
+const COORDINATION_V1 = 'io.k8s.api.coordination.v1';
+const microTime = (): JsonSchema => named(`${META}.MicroTime`);
+
+registerKindSchema({
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  kind: 'Lease',
+  schema: object(
+    { ...typeMeta(), spec: named(`${COORDINATION_V1}.LeaseSpec`, 'The specification of the Lease.') },
+    { description: 'Lease defines a lease concept.' },
+  ),
+  definitions: {
+    [`${COORDINATION_V1}.LeaseSpec`]: object({
+      acquireTime: microTime(),
+      holderIdentity: str('The identity of the holder of a current lease.'),
+      leaseDurationSeconds: int32(),
+      leaseTransitions: int32(),
+      preferredHolder: str(),
+      renewTime: microTime(),
+      strategy: str(),
+    }),
+  },
+});
+
+// ---------- admissionregistration.k8s.io/v1 webhook configurations ----------
+
+const ADMISSION_V1 = 'io.k8s.api.admissionregistration.v1';
+
+function webhookProperties(): Record<string, JsonSchema> {
+  return {
+    admissionReviewVersions: stringList(),
+    clientConfig: named(`${ADMISSION_V1}.WebhookClientConfig`, 'How to reach the webhook.'),
+    failurePolicy: str('Ignore or Fail (the default).'),
+    matchConditions: keyedList(`${ADMISSION_V1}.MatchCondition`, 'name'),
+    matchPolicy: str(),
+    name: str(),
+    namespaceSelector: named(`${META}.LabelSelector`),
+    objectSelector: named(`${META}.LabelSelector`),
+    rules: listOf(`${ADMISSION_V1}.RuleWithOperations`, { listType: 'atomic' }),
+    sideEffects: str(),
+    timeoutSeconds: int32(),
+  };
+}
+
+registerDefinitions({
+  [`${ADMISSION_V1}.MutatingWebhook`]: object(
+    { ...webhookProperties(), reinvocationPolicy: str('Never (the default) or IfNeeded.') },
+    { required: ['name', 'clientConfig', 'sideEffects', 'admissionReviewVersions'] },
+  ),
+  [`${ADMISSION_V1}.ValidatingWebhook`]: object(webhookProperties(), { required: ['name', 'clientConfig', 'sideEffects', 'admissionReviewVersions'] }),
+  [`${ADMISSION_V1}.WebhookClientConfig`]: object({ caBundle: { type: 'string', format: 'byte' }, service: named(`${ADMISSION_V1}.ServiceReference`), url: str() }),
+  [`${ADMISSION_V1}.ServiceReference`]: object({ name: str(), namespace: str(), path: str(), port: int32() }, { required: ['namespace', 'name'] }),
+  [`${ADMISSION_V1}.RuleWithOperations`]: object({
+    apiGroups: stringList(),
+    apiVersions: stringList(),
+    operations: stringList(),
+    resources: stringList(),
+    scope: str(),
+  }),
+  [`${ADMISSION_V1}.MatchCondition`]: object({ expression: str(), name: str() }, { required: ['name', 'expression'] }),
+});
+
+for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'] as const) {
+  const webhook = kind === 'MutatingWebhookConfiguration' ? 'MutatingWebhook' : 'ValidatingWebhook';
+  registerKindSchema({
+    group: 'admissionregistration.k8s.io',
+    version: 'v1',
+    kind,
+    schema: object({ ...typeMeta(), webhooks: keyedList(`${ADMISSION_V1}.${webhook}`, 'name') }, { description: `${kind} describes admission webhooks.` }),
+  });
+}
+
+// ---------- apiextensions.k8s.io/v1 CustomResourceDefinition ----------
+
+const APIEXT_V1 = 'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1';
+const jsonSchemaProps = (): JsonSchema => named(`${APIEXT_V1}.JSONSchemaProps`);
+const jsonSchemaMap = (): JsonSchema => ({ type: 'object', additionalProperties: componentRef(`${APIEXT_V1}.JSONSchemaProps`) });
+/** Upstream's JSON, JSONSchemaPropsOrArray, …OrBool, …OrStringArray: any value (decoded leniently by Kubernetes too). */
+const anyValue = (): JsonSchema => ({ 'x-kubernetes-preserve-unknown-fields': true });
+
+registerDefinitions({
+  [`${APIEXT_V1}.CustomResourceDefinitionSpec`]: object(
+    {
+      conversion: named(`${APIEXT_V1}.CustomResourceConversion`),
+      group: str(),
+      names: named(`${APIEXT_V1}.CustomResourceDefinitionNames`),
+      preserveUnknownFields: bool(),
+      scope: str('Cluster or Namespaced.'),
+      versions: listOf(`${APIEXT_V1}.CustomResourceDefinitionVersion`, { listType: 'atomic' }),
+    },
+    { required: ['group', 'names', 'scope', 'versions'] },
+  ),
+  [`${APIEXT_V1}.CustomResourceConversion`]: object({ strategy: str(), webhook: named(`${APIEXT_V1}.WebhookConversion`) }, { required: ['strategy'] }),
+  [`${APIEXT_V1}.WebhookConversion`]: object(
+    { clientConfig: named(`${APIEXT_V1}.WebhookClientConfig`), conversionReviewVersions: stringList() },
+    { required: ['conversionReviewVersions'] },
+  ),
+  [`${APIEXT_V1}.WebhookClientConfig`]: object({ caBundle: { type: 'string', format: 'byte' }, service: named(`${APIEXT_V1}.ServiceReference`), url: str() }),
+  [`${APIEXT_V1}.ServiceReference`]: object({ name: str(), namespace: str(), path: str(), port: int32() }, { required: ['namespace', 'name'] }),
+  [`${APIEXT_V1}.CustomResourceDefinitionNames`]: object(
+    { categories: stringList(), kind: str(), listKind: str(), plural: str(), shortNames: stringList(), singular: str() },
+    { required: ['plural', 'kind'] },
+  ),
+  [`${APIEXT_V1}.CustomResourceDefinitionVersion`]: object(
+    {
+      additionalPrinterColumns: listOf(`${APIEXT_V1}.CustomResourceColumnDefinition`, { listType: 'atomic' }),
+      deprecated: bool(),
+      deprecationWarning: str(),
+      name: str(),
+      schema: named(`${APIEXT_V1}.CustomResourceValidation`),
+      selectableFields: listOf(`${APIEXT_V1}.SelectableField`, { listType: 'atomic' }),
+      served: bool(),
+      storage: bool(),
+      subresources: named(`${APIEXT_V1}.CustomResourceSubresources`),
+    },
+    { required: ['name', 'served', 'storage'] },
+  ),
+  [`${APIEXT_V1}.CustomResourceColumnDefinition`]: object(
+    { description: str(), format: str(), jsonPath: str(), name: str(), priority: int32(), type: str() },
+    { required: ['name', 'type', 'jsonPath'] },
+  ),
+  [`${APIEXT_V1}.SelectableField`]: object({ jsonPath: str() }, { required: ['jsonPath'] }),
+  [`${APIEXT_V1}.CustomResourceValidation`]: object({ openAPIV3Schema: jsonSchemaProps() }),
+  [`${APIEXT_V1}.CustomResourceSubresources`]: object({
+    scale: named(`${APIEXT_V1}.CustomResourceSubresourceScale`),
+    // Upstream an empty struct: `status: {}` enables the subresource and nothing goes inside.
+    status: { type: 'object', properties: {} },
+  }),
+  [`${APIEXT_V1}.CustomResourceSubresourceScale`]: object(
+    { labelSelectorPath: str(), specReplicasPath: str(), statusReplicasPath: str() },
+    { required: ['specReplicasPath', 'statusReplicasPath'] },
+  ),
+  [`${APIEXT_V1}.JSONSchemaProps`]: object({
+    $ref: str(),
+    $schema: str(),
+    additionalItems: anyValue(),
+    additionalProperties: anyValue(),
+    allOf: listOf(`${APIEXT_V1}.JSONSchemaProps`, { listType: 'atomic' }),
+    anyOf: listOf(`${APIEXT_V1}.JSONSchemaProps`, { listType: 'atomic' }),
+    default: anyValue(),
+    definitions: jsonSchemaMap(),
+    dependencies: { type: 'object', additionalProperties: anyValue() },
+    description: str(),
+    enum: list(anyValue(), { listType: 'atomic' }),
+    example: anyValue(),
+    exclusiveMaximum: bool(),
+    exclusiveMinimum: bool(),
+    externalDocs: named(`${APIEXT_V1}.ExternalDocumentation`),
+    format: str(),
+    id: str(),
+    items: anyValue(),
+    maxItems: int64(),
+    maxLength: int64(),
+    maxProperties: int64(),
+    maximum: { type: 'number', format: 'double' },
+    minItems: int64(),
+    minLength: int64(),
+    minProperties: int64(),
+    minimum: { type: 'number', format: 'double' },
+    multipleOf: { type: 'number', format: 'double' },
+    not: jsonSchemaProps(),
+    nullable: bool(),
+    oneOf: listOf(`${APIEXT_V1}.JSONSchemaProps`, { listType: 'atomic' }),
+    pattern: str(),
+    patternProperties: jsonSchemaMap(),
+    properties: jsonSchemaMap(),
+    required: stringList(),
+    title: str(),
+    type: str(),
+    uniqueItems: bool(),
+    'x-kubernetes-embedded-resource': bool(),
+    'x-kubernetes-int-or-string': bool(),
+    'x-kubernetes-list-map-keys': stringList(),
+    'x-kubernetes-list-type': str(),
+    'x-kubernetes-map-type': str(),
+    'x-kubernetes-preserve-unknown-fields': bool(),
+    'x-kubernetes-validations': keyedList(`${APIEXT_V1}.ValidationRule`, 'rule'),
+  }),
+  [`${APIEXT_V1}.ValidationRule`]: object(
+    { fieldPath: str(), message: str(), messageExpression: str(), optionalOldSelf: bool(), reason: str(), rule: str() },
+    { required: ['rule'] },
+  ),
+  [`${APIEXT_V1}.ExternalDocumentation`]: object({ description: str(), url: str() }),
+  [`${APIEXT_V1}.CustomResourceDefinitionStatus`]: object({
+    acceptedNames: named(`${APIEXT_V1}.CustomResourceDefinitionNames`),
+    conditions: keyedList(`${APIEXT_V1}.CustomResourceDefinitionCondition`, 'type'),
+    storedVersions: stringList(),
+  }),
+  [`${APIEXT_V1}.CustomResourceDefinitionCondition`]: object(
+    { lastTransitionTime: time(), message: str(), reason: str(), status: str(), type: str() },
+    { required: ['type', 'status'] },
+  ),
+});
+
+registerKindSchema({
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  kind: 'CustomResourceDefinition',
+  definitionName: `${APIEXT_V1}.CustomResourceDefinition`,
+  schema: object(
+    {
+      ...typeMeta(),
+      spec: named(`${APIEXT_V1}.CustomResourceDefinitionSpec`, 'The definition of the custom resource.'),
+      status: named(`${APIEXT_V1}.CustomResourceDefinitionStatus`),
+    },
+    { required: ['spec'], description: 'CustomResourceDefinition represents a resource that should be exposed on the API server.' },
   ),
 });

@@ -1,10 +1,13 @@
 import { errors } from '../api/errors.js';
-import { assertObject, decodeBody, findDuplicateFields } from '../api/body.js';
+import { assertObject, decodeBody, findDuplicateFields, mediaTypeOf } from '../api/body.js';
+import { KUBERNETES_PROTOBUF_MEDIA_TYPE } from '../api/protobuf/index.js';
+import { findUnknownFields, type UnknownFieldOptions } from '../api/unknown-fields.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
 import { isoSeconds } from '../registry/registry.js';
 import { serverSideApply } from '../registry/field-manager.js';
+import { kindSchema } from './openapi.js';
 import type { ResourceTarget } from './request-path.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
@@ -90,19 +93,33 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
 
 /**
  * fieldValidation: `Strict` refuses, `Warn` (the default, as in Kubernetes) reports, `Ignore` says
- * nothing. Duplicate fields are found for every kind; unknown fields where the kind's schema is
- * authoritative (CRDs).
+ * nothing. Duplicate and unknown fields are found for every kind. `body` is what the request
+ * carried: the object of a create/update/apply, or a merge or strategic-merge patch.
  */
-function checkFields(registry: Registry, req: ApiRequest, obj: KubeObject): string[] {
+function checkFields(registry: Registry, req: ApiRequest, body: KubeObject, options: UnknownFieldOptions = {}): string[] {
   const mode = req.query.fieldValidation ?? 'Warn';
   if (!['Strict', 'Warn', 'Ignore'].includes(mode)) throw errors.badRequest(`fieldValidation must be one of Ignore, Warn or Strict, not "${mode}"`);
   if (mode === 'Ignore' || !req.body) return [];
   const problems = findDuplicateFields(req.body, req.contentType).map((p) => `duplicate field "${p}"`);
-  const strategy = registry.lookup(req.target.info.group, req.target.info.plural);
-  for (const p of strategy?.unknownFields?.(obj) ?? []) problems.push(`unknown field "${p}"`);
+  for (const p of unknownFields(registry, req, body, options)) problems.push(`unknown field "${p}"`);
   if (!problems.length) return [];
   if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
   return problems;
+}
+
+/**
+ * Fields the kind does not declare: by the kind's own rule where it has one (a CRD's custom
+ * resources prune by their schema; patches to them are not checked), else by the kind's published
+ * OpenAPI schema (every built-in). Protobuf bodies are decoded by field number, so nothing in
+ * them can be unknown by name (Kubernetes does not check them either).
+ */
+function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, options: UnknownFieldOptions): string[] {
+  if (mediaTypeOf(req.contentType) === KUBERNETES_PROTOBUF_MEDIA_TYPE) return [];
+  const { info } = req.target;
+  const strategy = registry.lookup(info.group, info.plural);
+  if (strategy?.unknownFields) return options.patch ? [] : strategy.unknownFields(body);
+  const published = kindSchema(info.group, info.version, info.kind);
+  return published ? findUnknownFields(body, published.schema, published.definitions, options) : [];
 }
 
 function decodeObject(req: ApiRequest): KubeObject {
@@ -127,6 +144,11 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
 
   if (type === 'application/apply-patch+yaml') return serverSideApplyRequest(registry, req, name, patch, dryRun);
 
+  // Merge and strategic-merge patches are partial objects, checked like one; a JSON patch's
+  // operations are not (its values could only be judged against the paths they land on).
+  const mergeLike = type === 'application/merge-patch+json' || type === 'application/strategic-merge-patch+json';
+  const warnings = mergeLike && isPlainObject(patch) ? checkFields(registry, req, patch as KubeObject, { patch: true }) : undefined;
+
   let apply: (current: KubeObject) => KubeObject;
   switch (type) {
     case 'application/json-patch+json':
@@ -149,7 +171,11 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
     if (typeof next !== 'object' || next === null || Array.isArray(next)) throw errors.badRequest('the patch did not produce an object');
     return next;
   }, opts);
-  return { code: 200, body: result };
+  return { code: 200, body: result, warnings };
+}
+
+function isPlainObject(v: unknown): boolean {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /**
@@ -163,6 +189,7 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   const manager = req.query.fieldManager;
   if (!manager) throw errors.badRequest('PATCH, application/apply-patch+yaml requests must supply a fieldManager (the fieldManager query parameter)');
   if (applied.metadata?.name && applied.metadata.name !== name) throw errors.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
+  const warnings = checkFields(registry, req, applied);
   applied.metadata = { ...(applied.metadata ?? {}), name };
   const common = { applied, manager, force: req.query.force === 'true', schema: builtinPatchSchema(info.kind), apiVersion: `${info.group ? info.group + '/' : ''}${info.version}`, now: isoSeconds(Date.now()) };
   let exists = true;
@@ -174,10 +201,10 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   }
   if (!exists) {
     const { object } = serverSideApply({ ...common, live: undefined });
-    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user }) };
+    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user }), warnings };
   }
   const body = await registry.modify(info, namespace, name, (cur) => serverSideApply({ ...common, live: cur }).object, { dryRun, subresource, user: req.user });
-  return { code: 200, body };
+  return { code: 200, body, warnings };
 }
 
 function deleteOptions(req: ApiRequest): DeleteOptions {
