@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { findUnknownFields, type Schema } from '../../src/api/unknown-fields.js';
-import '../../src/registry/kinds/index.js';
+import { CONFIGMAP_RESOURCE } from '../../src/registry/kinds/config.js';
+import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import '../../src/registry/kinds/apps-sets-presentation.js'; // registers the DaemonSet, StatefulSet and PVC schemas
+import { Registry } from '../../src/registry/registry.js';
+import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { kindSchema } from '../../src/server/openapi.js';
+import { handleResourceRequest, type ApiRequest } from '../../src/server/resource-handlers.js';
+import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const defs = new Map<string, Schema>([
   ['Thing', { type: 'object', properties: { name: { type: 'string' }, size: { allOf: [{ $ref: '#/components/schemas/Size' }] } } }],
@@ -130,6 +135,50 @@ describe('unknown fields of built-in kinds', () => {
     assert.deepEqual(check('apiextensions.k8s.io', 'v1', 'CustomResourceDefinition', crd), ['spec.versions[0].schema.openAPIV3Schema.properties.spec.typ']);
     assert.deepEqual(check('admissionregistration.k8s.io', 'v1', 'ValidatingWebhookConfiguration', { webhooks: [{ name: 'a.b.c', clientConfig: { url: 'https://x', cabundle: '' } }] }), ['webhooks[0].clientConfig.cabundle']);
     assert.deepEqual(check('coordination.k8s.io', 'v1', 'Lease', { spec: { holderIdentity: 'n', renewTime: '2024-01-01T00:00:00.000000Z', holder: 'x' } }), ['spec.holder']);
+  });
+});
+
+describe('fieldValidation on the API handlers', () => {
+  async function fresh() {
+    const registry = new Registry({ backend: openSqliteBackend({ file: ':memory:' }) });
+    for (const s of ALL_STRATEGIES) registry.register(s);
+    await registry.create(BUILTIN_RESOURCES.find((r) => r.plural === 'namespaces')!, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+    return registry;
+  }
+  const request = (method: string, mode: string | undefined, body: unknown, extra: Partial<ApiRequest> = {}): ApiRequest => ({
+    method,
+    target: { info: CONFIGMAP_RESOURCE, namespace: 'default', ...(method === 'POST' ? {} : { name: 'cm' }) },
+    query: mode ? { fieldValidation: mode } : {},
+    contentType: 'application/json',
+    body: Buffer.from(JSON.stringify(body)),
+    ...extra,
+  });
+  const typo = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm', labelz: {} }, data: { a: 'b' }, dataa: {} };
+
+  it('Strict refuses with 400 and the paths; Warn (the default) reports; Ignore says nothing', async () => {
+    const r = await fresh();
+    await assert.rejects(handleResourceRequest(r, request('POST', 'Strict', typo)), (e: Error & { code?: number }) => {
+      assert.equal(e.code, 400);
+      assert.equal(e.message, 'strict decoding error: unknown field "metadata.labelz", unknown field "dataa"');
+      return true;
+    });
+    const warned = await handleResourceRequest(r, request('POST', undefined, typo));
+    assert.deepEqual(warned.warnings, ['unknown field "metadata.labelz"', 'unknown field "dataa"']);
+    const put = await handleResourceRequest(r, request('PUT', 'Ignore', { ...typo, metadata: { ...typo.metadata, resourceVersion: undefined } }));
+    assert.deepEqual(put.warnings, []);
+  });
+
+  it('checks merge and strategic-merge patches and server-side apply, not their directives', async () => {
+    const r = await fresh();
+    await handleResourceRequest(r, request('POST', 'Strict', { ...typo, metadata: { name: 'cm' }, dataa: undefined }));
+    const merge = { contentType: 'application/merge-patch+json' };
+    await assert.rejects(handleResourceRequest(r, request('PATCH', 'Strict', { datta: { x: 'y' } }, merge)), /unknown field "datta"/);
+    const ok = await handleResourceRequest(r, request('PATCH', 'Strict', { data: { x: 'y' }, metadata: { labels: { a: null } }, gone: null }, merge));
+    assert.deepEqual(ok.warnings, []);
+    const smp = { contentType: 'application/strategic-merge-patch+json' };
+    assert.deepEqual((await handleResourceRequest(r, request('PATCH', 'Strict', { data: { $patch: 'replace', z: '1' } }, smp))).warnings, []);
+    const apply = { contentType: 'application/apply-patch+yaml', query: { fieldValidation: 'Strict', fieldManager: 'me' } };
+    await assert.rejects(handleResourceRequest(r, request('PATCH', 'Strict', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'cm' }, immutible: true }, apply)), /unknown field "immutible"/);
   });
 });
 
