@@ -18,6 +18,12 @@
  *    walk, so modeled kinds describe every nested object a manifest is likely to carry.
  *  - `kubectl explain` renders these schemas and descriptions.
  *
+ * The server itself reads them too: a built-in kind's registered schema decides which fields
+ * fieldValidation reports as unknown (src/api/unknown-fields.ts), and kubectl asks for Strict by
+ * default. So a field Kubernetes accepts but a schema here lacks refuses users' manifests: model
+ * every field of a definition (test/unit/unknown-fields.test.ts holds the upstream field lists),
+ * or mark the definition `opaque()` where it is deliberately not modelled.
+ *
  * Schemas are data: registerKindSchema() adds a kind (built-ins are registered below; the lead adds
  * more, CRDs pass their openAPIV3Schema), registerDefinitions() adds shared named schemas. Kinds
  * without a registration get a permissive schema that keeps unknown fields.
