@@ -137,6 +137,13 @@ describe('multi-host lab (3 network namespaces, 3 dockerds)', { timeout: 600_000
       const n = await lab.client.get<Node>(CORE.nodes, { name: h.nodeName });
       return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && !(n.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/'));
     }, 30_000, 'node Ready again and untainted');
+    // Its eth0 going down took every route through it, Berth's pod routes too: the agent puts them back.
+    const otherCidrs = await Promise.all(lab.hosts.filter((o) => o !== h).map(async (o) => (await lab.client.get<Node>(CORE.nodes, { name: o.nodeName })).spec!.podCIDR!));
+    let routes = '';
+    await waitFor(async () => {
+      routes = (await execFileP('ip', ['-n', h.netns, 'route', 'show', 'proto', '211'])).stdout;
+      return otherCidrs.every((c) => routes.includes(c));
+    }, 30_000, () => `pod routes to ${otherCidrs.join(', ')} back on ${h.nodeName}: ${routes}`);
   });
 
   it('cordon, drain (Eviction API) and uncordon with kubectl', async () => {
