@@ -25,6 +25,11 @@ export interface UnknownFieldOptions {
    * leaves nothing behind to be unknown.
    */
   patch?: boolean;
+  /**
+   * Delete every unknown key from `value` as it is found. A built-in kind has no place to keep a key
+   * its schema lacks — the apiserver's decoder drops it — so what is stored matches Kubernetes.
+   */
+  prune?: boolean;
 }
 
 const REF_PREFIX = '#/components/schemas/';
@@ -60,7 +65,10 @@ function walk(value: unknown, schema: Schema, path: string, defs: SchemaDefiniti
     const at = path === '' ? key : `${path}.${key}`;
     const declared = Object.hasOwn(properties, key) ? properties[key] : isSchema(additional) ? additional : undefined;
     if (declared) walk(child, declared, at, defs, options, found);
-    else if (withProperties.length > 0 && additional !== true && !(path === '' && TOP_LEVEL.has(key))) found.push(at);
+    else if (withProperties.length > 0 && additional !== true && !(path === '' && TOP_LEVEL.has(key))) {
+      found.push(at);
+      if (options.prune) delete (value as Record<string, unknown>)[key];
+    }
   }
 }
 

@@ -93,15 +93,18 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
 
 /**
  * fieldValidation: `Strict` refuses, `Warn` (the default, as in Kubernetes) reports, `Ignore` says
- * nothing. Duplicate and unknown fields are found for every kind. `body` is what the request
+ * nothing. Duplicate and unknown fields are found for every kind; unknown fields of built-in kinds
+ * are also deleted from `body`, so a write that goes through stores none. `body` is what the request
  * carried: the object of a create/update/apply, or a merge or strategic-merge patch.
  */
 function checkFields(registry: Registry, req: ApiRequest, body: KubeObject, options: UnknownFieldOptions = {}): string[] {
   const mode = req.query.fieldValidation ?? 'Warn';
   if (!['Strict', 'Warn', 'Ignore'].includes(mode)) throw errors.badRequest(`fieldValidation must be one of Ignore, Warn or Strict, not "${mode}"`);
-  if (mode === 'Ignore' || !req.body) return [];
-  const problems = findDuplicateFields(req.body, req.contentType).map((p) => `duplicate field "${p}"`);
-  for (const p of unknownFields(registry, req, body, options)) problems.push(`unknown field "${p}"`);
+  if (!req.body) return [];
+  // Walked in every mode: unknown fields of built-in kinds are dropped whether or not anyone is told.
+  const unknown = unknownFields(registry, req, body, { ...options, prune: true });
+  if (mode === 'Ignore') return [];
+  const problems = [...findDuplicateFields(req.body, req.contentType).map((p) => `duplicate field "${p}"`), ...unknown.map((p) => `unknown field "${p}"`)];
   if (!problems.length) return [];
   if (mode === 'Strict') throw errors.badRequest(`strict decoding error: ${problems.join(', ')}`);
   return problems;
