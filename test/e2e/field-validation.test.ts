@@ -417,6 +417,11 @@ describe('field validation of built-in kinds with stock kubectl', () => {
     const r = await c.kubectl(['apply', '--validate=warn', '-f', file('warn.yaml', typoDeployment('warned'))]);
     assert.match(r.stderr, /Warning: unknown field "spec\.template\.spec\.containers\[0\]\.imagePullPolicyy"/);
     assert.equal(await exists('warned'), true);
+    // Created without it, as the apiserver's decoder drops what the schema lacks.
+    const stored = await c.kubectl(['get', 'deployment', 'warned', '-o', 'json']);
+    const container = (JSON.parse(stored.stdout) as { spec: { template: { spec: { containers: Array<Record<string, unknown>> } } } }).spec.template.spec.containers[0]!;
+    assert.equal(container['imagePullPolicyy'], undefined);
+    assert.equal(container['image'], 'berth/busybox:test');
   });
 
   it('--validate=false creates the object silently', async () => {
