@@ -18,6 +18,8 @@ import { PodManager } from './pod-manager.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import { StatusManager } from './status.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
+import { loadDockerode } from './runtime/load-dockerode.js';
+import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
 
 export type { AgentOptions } from './options.js';
 
@@ -121,12 +123,15 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     relistMs: o.intervals.relistMs,
     retryMs: o.intervals.retryMs,
     dataDir: o.dataDir,
+    dockerSocket: o.dockerSocket,
     recorder: new EventRecorder({ client, component: 'kubelet', host: o.nodeName, now: () => o.clock.now(), log }),
   });
   await pods.start();
   nodeStatus.start();
   const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
   lease.start();
+  // Claim volumes live in Docker; with another runtime (tests) there are none to sweep.
+  const claimSweeper = o.runtime ? undefined : startClaimVolumeSweeper({ docker: new (loadDockerode())({ socketPath: o.dockerSocket }), client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log });
   log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
   let stopping: Promise<void> | undefined;
@@ -139,6 +144,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         await nodeStatus.stop();
         await lease.stop();
         podNet?.stop();
+        claimSweeper?.stop();
         await pods.stop();
         await status.idle();
         status.stop();

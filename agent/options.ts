@@ -14,6 +14,8 @@ export interface AgentIntervals {
   heartbeatMs: number;
   /** safety-net resync of every pod and stray-container sweep (events drive the fast path) */
   relistMs: number;
+  /** how often Docker volumes of deleted PersistentVolumeClaims are looked for and removed */
+  claimVolumeSweepMs: number;
   /**
    * minimum time between two status writes of one pod. Default 0, as the kubelet: writes of one pod never
    * overlap, and whatever changes while one is in flight goes out, merged, in the next — so a crash
@@ -74,6 +76,7 @@ export interface ResolvedAgentOptions {
 export const DEFAULT_INTERVALS: AgentIntervals = {
   heartbeatMs: 10_000,
   relistMs: 10_000,
+  claimVolumeSweepMs: 60_000,
   statusMinIntervalMs: 0,
   retryMs: 1_000,
 };

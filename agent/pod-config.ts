@@ -23,6 +23,7 @@ import type { BindMount, ContainerOptions } from './runtime/container-options.js
 import { withDefaultTag, type ContainerRuntime } from './runtime/runtime.js';
 import { containerSecurity } from './security-context.js';
 import { ConfigObjects } from './volumes/config-objects.js';
+import { claimUid } from './volumes/claim-volumes.js';
 import { PodPaths } from './volumes/paths.js';
 import { referencedObjects } from './volumes/projection.js';
 import { VolumeManager, type PreparedVolume } from './volumes/volume-manager.js';
@@ -35,6 +36,10 @@ export interface PodConfigOptions {
   hostIP: string;
   /** the Docker network pod IPs are read from */
   podNetwork: string;
+  /** this node (owner of the claim volumes it makes) */
+  nodeName: string;
+  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) */
+  dockerSocket?: string;
   log: Logger;
   /** delay before re-watching ConfigMaps/Secrets after a dropped stream */
   retryMs: number;
@@ -95,7 +100,13 @@ export class PodConfigManager {
     this.log = opts.log.child({ component: 'pod-config' });
     this.paths = new PodPaths(opts.dataDir);
     this.objects = new ConfigObjects({ client: opts.client, log: this.log, retryMs: opts.retryMs });
-    this.volumes = new VolumeManager({ paths: this.paths, objects: this.objects, log: this.log });
+    this.volumes = new VolumeManager({
+      paths: this.paths,
+      objects: this.objects,
+      log: this.log,
+      dockerSocket: opts.dockerSocket,
+      claims: { uidOf: (namespace, name) => claimUid(opts.client, namespace, name), nodeName: opts.nodeName },
+    });
     this.files = new PodFiles({ paths: this.paths, nodeHostsFile: opts.nodeHostsFile, nodeResolvConf: opts.nodeResolvConf });
     this.unsubscribe = this.objects.onChange((key) => this.objectChanged(key));
   }

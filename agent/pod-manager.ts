@@ -34,6 +34,8 @@ export interface PodManagerOptions {
   retryMs: number;
   /** the agent's data dir (per-pod files live under pods/<uid>/) */
   dataDir: string;
+  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) */
+  dockerSocket?: string;
   /** records pod events (component kubelet); none in tests that do not care */
   recorder?: EventRecorder;
 }
@@ -95,6 +97,8 @@ export class PodManager {
         dataDir: opts.dataDir,
         hostIP: opts.hostIP,
         podNetwork: opts.podNetwork,
+        nodeName: opts.nodeName,
+        dockerSocket: opts.dockerSocket,
         log: opts.log,
         retryMs: opts.retryMs,
       }),

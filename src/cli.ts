@@ -50,6 +50,7 @@ Flags:
                           plane may call (default 10250, or a free port if taken; 0 = any free port)
   --heartbeat-interval-ms N   node status heartbeat period (default 10000, as the kubelet)
   --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
+  --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims are removed (default 60000)
   --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
@@ -145,13 +146,14 @@ async function runAgent(argv: string[]): Promise<void> {
       'agent-port': { type: 'string' },
       'heartbeat-interval-ms': { type: 'string' },
       'relist-interval-ms': { type: 'string' },
+      'claim-sweep-interval-ms': { type: 'string' },
       'crash-backoff-base-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
-  const ms = (flag: 'heartbeat-interval-ms' | 'relist-interval-ms' | 'crash-backoff-base-ms') => {
+  const ms = (flag: 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms') => {
     const s = values[flag];
     if (s === undefined) return undefined;
     const n = Number(s);
@@ -170,7 +172,7 @@ async function runAgent(argv: string[]): Promise<void> {
     dockerSocket: values['docker-socket'],
     nodeIP: values['node-ip'],
     agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
-    intervals: { heartbeatMs: ms('heartbeat-interval-ms'), relistMs: ms('relist-interval-ms') },
+    intervals: { heartbeatMs: ms('heartbeat-interval-ms'), relistMs: ms('relist-interval-ms'), claimVolumeSweepMs: ms('claim-sweep-interval-ms') },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,
   });

@@ -3,45 +3,94 @@
  * `berth-pvc-<namespace>-<claimName>`, created on first use and never removed with a pod, so data
  * outlives the pods that mount it (a StatefulSet's recreated pod finds its files again). The
  * volume's mountpoint on the host is bind-mounted like every other volume (the agent runs beside
- * its Docker engine). Volumes whose claim is gone are removed by `removeOrphanClaimVolumes`.
+ * its Docker engine).
+ * A volume belongs to one claim object — its uid is on a label — and to the node that made it. Once
+ * that claim is gone (deleted, or deleted and made again under the same name) the volume is removed
+ * by the node's sweeper, as a dynamically provisioned volume with reclaim policy Delete would be.
  */
 import type Dockerode from 'dockerode';
-import { loadDockerode } from '../runtime/load-dockerode.js';
+import type { Logger } from 'pino';
+import { isApiError } from '../../src/api/errors.js';
+import type { Client, ResourceRef } from '../../src/client/client.js';
 
 /** The Docker volume name for a claim. */
 export function claimVolumeName(namespace: string, claimName: string): string {
   return `berth-pvc-${namespace}-${claimName}`;
 }
 
+/** `<namespace>/<claim name>` */
 const CLAIM_LABEL = 'berth.claim';
+const CLAIM_UID_LABEL = 'berth.claim-uid';
+/** the node whose agent made the volume, and the only one that may sweep it */
+const NODE_LABEL = 'berth.claim-node';
 
-/** Creates (if missing) the claim's Docker volume and returns its host mountpoint. */
-export async function ensureClaimVolume(p: { docker: Dockerode; namespace: string; claimName: string }): Promise<string> {
-  const name = claimVolumeName(p.namespace, p.claimName);
+const PVCS: ResourceRef = { plural: 'persistentvolumeclaims' };
+
+interface VolumeInfo {
+  Name: string;
+  Mountpoint: string;
+  Labels?: Record<string, string> | null;
+}
+
+/** The uid of claim namespace/name, undefined when there is no such claim; throws when it cannot tell. */
+export async function claimUid(client: Client, namespace: string, name: string): Promise<string | undefined> {
   try {
-    const info = (await p.docker.getVolume(name).inspect()) as { Mountpoint: string };
-    return info.Mountpoint;
+    return (await client.get(PVCS, { namespace, name })).metadata.uid;
   } catch (err) {
-    if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+    if (isApiError(err) && err.reason === 'NotFound') return undefined;
+    throw err;
   }
-  const created = (await p.docker.createVolume({ Name: name, Labels: { [CLAIM_LABEL]: `${p.namespace}/${p.claimName}` } })) as unknown as { Mountpoint?: string; inspect?: () => Promise<{ Mountpoint: string }> };
-  if (created.Mountpoint) return created.Mountpoint;
-  const info = (await p.docker.getVolume(name).inspect()) as { Mountpoint: string };
-  return info.Mountpoint;
 }
 
 /**
- * Removes claim volumes whose claim no longer exists (`claimExists(namespace, name)` false).
- * A volume still used by a container is left for a later sweep (Docker refuses with 409).
+ * Creates (if missing) the claim's Docker volume and returns its host mountpoint. A volume left by an
+ * earlier claim of the same name is removed first: the new claim starts empty, as in Kubernetes.
+ * Volumes made before claims were labelled with their uid are kept and used.
  */
-export async function removeOrphanClaimVolumes(p: { docker: Dockerode; claimExists: (namespace: string, name: string) => Promise<boolean> }): Promise<string[]> {
-  const list = (await p.docker.listVolumes({ filters: JSON.stringify({ label: [CLAIM_LABEL] }) })) as { Volumes?: Array<{ Name: string; Labels?: Record<string, string> }> };
+export async function ensureClaimVolume(p: { docker: Dockerode; namespace: string; claimName: string; claimUid: string; nodeName: string }): Promise<string> {
+  const name = claimVolumeName(p.namespace, p.claimName);
+  const existing = await inspectVolume(p.docker, name);
+  if (existing) {
+    const owner = existing.Labels?.[CLAIM_UID_LABEL];
+    if (!owner || owner === p.claimUid) return existing.Mountpoint;
+    try {
+      await p.docker.getVolume(name).remove();
+    } catch (err) {
+      if ((err as { statusCode?: number }).statusCode === 409) throw new Error(`the volume of an earlier claim named "${p.claimName}" is still in use`);
+      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
+    }
+  }
+  await p.docker.createVolume({ Name: name, Labels: { [CLAIM_LABEL]: `${p.namespace}/${p.claimName}`, [CLAIM_UID_LABEL]: p.claimUid, [NODE_LABEL]: p.nodeName } });
+  return (await inspectVolume(p.docker, name))!.Mountpoint;
+}
+
+async function inspectVolume(docker: Dockerode, name: string): Promise<VolumeInfo | undefined> {
+  try {
+    return (await docker.getVolume(name).inspect()) as VolumeInfo;
+  } catch (err) {
+    if ((err as { statusCode?: number }).statusCode === 404) return undefined;
+    throw err;
+  }
+}
+
+/**
+ * Removes this node's claim volumes whose claim no longer exists: `claimUidOf(namespace, name)` is
+ * undefined or another uid. When it throws (control plane unreachable) nothing is removed. A volume
+ * still used by a container is left for a later sweep (Docker refuses with 409).
+ */
+export async function removeOrphanClaimVolumes(p: {
+  docker: Dockerode;
+  nodeName: string;
+  claimUidOf: (namespace: string, name: string) => Promise<string | undefined>;
+}): Promise<string[]> {
+  const list = (await p.docker.listVolumes({ filters: JSON.stringify({ label: [`${NODE_LABEL}=${p.nodeName}`] }) })) as { Volumes?: VolumeInfo[] | null };
   const removed: string[] = [];
   for (const v of list.Volumes ?? []) {
     const owner = v.Labels?.[CLAIM_LABEL] ?? '';
+    const uid = v.Labels?.[CLAIM_UID_LABEL];
     const slash = owner.indexOf('/');
-    if (slash < 0) continue;
-    if (await p.claimExists(owner.slice(0, slash), owner.slice(slash + 1))) continue;
+    if (slash < 0 || !uid) continue;
+    if ((await p.claimUidOf(owner.slice(0, slash), owner.slice(slash + 1))) === uid) continue;
     try {
       await p.docker.getVolume(v.Name).remove();
       removed.push(v.Name);
@@ -51,4 +100,25 @@ export async function removeOrphanClaimVolumes(p: { docker: Dockerode; claimExis
     }
   }
   return removed;
+}
+
+/** Sweeps this node's orphan claim volumes now and every `intervalMs`. */
+export function startClaimVolumeSweeper(p: { docker: Dockerode; client: Client; nodeName: string; intervalMs: number; log: Logger }): { stop(): void } {
+  let running = false;
+  const sweep = async () => {
+    if (running) return;
+    running = true;
+    try {
+      const removed = await removeOrphanClaimVolumes({ docker: p.docker, nodeName: p.nodeName, claimUidOf: (ns, name) => claimUid(p.client, ns, name) });
+      for (const name of removed) p.log.info({ volume: name }, 'removed the volume of a deleted claim');
+    } catch (err) {
+      p.log.debug({ err: (err as Error).message }, 'claim volume sweep skipped');
+    } finally {
+      running = false;
+    }
+  };
+  void sweep();
+  const timer = setInterval(() => void sweep(), p.intervalMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

@@ -48,8 +48,10 @@ export interface VolumeManagerOptions {
   paths: PodPaths;
   objects: ConfigObjectReader;
   log: Logger;
-  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) [sets helper] */
+  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) */
   dockerSocket?: string;
+  /** persistentVolumeClaim volumes: the claim's uid (undefined: no such claim) and this node's name */
+  claims?: { uidOf(namespace: string, name: string): Promise<string | undefined>; nodeName: string };
 }
 
 function volumeKind(v: Record<string, unknown>): VolumeKind {
@@ -131,11 +133,15 @@ export class VolumeManager {
     const source = (v[kind] ?? {}) as Record<string, unknown>;
     if (kind === 'hostPath') return { name: v.name, kind, hostPath: prepareHostPath(source), forceReadOnly: false };
     if (kind === 'persistentVolumeClaim') {
-      // [sets helper] A claim is a Docker named volume that outlives the pod (claim-volumes.ts).
+      // A claim is a Docker named volume that outlives the pod (claim-volumes.ts).
       const claimName = typeof source.claimName === 'string' ? source.claimName : '';
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
       this.docker ??= new (loadDockerode())({ socketPath: this.opts.dockerSocket ?? '/var/run/docker.sock' });
-      const hostPath = await ensureClaimVolume({ docker: this.docker, namespace: pod.metadata.namespace ?? 'default', claimName });
+      const namespace = pod.metadata.namespace ?? 'default';
+      if (!this.opts.claims) throw new Error('persistentVolumeClaim volumes need the claims option');
+      const claimUid = await this.opts.claims.uidOf(namespace, claimName);
+      if (!claimUid) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
+      const hostPath = await ensureClaimVolume({ docker: this.docker, namespace, claimName, claimUid, nodeName: this.opts.claims.nodeName });
       return { name: v.name, kind, hostPath, forceReadOnly: source.readOnly === true };
     }
 

@@ -1,7 +1,8 @@
 /**
  * DaemonSets and StatefulSets end to end on real Docker through stock kubectl: a DaemonSet follows
  * nodes joining and leaving and rolls back with `kubectl rollout undo`; a StatefulSet creates its
- * pods in order and keeps a file written to its volume across pod deletion.
+ * pods in order and keeps a file written to its volume across pod deletion; deleting the claims
+ * removes their Docker volumes, and a claim made again under the same name starts empty.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -42,7 +43,7 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
   let c: Cluster;
   const extraNodes: string[] = [];
   before(async () => {
-    c = await startCluster({ agents: ['seta', 'setb'] });
+    c = await startCluster({ agents: ['seta', 'setb'], agentArgs: ['--claim-sweep-interval-ms', '500'] });
   });
   const stsNamespace = `sets-${randomBytes(3).toString('hex')}`;
   after(async () => {
@@ -191,5 +192,40 @@ spec:
     const read = await c.kubectl(['exec', '-n', ns, 'web-0', '--', 'cat', '/data/proof'], { allowFail: true });
     assert.equal(read.code, 0, read.stderr);
     assert.equal(read.stdout.trim(), 'kept-across-deletion');
+  });
+
+  it('removes the Docker volume of a deleted claim; a claim made again under its name starts empty', { timeout: 300_000 }, async () => {
+    const ns = stsNamespace;
+    const volumes = async () => (await docker(['volume', 'ls', '-q', '--filter', `name=berth-pvc-${ns}-`])).split('\n').filter(Boolean).sort();
+    assert.deepEqual(await volumes(), [0, 1, 2].map((i) => `berth-pvc-${ns}-data-web-${i}`));
+    // The StatefulSet's default retention policy (Retain) leaves the claims: delete them by hand.
+    await c.kubectl(['delete', 'sts', '-n', ns, 'web', '--wait=true']);
+    await waitFor(async () => (await c.client.list<Pod>(CORE.pods, { namespace: ns })).items.length === 0, 60_000, 'StatefulSet pods gone');
+    await c.kubectl(['delete', 'pvc', '-n', ns, 'data-web-1', 'data-web-2']);
+    let left = '';
+    await waitFor(async () => (left = (await volumes()).join()) === `berth-pvc-${ns}-data-web-0`, 30_000, () => `volumes of the deleted claims removed; left: ${left}`);
+
+    // data-web-0 deleted and made again: the new claim is another object and gets a fresh volume.
+    await c.kubectl(['delete', 'pvc', '-n', ns, 'data-web-0']);
+    await c.kubectl(['apply', '-n', ns, '-f', '-'], {
+      input: `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-web-0}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: ${TEST_IMAGE}, command: ["sleep", "3600"], volumeMounts: [{name: data, mountPath: /data}]}
+  volumes:
+  - {name: data, persistentVolumeClaim: {claimName: data-web-0}}
+`,
+    });
+    await waitFor(async () => isReady(await c.client.get<Pod>(CORE.pods, { namespace: ns, name: 'reader' })), 120_000, 'reader ready');
+    const read = await c.kubectl(['exec', '-n', ns, 'reader', '--', 'ls', '-A', '/data']);
+    assert.equal(read.stdout.trim(), '', 'the recreated claim starts empty');
   });
 });

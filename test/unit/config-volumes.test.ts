@@ -254,7 +254,7 @@ describe('volume manager', { skip: !isRoot && 'needs root (mount)' }, () => {
   it('removes the directories of pods that no longer exist, keeping the ones asked for', async () => {
     const data = dir();
     for (const uid of ['keep-me', 'gone']) fs.mkdirSync(path.join(data, 'pods', uid, 'volumes', 'v'), { recursive: true });
-    const pc = new PodConfigManager({ client: {} as Client, runtime: {} as ContainerRuntime, dataDir: data, hostIP: '10.0.0.1', podNetwork: 'bridge', log, retryMs: 1000 });
+    const pc = new PodConfigManager({ client: {} as Client, runtime: {} as ContainerRuntime, dataDir: data, hostIP: '10.0.0.1', podNetwork: 'bridge', nodeName: 'node-1', log, retryMs: 1000 });
     await pc.removeOrphans(new Set(['keep-me']));
     pc.stop();
     assert.deepEqual(fs.readdirSync(path.join(data, 'pods')), ['keep-me']);
