@@ -23,7 +23,7 @@ import type { BindMount, ContainerOptions } from './runtime/container-options.js
 import { withDefaultTag, type ContainerRuntime } from './runtime/runtime.js';
 import { containerSecurity } from './security-context.js';
 import { ConfigObjects } from './volumes/config-objects.js';
-import { claimUid } from './volumes/claim-volumes.js';
+import { claimUid, clusterId } from './volumes/claim-volumes.js';
 import { PodPaths } from './volumes/paths.js';
 import { referencedObjects } from './volumes/projection.js';
 import { VolumeManager, type PreparedVolume } from './volumes/volume-manager.js';
@@ -95,6 +95,8 @@ export class PodConfigManager {
   private readonly log: Logger;
   private allocatable: Record<string, string> | undefined;
   private readonly unsubscribe: () => void;
+  /** the cluster id, read once (it changes only with a new control-plane store, and the agent with it) */
+  private clusterId: Promise<string> | undefined;
 
   constructor(private readonly opts: PodConfigOptions) {
     this.log = opts.log.child({ component: 'pod-config' });
@@ -105,7 +107,10 @@ export class PodConfigManager {
       objects: this.objects,
       log: this.log,
       dockerSocket: opts.dockerSocket,
-      claims: { uidOf: (namespace, name) => claimUid(opts.client, namespace, name), nodeName: opts.nodeName },
+      claims: { uidOf: (namespace, name) => claimUid(opts.client, namespace, name), clusterId: () => (this.clusterId ??= clusterId(opts.client).catch((err: unknown) => {
+        this.clusterId = undefined; // asked again next time
+        throw err;
+      })), nodeName: opts.nodeName },
     });
     this.files = new PodFiles({ paths: this.paths, nodeHostsFile: opts.nodeHostsFile, nodeResolvConf: opts.nodeResolvConf });
     this.unsubscribe = this.objects.onChange((key) => this.objectChanged(key));

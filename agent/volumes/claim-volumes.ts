@@ -4,14 +4,17 @@
  * outlives the pods that mount it (a StatefulSet's recreated pod finds its files again). The
  * volume's mountpoint on the host is bind-mounted like every other volume (the agent runs beside
  * its Docker engine).
- * A volume belongs to one claim object — its uid is on a label — and to the node that made it. Once
- * that claim is gone (deleted, or deleted and made again under the same name) the volume is removed
- * by the node's sweeper, as a dynamically provisioned volume with reclaim policy Delete would be.
+ * A volume belongs to one claim object — its uid is on a label — of one cluster (the uid of its
+ * kube-system namespace, the usual cluster id), and to the node that made it. Once that claim is gone
+ * (deleted, or deleted and made again under the same name) the volume is removed by the node's
+ * sweeper, as a dynamically provisioned volume with reclaim policy Delete would be. A volume of another
+ * cluster — the control plane was reinstalled, its store is new — is never removed: a claim of the
+ * same name adopts it, data and all, as do volumes made before the labels existed.
  */
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { isApiError } from '../../src/api/errors.js';
-import type { Client, ResourceRef } from '../../src/client/client.js';
+import { CORE, type Client, type ResourceRef } from '../../src/client/client.js';
 
 /** The Docker volume name for a claim. */
 export function claimVolumeName(namespace: string, claimName: string): string {
@@ -23,6 +26,8 @@ const CLAIM_LABEL = 'berth.claim';
 const CLAIM_UID_LABEL = 'berth.claim-uid';
 /** the node whose agent made the volume, and the only one that may sweep it */
 const NODE_LABEL = 'berth.claim-node';
+/** the cluster whose claim it was (see clusterId) */
+const CLUSTER_LABEL = 'berth.claim-cluster';
 
 const PVCS: ResourceRef = { plural: 'persistentvolumeclaims' };
 
@@ -42,17 +47,24 @@ export async function claimUid(client: Client, namespace: string, name: string):
   }
 }
 
+/** The cluster's id: the uid of its kube-system namespace, new with every fresh control-plane store. */
+export async function clusterId(client: Client): Promise<string> {
+  const uid = (await client.get(CORE.namespaces, { name: 'kube-system' })).metadata.uid;
+  if (!uid) throw new Error('the kube-system namespace has no uid');
+  return uid;
+}
+
 /**
  * Creates (if missing) the claim's Docker volume and returns its host mountpoint. A volume left by an
- * earlier claim of the same name is removed first: the new claim starts empty, as in Kubernetes.
- * Volumes made before claims were labelled with their uid are kept and used.
+ * earlier claim of the same name in this cluster is removed first: the new claim starts empty, as in
+ * Kubernetes. A volume of another cluster, or made before volumes were labelled, is used as it is.
  */
-export async function ensureClaimVolume(p: { docker: Dockerode; namespace: string; claimName: string; claimUid: string; nodeName: string }): Promise<string> {
+export async function ensureClaimVolume(p: { docker: Dockerode; namespace: string; claimName: string; claimUid: string; clusterId: string; nodeName: string }): Promise<string> {
   const name = claimVolumeName(p.namespace, p.claimName);
   const existing = await inspectVolume(p.docker, name);
   if (existing) {
-    const owner = existing.Labels?.[CLAIM_UID_LABEL];
-    if (!owner || owner === p.claimUid) return existing.Mountpoint;
+    const labels = existing.Labels ?? {};
+    if (labels[CLUSTER_LABEL] !== p.clusterId || labels[CLAIM_UID_LABEL] === p.claimUid) return existing.Mountpoint;
     try {
       await p.docker.getVolume(name).remove();
     } catch (err) {
@@ -60,7 +72,8 @@ export async function ensureClaimVolume(p: { docker: Dockerode; namespace: strin
       if ((err as { statusCode?: number }).statusCode !== 404) throw err;
     }
   }
-  await p.docker.createVolume({ Name: name, Labels: { [CLAIM_LABEL]: `${p.namespace}/${p.claimName}`, [CLAIM_UID_LABEL]: p.claimUid, [NODE_LABEL]: p.nodeName } });
+  const labels = { [CLAIM_LABEL]: `${p.namespace}/${p.claimName}`, [CLAIM_UID_LABEL]: p.claimUid, [CLUSTER_LABEL]: p.clusterId, [NODE_LABEL]: p.nodeName };
+  await p.docker.createVolume({ Name: name, Labels: labels });
   return (await inspectVolume(p.docker, name))!.Mountpoint;
 }
 
@@ -74,13 +87,15 @@ async function inspectVolume(docker: Dockerode, name: string): Promise<VolumeInf
 }
 
 /**
- * Removes this node's claim volumes whose claim no longer exists: `claimUidOf(namespace, name)` is
- * undefined or another uid. When it throws (control plane unreachable) nothing is removed. A volume
- * still used by a container is left for a later sweep (Docker refuses with 409).
+ * Removes this node's claim volumes of cluster `clusterId` whose claim no longer exists:
+ * `claimUidOf(namespace, name)` is undefined or another uid. When it throws (control plane
+ * unreachable) nothing is removed. A volume still used by a container is left for a later sweep
+ * (Docker refuses with 409).
  */
 export async function removeOrphanClaimVolumes(p: {
   docker: Dockerode;
   nodeName: string;
+  clusterId: string;
   claimUidOf: (namespace: string, name: string) => Promise<string | undefined>;
 }): Promise<string[]> {
   const list = (await p.docker.listVolumes({ filters: JSON.stringify({ label: [`${NODE_LABEL}=${p.nodeName}`] }) })) as { Volumes?: VolumeInfo[] | null };
@@ -89,7 +104,7 @@ export async function removeOrphanClaimVolumes(p: {
     const owner = v.Labels?.[CLAIM_LABEL] ?? '';
     const uid = v.Labels?.[CLAIM_UID_LABEL];
     const slash = owner.indexOf('/');
-    if (slash < 0 || !uid) continue;
+    if (slash < 0 || !uid || v.Labels?.[CLUSTER_LABEL] !== p.clusterId) continue;
     if ((await p.claimUidOf(owner.slice(0, slash), owner.slice(slash + 1))) === uid) continue;
     try {
       await p.docker.getVolume(v.Name).remove();
@@ -109,7 +124,8 @@ export function startClaimVolumeSweeper(p: { docker: Dockerode; client: Client; 
     if (running) return;
     running = true;
     try {
-      const removed = await removeOrphanClaimVolumes({ docker: p.docker, nodeName: p.nodeName, claimUidOf: (ns, name) => claimUid(p.client, ns, name) });
+      const cluster = await clusterId(p.client);
+      const removed = await removeOrphanClaimVolumes({ docker: p.docker, nodeName: p.nodeName, clusterId: cluster, claimUidOf: (ns, name) => claimUid(p.client, ns, name) });
       for (const name of removed) p.log.info({ volume: name }, 'removed the volume of a deleted claim');
     } catch (err) {
       p.log.debug({ err: (err as Error).message }, 'claim volume sweep skipped');

@@ -50,8 +50,8 @@ export interface VolumeManagerOptions {
   log: Logger;
   /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) */
   dockerSocket?: string;
-  /** persistentVolumeClaim volumes: the claim's uid (undefined: no such claim) and this node's name */
-  claims?: { uidOf(namespace: string, name: string): Promise<string | undefined>; nodeName: string };
+  /** persistentVolumeClaim volumes: the claim's uid (undefined: no such claim), the cluster's id and this node's name */
+  claims?: { uidOf(namespace: string, name: string): Promise<string | undefined>; clusterId(): Promise<string>; nodeName: string };
 }
 
 function volumeKind(v: Record<string, unknown>): VolumeKind {
@@ -141,7 +141,8 @@ export class VolumeManager {
       if (!this.opts.claims) throw new Error('persistentVolumeClaim volumes need the claims option');
       const claimUid = await this.opts.claims.uidOf(namespace, claimName);
       if (!claimUid) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
-      const hostPath = await ensureClaimVolume({ docker: this.docker, namespace, claimName, claimUid, nodeName: this.opts.claims.nodeName });
+      const clusterId = await this.opts.claims.clusterId();
+      const hostPath = await ensureClaimVolume({ docker: this.docker, namespace, claimName, claimUid, clusterId, nodeName: this.opts.claims.nodeName });
       return { name: v.name, kind, hostPath, forceReadOnly: source.readOnly === true };
     }
 
