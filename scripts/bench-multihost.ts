@@ -89,6 +89,10 @@ async function main(): Promise<void> {
     serverArgs: ['--node-grace-period', String(GRACE_S), '--node-monitor-period', '1', '--default-toleration-seconds', String(TOLERATION_S)],
     agentArgs: ['--heartbeat-interval-ms', '2000'],
   });
+  // Interrupted (Ctrl-C, a killed session): take the lab down rather than leave three dockerds behind.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => void lab.stop().finally(() => process.exit(130)));
+  }
   const rows: string[][] = [];
   try {
     const [h1, h2, h3] = lab.hosts as [SimHost, SimHost, SimHost];
