@@ -107,13 +107,19 @@ export class PodConfigManager {
       objects: this.objects,
       log: this.log,
       dockerSocket: opts.dockerSocket,
-      claims: { uidOf: (namespace, name) => claimUid(opts.client, namespace, name), clusterId: () => (this.clusterId ??= clusterId(opts.client).catch((err: unknown) => {
-        this.clusterId = undefined; // asked again next time
-        throw err;
-      })), nodeName: opts.nodeName },
+      claims: { uidOf: (namespace, name) => claimUid(opts.client, namespace, name), clusterId: () => this.cachedClusterId(), nodeName: opts.nodeName },
     });
     this.files = new PodFiles({ paths: this.paths, nodeHostsFile: opts.nodeHostsFile, nodeResolvConf: opts.nodeResolvConf });
     this.unsubscribe = this.objects.onChange((key) => this.objectChanged(key));
+  }
+
+  /** The cluster id, read once; a failed read is not kept, so the next claim volume asks again. */
+  private cachedClusterId(): Promise<string> {
+    this.clusterId ??= clusterId(this.opts.client).catch((err: unknown) => {
+      this.clusterId = undefined;
+      throw err;
+    });
+    return this.clusterId;
   }
 
   /** Sets the pod's volumes up (or up to date). Never throws: a failure is reported by forContainer. */
