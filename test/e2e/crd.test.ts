@@ -4,7 +4,6 @@
  * subresource; deleting the CRD deletes its objects.
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KubeObject, WatchEvent } from '../../src/api/types.js';
@@ -65,11 +64,7 @@ ${spec}
 describe('CustomResourceDefinitions', () => {
   let c: Cluster;
   const ref = { group: 'stable.example.com', version: 'v1', plural: 'crontabs' };
-  const write = (name: string, text: string) => {
-    const f = path.join(c.dir, name);
-    fs.writeFileSync(f, text);
-    return f;
-  };
+  const write = (name: string, text: string) => c.writeFile(name, text);
   before(async () => {
     c = await startCluster({ agents: [] });
   });

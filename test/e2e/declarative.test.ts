@@ -4,7 +4,6 @@
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KubeObject } from '../../src/api/types.js';
 import { startCluster, type Cluster } from './harness.js';
@@ -33,11 +32,7 @@ spec:
 
 describe('declarative API: server-side apply and kubectl verbs', () => {
   let c: Cluster;
-  const file = (name: string, text: string) => {
-    const f = path.join(c.dir, name);
-    fs.writeFileSync(f, text);
-    return f;
-  };
+  const file = (name: string, text: string) => c.writeFile(name, text);
   const ssa = (manager: string, text: string, extra: string[] = []) => c.kubectl(['apply', '--server-side', `--field-manager=${manager}`, '-f', file(`${manager}-${Date.now()}.yaml`, text), ...extra], { allowFail: true });
   before(async () => {
     c = await startCluster({ agents: [] });

@@ -5,8 +5,6 @@
  * validation untouched, by client-side and by server-side apply. (CRD-defined kinds: crd.test.ts.)
  */
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { startCluster, type Cluster } from './harness.js';
 
@@ -385,11 +383,7 @@ spec:
 
 describe('field validation of built-in kinds with stock kubectl', () => {
   let c: Cluster;
-  const file = (name: string, text: string) => {
-    const f = path.join(c.dir, name);
-    fs.writeFileSync(f, text);
-    return f;
-  };
+  const file = (name: string, text: string) => c.writeFile(name, text);
   const exists = async (name: string) => {
     try {
       await c.client.get(DEPLOY, { namespace: 'default', name });

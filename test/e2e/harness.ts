@@ -41,6 +41,8 @@ export interface Cluster {
   nodeNames: string[];
   client: HttpClient;
   kubectl(args: string[], opts?: { input?: string; allowFail?: boolean }): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** writes `text` to `name` in the cluster's temp dir (a manifest for `kubectl -f`) and returns its path */
+  writeFile(name: string, text: string): string;
   startAgent(nodeName: string): Promise<void>;
   stopAgent(nodeName: string, signal?: NodeJS.Signals): Promise<void>;
   restartServer(signal?: NodeJS.Signals): Promise<void>;
@@ -125,6 +127,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     client,
     async kubectl(args, kopts = {}) {
       return runKubectl(kubeconfig, args, kopts);
+    },
+    writeFile(name, text) {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, text);
+      return file;
     },
     startAgent,
     async stopAgent(nodeName, signal) {
