@@ -101,6 +101,11 @@ function memoryVolumeSize(pod: Pod, sizeLimit: unknown): number | undefined {
 export class VolumeManager {
   /** uid → volume name → hash of the payload last written (saves rereading unchanged volumes) */
   private readonly written = new Map<string, Map<string, string>>();
+  /**
+   * uid → volume name → host path of its claim volume. A pod keeps the volume it started with (as in
+   * Kubernetes, a claim remade under it does not swap its mount), and resyncs skip the API and Docker.
+   */
+  private readonly claimMounts = new Map<string, Map<string, string>>();
   /** secret volumes fall back to disk once tmpfs turned out unavailable (not root) */
   private tmpfsUnavailable = false;
   /** [sets helper] opened on first persistentVolumeClaim volume */
@@ -136,6 +141,9 @@ export class VolumeManager {
       // A claim is a Docker named volume that outlives the pod (claim-volumes.ts).
       const claimName = typeof source.claimName === 'string' ? source.claimName : '';
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
+      const forceReadOnly = source.readOnly === true;
+      const mounted = this.claimMounts.get(uid)?.get(v.name);
+      if (mounted) return { name: v.name, kind, hostPath: mounted, forceReadOnly };
       this.docker ??= new (loadDockerode())({ socketPath: this.opts.dockerSocket ?? '/var/run/docker.sock' });
       const namespace = pod.metadata.namespace ?? 'default';
       if (!this.opts.claims) throw new Error('persistentVolumeClaim volumes need the claims option');
@@ -143,7 +151,10 @@ export class VolumeManager {
       if (!claimUid) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
       const clusterId = await this.opts.claims.clusterId();
       const hostPath = await ensureClaimVolume({ docker: this.docker, namespace, claimName, claimUid, clusterId, nodeName: this.opts.claims.nodeName });
-      return { name: v.name, kind, hostPath, forceReadOnly: source.readOnly === true };
+      let mounts = this.claimMounts.get(uid);
+      if (!mounts) this.claimMounts.set(uid, (mounts = new Map()));
+      mounts.set(v.name, hostPath);
+      return { name: v.name, kind, hostPath, forceReadOnly };
     }
 
     const dir = this.opts.paths.volumeDir(uid, v.name);
@@ -244,6 +255,7 @@ export class VolumeManager {
   /** Removes the pod's volume state: unmounts, then deletes the pod directory (never crossing into a mount). */
   async tearDown(uid: string): Promise<void> {
     this.written.delete(uid);
+    this.claimMounts.delete(uid);
     const dir = this.opts.paths.podDir(uid);
     if (!fs.existsSync(dir)) return;
     await unmountAllUnder(dir);
