@@ -8,7 +8,8 @@
  * hop, without netfilter — as on a real switch. Veth pairs into a bridge cost two more hops each way,
  * and a bridge in the root namespace also sends every frame through the root's br_netfilter, conntrack
  * and Docker's FORWARD chain: costs no physical LAN has, which made cross-host traffic look slower than
- * it is (ping 1.28× same-host on veth + bridge, 1.13× on macvlan: two bench runs back to back on one machine).
+ * it is (ping 1.28× same-host on veth + bridge, 1.13× on macvlan: a one-off comparison of two
+ * back-to-back bench runs while the lab was changed; the veth variant is not kept).
  * `stop()` tears everything down — processes, daemons, namespaces, links, iptables rules, data — and is
  * safe to call after a failed start.
  */
