@@ -31,29 +31,6 @@ fail() {
 }
 elapsed_since() { awk -v a="$1" -v b="$(berth_now)" 'BEGIN { printf "%.1fs", b - a }'; }
 
-# Installs Debian package $2 when command $1 is missing; returns 1 (with the reason) when it cannot.
-ensure_tool() {
-  local tool="$1" package="$2"
-  berth_have "$tool" && return 0
-  if ! berth_have apt-get; then
-    echo "$tool is missing and this is not a Debian/Ubuntu system (no apt-get) to install $package from"
-    return 1
-  fi
-  if ! LC_ALL=C apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [^(]'; then
-    berth_as_root apt-get update -qq >/dev/null 2>&1 || true
-  fi
-  if ! LC_ALL=C apt-cache policy "$package" 2>/dev/null | grep -q 'Candidate: [^(]'; then
-    echo "$tool is missing and apt has no '$package' package to install it from"
-    return 1
-  fi
-  berth_log "installing $package for $tool"
-  if ! berth_as_root apt-get install -y -qq --no-install-recommends "$package" >/dev/null; then
-    echo "apt-get install $package failed"
-    return 1
-  fi
-  berth_have "$tool" || { echo "$package is installed but $tool is still not on PATH"; return 1; }
-}
-
 # ---- 1. shell syntax ---------------------------------------------------------------
 
 echo "1. bash -n"
@@ -78,7 +55,7 @@ fi
 
 echo "2. systemd-analyze verify"
 t0="$(berth_now)"
-if why="$(ensure_tool systemd-analyze systemd)"; then
+if why="$(berth_ensure_tool systemd-analyze systemd)"; then
   node_bin="$(command -v node || true)"
   if [ -z "$node_bin" ]; then
     fail "node is not installed, so no ExecStart= can point at a real executable"
@@ -96,7 +73,7 @@ if why="$(ensure_tool systemd-analyze systemd)"; then
     if [ "$rc" -ne 0 ] || [ -n "$ours" ]; then
       fail "systemd-analyze verify (exit $rc): ${out:-no output}"
     else
-      pass "both units verify ($(systemd-analyze --version | head -1))"
+      pass "both units verify ($(berth_first_line "$(systemd-analyze --version)"))"
       [ -z "$out" ] || printf '        (about other units: %s)\n' "$out"
     fi
     # What the issue asks of the units; verify does not know our intent.
@@ -126,7 +103,7 @@ printf '        (%s)\n' "$(elapsed_since "$t0")"
 
 echo "3. vagrant validate"
 t0="$(berth_now)"
-if why="$(ensure_tool vagrant vagrant)"; then
+if why="$(berth_ensure_tool vagrant vagrant)"; then
   # Vagrant's state goes to the scratch dir, not into the repository (.vagrant/) or $HOME, and it
   # must not phone home for version checks.
   export VAGRANT_DOTFILE_PATH="$work/vagrant-dot" VAGRANT_HOME="$work/vagrant-home" VAGRANT_CHECKPOINT_DISABLE=1
@@ -141,7 +118,7 @@ if why="$(ensure_tool vagrant vagrant)"; then
     fi
   done
   if out="$(validate NUM_AGENTS=two)"; then fail "NUM_AGENTS=two was accepted: $out"
-  else pass "NUM_AGENTS=two is rejected with: $(grep -o 'NUM_AGENTS=.*' <<<"$out" | head -1)"; fi
+  else pass "NUM_AGENTS=two is rejected with: $(berth_first_line "$(grep -o 'NUM_AGENTS=.*' <<<"$out" || true)")"; fi
 
   # The join-token trigger runs only on a real `vagrant up`; run its Ruby here against stand-ins
   # for the server VM, with the Vagrantfile copied so the token file lands in the scratch dir.

@@ -174,9 +174,6 @@ apt_install() {
   apt-get install -y -qq --no-install-recommends "$@" >/dev/null || berth_die "apt-get install $* failed"
   changes+=("installed $*")
 }
-apt_has_candidate() {
-  berth_have apt-cache && LC_ALL=C apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'
-}
 
 packages=()
 berth_have node || packages+=(nodejs)
@@ -204,7 +201,7 @@ fi
 if [ "$mode" = server ] && ! berth_have kubectl; then
   # For the people on this host, not for Berth: a missing package is only a warning.
   [ "$apt_updated" -eq 1 ] || { apt-get update -qq 2>/dev/null || true; apt_updated=1; }
-  if apt_has_candidate kubernetes-client; then apt_install kubernetes-client
+  if berth_apt_has_candidate kubernetes-client; then apt_install kubernetes-client
   else berth_warn "no kubectl here and no kubernetes-client package; install kubectl to talk to the cluster"; fi
 fi
 
@@ -429,15 +426,6 @@ unit_argv() {
   set +f
 }
 
-# True when PID is a live (not zombie) process running this installation's `berth.js <mode>`.
-is_our_process() {
-  local pid="$1" m="$2" state
-  [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 1
-  state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || echo Z)"
-  [ "$state" != Z ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$prefix/bin/berth.js $m "
-}
-
 # Pid of the running service of mode $1 (systemd's main pid, or the pid file's); fails when none runs.
 running_pid() {
   local m="$1" pid
@@ -446,7 +434,7 @@ running_pid() {
   else
     pid="$(cat "$run_dir/berth-$m.pid" 2>/dev/null || true)"
   fi
-  if is_our_process "$pid" "$m"; then printf '%s' "$pid"; else return 1; fi
+  if berth_is_berth_process "$pid" "$prefix" "$m"; then printf '%s' "$pid"; else return 1; fi
 }
 
 # True when process $1 started before the program in PREFIX was last installed or updated. The start
@@ -466,7 +454,7 @@ stop_direct() {
   local m="$1" pid="$2" deadline
   kill -TERM "$pid" 2>/dev/null || true
   deadline=$(($(date +%s) + STOP_TIMEOUT_S))
-  while is_our_process "$pid" "$m"; do
+  while berth_is_berth_process "$pid" "$prefix" "$m"; do
     if [ "$(date +%s)" -ge "$deadline" ]; then
       berth_warn "pid $pid did not stop within ${STOP_TIMEOUT_S}s; killing it"
       kill -KILL "$pid" 2>/dev/null || true

@@ -48,19 +48,72 @@ berth_docker() {
   fi
 }
 
+# Pipelines and early readers: under `set -o pipefail`, `producer | grep -q` (or `| head`) is false
+# whenever grep stops reading at its first match and the producer, still writing, dies of SIGPIPE
+# (status 141). So every check below captures a command's whole output first and matches it after.
+
 # True when $1 is an executable ELF with no program interpreter, i.e. runs in an
 # image without libc. (Debian's `busybox` package is dynamic; `busybox-static` is not.)
 berth_is_static_elf() {
+  local headers
   [ -x "$1" ] || return 1
   berth_have readelf || return 0 # binutils comes with gcc; without it, trust the caller's path
-  LC_ALL=C readelf -h "$1" >/dev/null 2>&1 &&
-    ! LC_ALL=C readelf -l "$1" 2>/dev/null | grep -q 'program interpreter'
+  LC_ALL=C readelf -h "$1" >/dev/null 2>&1 || return 1
+  headers="$(LC_ALL=C readelf -l "$1" 2>/dev/null)" || return 1
+  [[ "$headers" != *'program interpreter'* ]]
 }
 
 # True when the Debian package $1 is installed.
 berth_pkg_installed() {
-  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+  local status
+  status="$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" || return 1
+  [[ "$status" == *'install ok installed'* ]]
 }
+
+# True when apt knows an installable candidate version of package $1 (not "Candidate: (none)").
+berth_apt_has_candidate() {
+  local policy candidate_line='Candidate: [^(]'
+  berth_have apt-cache || return 1
+  policy="$(LC_ALL=C apt-cache policy "$1" 2>/dev/null)" || return 1
+  [[ "$policy" =~ $candidate_line ]]
+}
+
+# Installs Debian package $2 when command $1 is missing (running `apt-get update` first when apt
+# knows no candidate yet). Prints why and returns 1 when it cannot.
+berth_ensure_tool() {
+  local tool="$1" package="$2"
+  berth_have "$tool" && return 0
+  if ! berth_have apt-get; then
+    echo "$tool is missing and this is not a Debian/Ubuntu system (no apt-get) to install $package from"
+    return 1
+  fi
+  if ! berth_apt_has_candidate "$package"; then
+    berth_as_root apt-get update -qq >/dev/null 2>&1 || true
+  fi
+  if ! berth_apt_has_candidate "$package"; then
+    echo "$tool is missing and apt has no '$package' package to install it from"
+    return 1
+  fi
+  berth_log "installing $package for $tool"
+  if ! berth_as_root apt-get install -y -qq --no-install-recommends "$package" >/dev/null; then
+    echo "apt-get install $package failed"
+    return 1
+  fi
+  berth_have "$tool" || { echo "$package is installed but $tool is still not on PATH"; return 1; }
+}
+
+# True when PID is a live (not zombie) process running `<prefix>/bin/berth.js <mode> …`.
+berth_is_berth_process() {
+  local pid="$1" prefix="$2" mode="$3" state cmdline
+  [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 1
+  state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || echo Z)"
+  [ "$state" != Z ] || return 1
+  cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  [[ "$cmdline" == *"$prefix/bin/berth.js $mode "* ]]
+}
+
+# The first line of $1.
+berth_first_line() { printf '%s' "${1%%$'\n'*}"; }
 
 # Seconds (with milliseconds) since the epoch, for the timings in summaries.
 berth_now() { date +%s.%N | cut -c1-14; }

@@ -50,11 +50,6 @@ apt_install() {
   actions+=("installed $*")
 }
 
-# True when apt knows a candidate version of $1 (after an update if one ran).
-apt_has_candidate() {
-  berth_have apt-cache && LC_ALL=C apt-cache policy "$1" 2>/dev/null | grep -q 'Candidate: [^(]'
-}
-
 packages=()
 # A daemon that already answers (maybe via DOCKER_HOST) needs no local engine.
 if ! docker_answers && { ! berth_have dockerd || ! berth_have docker; }; then
@@ -92,7 +87,7 @@ if ! berth_have kubectl; then
     berth_as_root apt-get update -qq || true
     apt_updated=1
   fi
-  if apt_has_candidate kubernetes-client; then
+  if berth_apt_has_candidate kubernetes-client; then
     apt_install kubernetes-client
   else
     berth_warn "kubectl not found and no kubernetes-client package here; install kubectl to use the CLI examples"
@@ -162,7 +157,7 @@ if ! sqlite_loads; then
   berth_log "better-sqlite3's native module does not load; npm rebuild better-sqlite3 (needs python3, make, g++)"
   npm rebuild better-sqlite3 || berth_die "npm rebuild better-sqlite3 failed"
   sqlite_loads || berth_die "better-sqlite3 still does not load after a rebuild:
-$(node -e "const D = require('better-sqlite3'); new D(':memory:')" 2>&1 | head -5)"
+$(node -e "const D = require('better-sqlite3'); new D(':memory:')" 2>&1 | sed -n 1,5p)"
   actions+=("rebuilt better-sqlite3")
 fi
 
@@ -195,7 +190,9 @@ bash "$repo/scripts/images/build-images.sh"
 
 elapsed="$(awk -v a="$started_at" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')"
 docker_version="$(berth_docker version --format '{{.Server.Version}}' 2>/dev/null || echo '?')"
-kubectl_version="$(kubectl version --client 2>/dev/null | head -1 | sed 's/^Client Version: //' || true)"
+kubectl_version="$(kubectl version --client 2>/dev/null || true)"
+kubectl_version="$(berth_first_line "$kubectl_version")"
+kubectl_version="${kubectl_version#Client Version: }"
 echo
 echo "Berth setup done in ${elapsed}s"
 echo "  node     $(node --version)"

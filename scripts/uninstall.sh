@@ -54,15 +54,6 @@ run_dir="${run_dir:-/run/berth}"
 systemd_is_init() { [ -d /run/systemd/system ]; }
 removed=()
 
-# True when PID is a live (not zombie) process running `berth.js <mode>` from PREFIX.
-is_berth_process() {
-  local pid="$1" mode="$2" state
-  [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 1
-  state="$(sed -E 's/^[0-9]+ \(.*\) ([A-Za-z]).*/\1/' "/proc/$pid/stat" 2>/dev/null || echo Z)"
-  [ "$state" != Z ] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$prefix/bin/berth.js $mode "
-}
-
 stop_service() {
   local mode="$1" unit="berth-$1.service" pid_file="$run_dir/berth-$1.pid" pid deadline
   if systemd_is_init && systemctl cat "$unit" >/dev/null 2>&1; then
@@ -72,12 +63,12 @@ stop_service() {
   fi
   # Also without systemd, and after a host switched to systemd: a process install.sh started itself.
   pid="$(cat "$pid_file" 2>/dev/null || true)"
-  if is_berth_process "$pid" "$mode"; then
+  if berth_is_berth_process "$pid" "$prefix" "$mode"; then
     berth_log "stopping berth $mode (pid $pid)"
     t0="$(berth_now)"
     kill -TERM "$pid" 2>/dev/null || true
     deadline=$(($(date +%s) + STOP_TIMEOUT_S))
-    while is_berth_process "$pid" "$mode"; do
+    while berth_is_berth_process "$pid" "$prefix" "$mode"; do
       if [ "$(date +%s)" -ge "$deadline" ]; then
         berth_warn "pid $pid did not stop within ${STOP_TIMEOUT_S}s; killing it"
         kill -KILL "$pid" 2>/dev/null || true

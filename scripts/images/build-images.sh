@@ -152,7 +152,9 @@ build_busybox() {
       - "$BUSYBOX_IMAGE" >/dev/null ||
     berth_die "docker import of $BUSYBOX_IMAGE failed"
   drop_replaced "$BUSYBOX_IMAGE" "$previous"
-  berth_log "built $BUSYBOX_IMAGE ($("$busybox" | head -1 | cut -d' ' -f1-2))"
+  busybox_banner="$("$busybox" 2>&1 || true)"
+  busybox_banner="$(berth_first_line "$busybox_banner")"
+  berth_log "built $BUSYBOX_IMAGE (${busybox_banner% (*})"
 }
 
 build_pause
