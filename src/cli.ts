@@ -33,6 +33,11 @@ Flags:
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
+  --max-requests-inflight N            reads one client may have in flight, then 429 (default 400)
+  --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
+  --max-connections N     open connections beyond this are closed at once (default 4096)
+  --read-header-timeout-ms N   a connection's time to send a request's headers (default 32000)
+  --idle-timeout-ms N     how long a kept-alive connection may wait for its next request (default 90000)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -98,6 +103,11 @@ async function runServer(argv: string[]): Promise<void> {
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
+      'max-requests-inflight': { type: 'string' },
+      'max-mutating-requests-inflight': { type: 'string' },
+      'max-connections': { type: 'string' },
+      'read-header-timeout-ms': { type: 'string' },
+      'idle-timeout-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -126,6 +136,13 @@ async function runServer(argv: string[]): Promise<void> {
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
+    connectionLimits: {
+      maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),
+      maxMutationsInFlight: num(values['max-mutating-requests-inflight'], 'max-mutating-requests-inflight'),
+      maxConnections: num(values['max-connections'], 'max-connections'),
+      readHeaderTimeoutMs: num(values['read-header-timeout-ms'], 'read-header-timeout-ms'),
+      idleTimeoutMs: num(values['idle-timeout-ms'], 'idle-timeout-ms'),
+    },
     logger: log,
   });
   onShutdown(async () => {

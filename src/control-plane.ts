@@ -32,6 +32,7 @@ import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
+import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
 
 export { CONTROLLER_NAMES, type ControllerName } from './controller-names.js';
@@ -62,6 +63,8 @@ export interface ControlPlaneOptions {
   eventTTLMs?: number;
   /** first Job pod re-creation delay after a failure (default 10 s, doubling up to 6 min); tests shorten it */
   jobBackoffBaseMs?: number;
+  /** connection timeouts, the open-connection cap and per-client in-flight limits (kube-apiserver's defaults) */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 export interface RunningControlPlane {
@@ -108,15 +111,17 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   const pki = await ensurePki({ dataDir: opts.dataDir });
   const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
+  const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   const app = buildApp({
     registry,
     auth,
+    inflightLimits: connectionLimits,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
     advertiseAddress: `${bind === '0.0.0.0' ? '127.0.0.1' : bind}:${opts.port}`,
   });
   // fastify takes https options at construction; we serve through a node https server we own instead.
-  const server = await listen(app, { port: opts.port, host: bind, tls: opts.insecureHttp ? undefined : { cert: pki.serverCert, key: pki.serverKey } });
+  const { server } = await listen(app, { port: opts.port, host: bind, tls: opts.insecureHttp ? undefined : { cert: pki.serverCert, key: pki.serverKey }, limits: connectionLimits });
   const port = (server.address() as AddressInfo).port;
   const scheme = opts.insecureHttp ? 'http' : 'https';
   const url = `${scheme}://127.0.0.1:${port}`;

@@ -20,6 +20,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocketServer } from 'ws';
 import { ApiError, errors, isApiError } from '../../src/api/errors.js';
+import { guardConnections, resolveConnectionLimits, serverTimeoutOptions, type ConnectionGuard, type ConnectionLimits } from '../../src/net/connection-hygiene.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { findContainer } from './container-lookup.js';
 import { serveContainerLogs, type ContainerTarget } from './container-logs.js';
@@ -47,6 +48,11 @@ export interface AgentServerOptions {
   bindAddress?: string;
   /** when the port is taken, take any free one instead of failing (the port is advertised in the Node) */
   fallbackToFreePort?: boolean;
+  /**
+   * Timeouts and the open-connection cap (kube-apiserver's defaults). Per-client in-flight limits are not
+   * applied here: the only client is the API server, which limits each of its own callers.
+   */
+  connectionLimits?: Partial<ConnectionLimits>;
   log: Logger;
 }
 
@@ -102,13 +108,17 @@ export class AgentServer {
   /** open connections, so close() does not wait for follow streams and shells to end on their own */
   private readonly sockets = new Set<Duplex>();
   private boundPort = 0;
+  /** open and refused connection counts */
+  readonly connections: ConnectionGuard;
 
   constructor(private readonly opts: AgentServerOptions) {
     this.log = opts.log.child({ component: 'agent-server' });
     this.proxyDigest = Buffer.from(opts.credentials.proxySecretSha256, 'hex');
-    this.server = https.createServer({ cert: opts.credentials.servingCert, key: opts.credentials.servingKey, minVersion: 'TLSv1.2' }, (req, res) => {
+    const limits = resolveConnectionLimits(opts.connectionLimits);
+    this.server = https.createServer({ ...serverTimeoutOptions(limits), cert: opts.credentials.servingCert, key: opts.credentials.servingKey, minVersion: 'TLSv1.2' }, (req, res) => {
       void this.onRequest(req, res);
     });
+    this.connections = guardConnections(this.server, { limits, warn: (fields, message) => this.log.warn(fields, message) });
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       void this.onUpgrade(req, socket, head);
     });

@@ -11,6 +11,7 @@ import { resolveResourcePath } from './request-path.js';
 import { handleResourceRequest } from './resource-handlers.js';
 import { registerPodStreams } from './pod-streams.js';
 import { serveWatch } from './watch-stream.js';
+import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFTER_SECONDS, type ConnectionLimits } from '../net/connection-hygiene.js';
 
 export interface AppOptions {
   registry: Registry;
@@ -21,6 +22,8 @@ export interface AppOptions {
   logger?: unknown;
   /** what clients should call us (discovery's serverAddressByClientCIDRs) */
   advertiseAddress?: string;
+  /** per-client requests in flight (default kube-apiserver's 400 reads / 200 mutations) */
+  inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
 }
 
 declare module 'fastify' {
@@ -76,6 +79,21 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const identity = opts.auth.authenticate(req.headers.authorization);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
+  });
+
+  // Max-in-flight per client, after authentication so a client is its user, not its address.
+  const inflight = new InflightLimiter(opts.inflightLimits ?? DEFAULT_CONNECTION_LIMITS);
+  app.addHook('onRequest', async (req, reply) => {
+    if (isLongRunning(req.url)) return;
+    const client = req.identity?.user ?? `address:${req.socket.remoteAddress ?? '?'}`;
+    const mutating = isMutatingMethod(req.method);
+    const release = inflight.tryAcquire(client, mutating);
+    if (!release) {
+      void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+      throw new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: RETRY_AFTER_SECONDS });
+    }
+    // 'close' fires both when the response is sent and when the client goes away first.
+    reply.raw.once('close', release);
   });
 
   app.get('/cacerts', async (_req, reply) => reply.type('text/plain').send(opts.caCert));
@@ -187,4 +205,14 @@ function toApiError(err: unknown): ApiError {
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e.statusCode === 415) return errors.unsupportedMediaType(e.message ?? 'unsupported media type');
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return errors.badRequest(e.message ?? 'bad request');
   return errors.internal(e.message ?? String(err));
+}
+
+/** Watches and followed logs stay open as long as their clients want; they are not counted as in flight. */
+function isLongRunning(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (path.includes('/watch/')) return true;
+  const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const flag = (name: string) => query.get(name) === 'true' || query.get(name) === '1';
+  return flag('watch') || (path.endsWith('/log') && flag('follow'));
 }
