@@ -156,6 +156,14 @@ describe('OpenAPI v2', () => {
     assert.ok(managers.some((m) => m.manager === 'kubectl' && m.operation === 'Apply'), JSON.stringify(managers));
   });
 
+  it('kubectl 1.20 --dry-run=server finds dryRun among the PATCH parameters of the kind', { skip: SKIP_120 }, async () => {
+    const file = c.writeFile('dry.yaml', deployment({ image: 'img:1', env: [['A', '1']] }).replace('name: web', 'name: dry'));
+    const out = await kubectl120(['apply', '--dry-run=server', '-f', file]);
+    assert.match(out.stdout, /deployment.apps\/dry created \(server dry run\)/);
+    const missing = await c.client.raw({ method: 'GET', path: '/apis/apps/v1/namespaces/default/deployments/dry' });
+    assert.equal(missing.status, 404, 'a dry run stores nothing');
+  });
+
   it('kubectl 1.20 --validate=true refuses an unknown field client-side, naming it and its definition', { skip: SKIP_120 }, async () => {
     const file = c.writeFile('bad.yaml', deployment({ image: 'img:1', env: [['A', '1']], extra: '  replicaz: 3\n' }).replace('name: web', 'name: bad'));
     const out = await kubectl120(['apply', '--validate=true', '-f', file], { allowFail: true });
