@@ -33,6 +33,11 @@ Flags:
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
+  --pod-security-default-enforce LEVEL  Pod Security level enforced in namespaces without a
+                          pod-security.kubernetes.io/enforce label: privileged, baseline or restricted (default baseline)
+  --pod-security-default-audit LEVEL    the same for audit (logged); default: the enforce default
+  --pod-security-default-warn LEVEL     the same for warn (Warning headers); default: the enforce default
+  --pod-security-exempt-namespaces L    comma-separated namespaces Pod Security never evaluates (default kube-system)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -98,6 +103,7 @@ async function runServer(argv: string[]): Promise<void> {
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
+      ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -126,6 +132,7 @@ async function runServer(argv: string[]): Promise<void> {
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
+    ...podSecurityOptions(values),
     logger: log,
   });
   onShutdown(async () => {
@@ -224,6 +231,34 @@ async function runUp(argv: string[]): Promise<void> {
     }
     await cp.stop();
   });
+}
+
+const POD_SECURITY_FLAGS = {
+  'pod-security-default-enforce': { type: 'string' },
+  'pod-security-default-audit': { type: 'string' },
+  'pod-security-default-warn': { type: 'string' },
+  'pod-security-exempt-namespaces': { type: 'string' },
+} as const;
+
+type PodSecurityLevel = 'privileged' | 'baseline' | 'restricted';
+
+/** The Pod Security flags as control-plane options; audit and warn follow enforce unless given. */
+function podSecurityOptions(values: Partial<Record<keyof typeof POD_SECURITY_FLAGS, string>>): {
+  podSecurityDefaults: { enforce: PodSecurityLevel; audit: PodSecurityLevel; warn: PodSecurityLevel };
+  podSecurityExemptNamespaces?: string[];
+} {
+  const level = (flag: keyof typeof POD_SECURITY_FLAGS, fallback: PodSecurityLevel): PodSecurityLevel => {
+    const v = values[flag];
+    if (v === undefined) return fallback;
+    if (v !== 'privileged' && v !== 'baseline' && v !== 'restricted') fail(`invalid --${flag} "${v}": must be one of privileged, baseline, restricted`);
+    return v;
+  };
+  const enforce = level('pod-security-default-enforce', 'baseline');
+  const exempt = values['pod-security-exempt-namespaces'];
+  return {
+    podSecurityDefaults: { enforce, audit: level('pod-security-default-audit', enforce), warn: level('pod-security-default-warn', enforce) },
+    podSecurityExemptNamespaces: exempt === undefined ? undefined : exempt.split(',').map((s) => s.trim()).filter(Boolean),
+  };
 }
 
 function mul(n: number | undefined, by: number): number | undefined {
