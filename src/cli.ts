@@ -65,6 +65,8 @@ Flags:
   --port PORT             HTTPS port (default 6443)
   --node-name NAME        the local node's name (default: the host name)
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
+  --pod-security-default-enforce/-audit/-warn LEVEL, --pod-security-exempt-namespaces L
+                          as for 'berth server'
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
@@ -196,6 +198,7 @@ async function runUp(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'node-name': { type: 'string' },
       'docker-socket': { type: 'string' },
+      ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -205,7 +208,7 @@ async function runUp(argv: string[]): Promise<void> {
   const level = values['log-level'] ?? 'info';
   const log = pino({ name: 'berth-server', level });
   const { startControlPlane } = await import('./control-plane.js');
-  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), logger: log });
+  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), ...podSecurityOptions(values), logger: log });
   const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
   if (values['node-name']) agentArgs.push('--node-name', values['node-name']);
   if (values['docker-socket']) agentArgs.push('--docker-socket', values['docker-socket']);
