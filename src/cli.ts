@@ -38,6 +38,11 @@ Flags:
   --max-connections N     open connections beyond this are closed at once (default 4096)
   --read-header-timeout-ms N   a connection's time to send a request's headers (default 32000)
   --idle-timeout-ms N     how long a kept-alive connection may wait for its next request (default 90000)
+  --pod-security-default-enforce LEVEL  Pod Security level enforced in namespaces without a
+                          pod-security.kubernetes.io/enforce label: privileged, baseline or restricted (default baseline)
+  --pod-security-default-audit LEVEL    the same for audit (logged); default: the enforce default
+  --pod-security-default-warn LEVEL     the same for warn (Warning headers); default: the enforce default
+  --pod-security-exempt-namespaces L    comma-separated namespaces Pod Security never evaluates (default kube-system)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -65,6 +70,8 @@ Flags:
   --port PORT             HTTPS port (default 6443)
   --node-name NAME        the local node's name (default: the host name)
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
+  --pod-security-default-enforce/-audit/-warn LEVEL, --pod-security-exempt-namespaces L
+                          as for 'berth server'
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
@@ -108,6 +115,7 @@ async function runServer(argv: string[]): Promise<void> {
       'max-connections': { type: 'string' },
       'read-header-timeout-ms': { type: 'string' },
       'idle-timeout-ms': { type: 'string' },
+      ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -143,6 +151,7 @@ async function runServer(argv: string[]): Promise<void> {
       readHeaderTimeoutMs: num(values['read-header-timeout-ms'], 'read-header-timeout-ms'),
       idleTimeoutMs: num(values['idle-timeout-ms'], 'idle-timeout-ms'),
     },
+    ...podSecurityOptions(values),
     logger: log,
   });
   onShutdown(async () => {
@@ -206,6 +215,7 @@ async function runUp(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'node-name': { type: 'string' },
       'docker-socket': { type: 'string' },
+      ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -215,7 +225,7 @@ async function runUp(argv: string[]): Promise<void> {
   const level = values['log-level'] ?? 'info';
   const log = pino({ name: 'berth-server', level });
   const { startControlPlane } = await import('./control-plane.js');
-  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), logger: log });
+  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), ...podSecurityOptions(values), logger: log });
   const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
   if (values['node-name']) agentArgs.push('--node-name', values['node-name']);
   if (values['docker-socket']) agentArgs.push('--docker-socket', values['docker-socket']);
@@ -241,6 +251,34 @@ async function runUp(argv: string[]): Promise<void> {
     }
     await cp.stop();
   });
+}
+
+const POD_SECURITY_FLAGS = {
+  'pod-security-default-enforce': { type: 'string' },
+  'pod-security-default-audit': { type: 'string' },
+  'pod-security-default-warn': { type: 'string' },
+  'pod-security-exempt-namespaces': { type: 'string' },
+} as const;
+
+type PodSecurityLevel = 'privileged' | 'baseline' | 'restricted';
+
+/** The Pod Security flags as control-plane options; audit and warn follow enforce unless given. */
+function podSecurityOptions(values: Partial<Record<keyof typeof POD_SECURITY_FLAGS, string>>): {
+  podSecurityDefaults: { enforce: PodSecurityLevel; audit: PodSecurityLevel; warn: PodSecurityLevel };
+  podSecurityExemptNamespaces?: string[];
+} {
+  const level = (flag: keyof typeof POD_SECURITY_FLAGS, fallback: PodSecurityLevel): PodSecurityLevel => {
+    const v = values[flag];
+    if (v === undefined) return fallback;
+    if (v !== 'privileged' && v !== 'baseline' && v !== 'restricted') fail(`invalid --${flag} "${v}": must be one of privileged, baseline, restricted`);
+    return v;
+  };
+  const enforce = level('pod-security-default-enforce', 'baseline');
+  const exempt = values['pod-security-exempt-namespaces'];
+  return {
+    podSecurityDefaults: { enforce, audit: level('pod-security-default-audit', enforce), warn: level('pod-security-default-warn', enforce) },
+    podSecurityExemptNamespaces: exempt === undefined ? undefined : exempt.split(',').map((s) => s.trim()).filter(Boolean),
+  };
 }
 
 function mul(n: number | undefined, by: number): number | undefined {

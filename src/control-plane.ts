@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
+import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
@@ -65,6 +66,10 @@ export interface ControlPlaneOptions {
   jobBackoffBaseMs?: number;
   /** connection timeouts, the open-connection cap and per-client in-flight limits (kube-apiserver's defaults) */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** Pod Security levels of namespaces without pod-security.kubernetes.io labels (default baseline for all three modes) */
+  podSecurityDefaults?: PodSecurityDefaults;
+  /** namespaces Pod Security never evaluates (default kube-system) */
+  podSecurityExemptNamespaces?: string[];
 }
 
 export interface RunningControlPlane {
@@ -100,6 +105,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
+  admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);

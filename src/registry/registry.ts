@@ -34,6 +34,8 @@ export interface WriteOptions {
   user?: string;
   /** record this write's changed fields as owned by this manager (managedFields, operation Update) */
   fieldManager?: string;
+  /** admission's warnings for the client are appended here */
+  warnings?: string[];
 }
 
 export interface DeleteOptions {
@@ -204,7 +206,7 @@ export class Registry {
       if (initial === undefined) delete obj.status;
       else obj.status = initial;
     }
-    const attrs: AdmissionAttributes = { operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user };
+    const attrs: AdmissionAttributes = { operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user, warnings: opts.warnings };
     await this.admission?.mutate(attrs);
     // What admission added gets the kind's defaults too (Kubernetes re-defaults after mutating webhooks).
     strategy.applyDefaults?.(obj);
@@ -245,7 +247,7 @@ export class Registry {
     if (expected !== current.modRevision) throw errors.conflict({ resource: info.plural, group: info.group, name });
 
     const obj = this.mergeForUpdate(strategy, structuredClone(input), old, opts.subresource);
-    const attrs: AdmissionAttributes = { operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun, user: opts.user };
+    const attrs: AdmissionAttributes = { operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun, user: opts.user, warnings: opts.warnings };
     await this.admission?.mutate(attrs);
     strategy.applyDefaults?.(obj);
     const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);

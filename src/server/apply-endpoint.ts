@@ -30,6 +30,7 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
     const docs = decodeDocuments(body, req.headers['content-type'] ?? 'application/yaml');
     const dryRun = (req.query as Record<string, string>).dryRun === 'All';
     const items: ApplyItemResult[] = [];
+    const warnings: string[] = [];
     for (const [index, doc] of docs.entries()) {
       const item: ApplyItemResult = { result: 'failed' };
       try {
@@ -46,11 +47,11 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
           throw errors.forbidden(`${req.identity!.user} cannot ${verb} ${info.plural}`);
         }
         if (verb === 'create') {
-          await opts.registry.create(info, namespace, obj, { dryRun });
+          await opts.registry.create(info, namespace, obj, { dryRun, warnings });
           item.result = 'created';
         } else {
           const before = opts.registry.get(info, namespace, obj.metadata!.name!);
-          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun });
+          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun, warnings });
           item.result = after.metadata.resourceVersion === before.metadata.resourceVersion ? 'unchanged' : 'configured';
         }
       } catch (e) {
@@ -59,6 +60,8 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
       items.push(item);
     }
     const failed = items.some((i) => i.result === 'failed');
+    // The same header kube-apiserver sends, so curl -i shows what admission warned about.
+    if (warnings.length) reply.header('warning', [...new Set(warnings)].map((w) => `299 - ${JSON.stringify(w)}`));
     return reply.code(failed ? 422 : 200).send({ apiVersion: 'berth.dev/v1', kind: 'ApplyResult', items });
   });
 }

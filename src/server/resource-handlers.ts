@@ -68,13 +68,15 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
       const obj = decodeObject(req);
       const warnings = checkFields(registry, req, obj);
-      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req) }), warnings };
+      const body = await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req), warnings });
+      return { code: 201, body, warnings: distinct(warnings) };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
       const obj = decodeObject(req);
       const warnings = checkFields(registry, req, obj);
-      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req) }), warnings };
+      const body = await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req), warnings });
+      return { code: 200, body, warnings: distinct(warnings) };
     }
     case 'PATCH': {
       if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
@@ -143,14 +145,13 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
   if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
   const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const patch = decodeBody(req.body, type);
-  const opts = { dryRun, subresource, user: req.user, fieldManager: managerOf(req) };
-
   if (type === 'application/apply-patch+yaml') return serverSideApplyRequest(registry, req, name, patch, dryRun);
 
   // Merge and strategic-merge patches are partial objects, checked like one; a JSON patch's
   // operations are not (its values could only be judged against the paths they land on).
   const mergeLike = type === 'application/merge-patch+json' || type === 'application/strategic-merge-patch+json';
-  const warnings = mergeLike && isPlainObject(patch) ? checkFields(registry, req, patch as KubeObject, { patch: true }) : undefined;
+  const warnings = mergeLike && isPlainObject(patch) ? checkFields(registry, req, patch as KubeObject, { patch: true }) : [];
+  const opts = { dryRun, subresource, user: req.user, fieldManager: managerOf(req), warnings };
 
   let apply: (current: KubeObject) => KubeObject;
   switch (type) {
@@ -174,7 +175,12 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
     if (typeof next !== 'object' || next === null || Array.isArray(next)) throw errors.badRequest('the patch did not produce an object');
     return next;
   }, opts);
-  return { code: 200, body: result, warnings };
+  return { code: 200, body: result, warnings: distinct(warnings) };
+}
+
+/** A write retried on conflict runs admission again; its warnings are sent once. */
+function distinct(warnings: string[]): string[] {
+  return [...new Set(warnings)];
 }
 
 function isPlainObject(v: unknown): boolean {
@@ -204,10 +210,10 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   }
   if (!exists) {
     const { object } = serverSideApply({ ...common, live: undefined });
-    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user }), warnings };
+    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user, warnings }), warnings: distinct(warnings) };
   }
-  const body = await registry.modify(info, namespace, name, (cur) => serverSideApply({ ...common, live: cur }).object, { dryRun, subresource, user: req.user });
-  return { code: 200, body, warnings };
+  const body = await registry.modify(info, namespace, name, (cur) => serverSideApply({ ...common, live: cur }).object, { dryRun, subresource, user: req.user, warnings });
+  return { code: 200, body, warnings: distinct(warnings) };
 }
 
 function deleteOptions(req: ApiRequest): DeleteOptions {

@@ -99,6 +99,8 @@ describe('stock kubectl against Berth', () => {
     for (const f of fs.readdirSync(dir).filter((x) => x.endsWith('.yaml'))) {
       const r = await c.kubectl(['apply', '-f', path.join(dir, f)]);
       assert.match(r.stdout, /created|configured|unchanged/, f);
+      // They meet the baseline Pod Security level the cluster enforces by default.
+      assert.doesNotMatch(r.stderr, /PodSecurity/, f);
     }
     await waitForPod(c.client, 'default', 'web', (p) => p.status?.phase === 'Running' && p.status.containerStatuses?.every((s) => s.ready) === true);
     await waitForPod(c.client, 'lab', 'once', (p) => p.status?.phase === 'Succeeded');
