@@ -21,6 +21,8 @@ export interface AppOptions {
   logger?: unknown;
   /** what clients should call us (discovery's serverAddressByClientCIDRs) */
   advertiseAddress?: string;
+  /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
+  watchBookmarkIntervalMs?: number;
 }
 
 declare module 'fastify' {
@@ -104,6 +106,8 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         target,
         query,
         open: openWatches,
+        apiVersion: group ? `${group}/${version}` : version,
+        bookmarkIntervalMs: opts.watchBookmarkIntervalMs,
         render: table ? tableRowRenderer(target.info, query) : version === target.info.version ? undefined : asVersion,
       });
       return;
@@ -111,6 +115,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const result = await handleResourceRequest(opts.registry, {
       method: req.method,
       target,
+      version,
       query,
       contentType: req.headers['content-type'],
       body: req.body as Buffer | undefined,
