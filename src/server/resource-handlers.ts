@@ -155,17 +155,17 @@ function defaultTypeMeta(req: ApiRequest, obj: KubeObject): void {
   const slash = apiVersion.lastIndexOf('/');
   const group = slash < 0 ? '' : apiVersion.slice(0, slash);
   const dataVersion = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
-  const served = info.servedVersions ?? [info.version];
-  const registered = group === info.group && served.includes(dataVersion);
-  if (!registered) {
-    // Built-in kinds fail in the decoder, which knows no such kind at that group/version.
+  if (group !== info.group) {
+    // The decoder knows no such kind in another group.
     throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: no kind ${JSON.stringify(kind)} is registered for version ${JSON.stringify(apiVersion)} in scheme "pkg/api/legacyscheme/scheme.go:30"`);
   }
   if (kind !== info.kind) {
-    // Another kind of the same group/version decodes, then cannot be converted to this one.
+    // Another kind of the same group decodes, then cannot be converted to this one.
     const internalPackage = info.group === '' ? 'core' : info.group.split('.')[0];
     throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: converting (${dataVersion}.${kind}) to (${internalPackage}.${info.kind}): unknown conversion`);
   }
+  // Same group and kind at another version (apps/v1beta1, a CRD's other served version) decodes,
+  // then the handler refuses a version other than the path's.
   if (apiVersion !== expected) {
     throw errors.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${expected})`);
   }
