@@ -57,7 +57,7 @@ export class ApiError extends Error {
   readonly code: number;
   readonly details: Status['details'];
   /** ListMeta carried by the Status (an expired continue token's replacement) */
-  listMeta?: ListMeta;
+  declare listMeta?: ListMeta;
 
   constructor(reason: StatusReason, message: string, details?: Status['details']) {
     super(message);
