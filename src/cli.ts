@@ -32,6 +32,7 @@ Flags:
   --default-toleration-seconds S  how long new pods tolerate a not-ready/unreachable node (default 300)
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
+  --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
   --max-requests-inflight N            reads one client may have in flight, then 429 (default 400)
   --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
@@ -109,6 +110,7 @@ async function runServer(argv: string[]): Promise<void> {
       'default-toleration-seconds': { type: 'string' },
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
+      'watch-bookmark-interval-seconds': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
       'max-requests-inflight': { type: 'string' },
       'max-mutating-requests-inflight': { type: 'string' },
@@ -143,6 +145,7 @@ async function runServer(argv: string[]): Promise<void> {
     defaultTolerationSeconds: num(values['default-toleration-seconds'], 'default-toleration-seconds'),
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
+    watchBookmarkIntervalMs: mul(num(values['watch-bookmark-interval-seconds'], 'watch-bookmark-interval-seconds'), 1000),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
     connectionLimits: {
       maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),

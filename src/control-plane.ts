@@ -60,6 +60,8 @@ export interface ControlPlaneOptions {
   compactIntervalMs?: number;
   /** how many recent revisions compaction always keeps (default 1000) */
   compactKeepRevisions?: number;
+  /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
+  watchBookmarkIntervalMs?: number;
   /** how long core/v1 Events are kept after they were last seen (default 1 h, as kube-apiserver's --event-ttl) */
   eventTTLMs?: number;
   /** first Job pod re-creation delay after a failure (default 10 s, doubling up to 6 min); tests shorten it */
@@ -120,6 +122,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   const app = buildApp({
     registry,
+    watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     auth,
     inflightLimits: connectionLimits,
     caCert: pki.caCert,

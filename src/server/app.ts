@@ -24,6 +24,8 @@ export interface AppOptions {
   advertiseAddress?: string;
   /** per-client requests in flight (default kube-apiserver's 400 reads / 200 mutations) */
   inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
+  /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
+  watchBookmarkIntervalMs?: number;
 }
 
 declare module 'fastify' {
@@ -122,6 +124,8 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         target,
         query,
         open: openWatches,
+        apiVersion: group ? `${group}/${version}` : version,
+        bookmarkIntervalMs: opts.watchBookmarkIntervalMs,
         render: table ? tableRowRenderer(target.info, query) : version === target.info.version ? undefined : asVersion,
       });
       return;
@@ -129,6 +133,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const result = await handleResourceRequest(opts.registry, {
       method: req.method,
       target,
+      version,
       query,
       contentType: req.headers['content-type'],
       body: req.body as Buffer | undefined,

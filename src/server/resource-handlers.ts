@@ -11,11 +11,14 @@ import { kindSchema } from './openapi.js';
 import type { ResourceTarget } from './request-path.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
+import { readConsistency } from '../registry/list-options.js';
 
 /** The decoded pieces of one API request that the handlers need (kept free of fastify types). */
 export interface ApiRequest {
   method: string;
   target: ResourceTarget;
+  /** the version in the request's path (a CRD may serve several); defaults to the storage version */
+  version?: string;
   query: Record<string, string | undefined>;
   contentType: string | undefined;
   body: Buffer | undefined;
@@ -50,6 +53,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
   switch (req.method) {
     case 'GET': {
       if (name === undefined) {
+        const consistency = readConsistency(query, { watch: false });
         return {
           code: 200,
           body: registry.list(info, namespace, {
@@ -57,11 +61,12 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
             fieldSelector: query.fieldSelector,
             limit: query.limit ? parseLimit(query.limit) : undefined,
             continue: query.continue,
-            resourceVersion: query.resourceVersion,
+            resourceVersion: consistency.resourceVersion,
+            resourceVersionMatch: consistency.resourceVersionMatch,
           }),
         };
       }
-      return { code: 200, body: registry.get(info, namespace, name) };
+      return { code: 200, body: registry.get(info, namespace, name, { resourceVersion: query.resourceVersion || undefined }) };
     }
     case 'POST': {
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
@@ -127,17 +132,47 @@ function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, op
   return published ? findUnknownFields(body, published.schema, published.definitions, options) : [];
 }
 
+/**
+ * The object of a create or update. Missing apiVersion/kind come from the URL, as kube-apiserver
+ * decodes with the path's group/version/kind as defaults; ones that name something else are
+ * refused with the apiserver's wording.
+ */
 function decodeObject(req: ApiRequest): KubeObject {
   if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
   const doc = decodeBody(req.body, req.contentType);
-  assertObject(doc);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) assertObject(doc);
   const obj = doc as KubeObject;
-  const { info } = req.target;
-  if (obj.kind !== undefined && obj.kind !== info.kind && !(req.target.subresource && obj.kind)) {
-    throw errors.badRequest(`the kind of the provided object (${String(obj.kind)}) does not match the resource (${info.kind})`);
-  }
+  // Subresource bodies (Binding, Eviction, Scale) are other kinds; their handlers check them.
+  if (!req.target.subresource || req.target.subresource === 'status') defaultTypeMeta(req, obj);
   if (typeof obj.metadata !== 'object' || obj.metadata === null) obj.metadata = {};
   return obj;
+}
+
+function defaultTypeMeta(req: ApiRequest, obj: KubeObject): void {
+  const { info } = req.target;
+  const version = req.version ?? info.version;
+  const expected = info.group ? `${info.group}/${version}` : version;
+  const apiVersion = typeof obj.apiVersion === 'string' && obj.apiVersion !== '' ? obj.apiVersion : expected;
+  const kind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : info.kind;
+  const slash = apiVersion.lastIndexOf('/');
+  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
+  const dataVersion = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
+  if (group !== info.group) {
+    // The decoder knows no such kind in another group.
+    throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: no kind ${JSON.stringify(kind)} is registered for version ${JSON.stringify(apiVersion)} in scheme "pkg/api/legacyscheme/scheme.go:30"`);
+  }
+  if (kind !== info.kind) {
+    // Another kind of the same group decodes, then cannot be converted to this one.
+    const internalPackage = info.group === '' ? 'core' : info.group.split('.')[0];
+    throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: converting (${dataVersion}.${kind}) to (${internalPackage}.${info.kind}): unknown conversion`);
+  }
+  // Same group and kind at another version (apps/v1beta1, a CRD's other served version) decodes,
+  // then the handler refuses a version other than the path's.
+  if (apiVersion !== expected) {
+    throw errors.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${expected})`);
+  }
+  obj.apiVersion = apiVersion;
+  obj.kind = kind;
 }
 
 async function patchObject(registry: Registry, req: ApiRequest, name: string, dryRun: boolean): Promise<HandlerResult> {

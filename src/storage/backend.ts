@@ -87,7 +87,7 @@ export interface Backend {
   create(key: string, value: string): KeyValue;
   /** fails with NotFound, or Conflict when the key's modRevision is not `expectedRevision` */
   update(key: string, value: string, expectedRevision: number): KeyValue;
-  /** fails with NotFound, or Conflict when expectedRevision is given and differs; returns the deleted value */
+  /** fails with NotFound, or Conflict when expectedRevision is given and differs; returns the deleted value with modRevision = the deletion's revision */
   delete(key: string, expectedRevision?: number): KeyValue;
 
   /**

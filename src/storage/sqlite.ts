@@ -247,7 +247,8 @@ export class SqliteBackend implements Backend {
       };
       return ev;
     });
-    return { ...event.prev! };
+    // The value as it was, at the revision of the deletion (what watchers get on DELETED).
+    return { ...event.kv };
   }
 
   watch(prefix: string, opts: WatchOptions): Watcher {

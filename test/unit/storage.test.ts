@@ -65,7 +65,7 @@ describe('sqlite backend: key semantics', () => {
 
       throwsStorage(() => s.delete('/a', 1), 'Conflict');
       const deleted = s.delete('/a', 2);
-      assert.deepEqual(deleted, a2, 'delete returns the value as it was');
+      assert.deepEqual(deleted, { ...a2, modRevision: 3 }, 'delete returns the value as it was, at the deletion revision');
       assert.equal(s.currentRevision(), 3);
       assert.equal(s.get('/a'), undefined);
       throwsStorage(() => s.delete('/a'), 'NotFound');

@@ -448,6 +448,7 @@ export function validateCronJob(cj: CronJob): FieldError[] {
 export const jobStrategy: KindStrategy<Job> = {
   info: JOB_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(job) {
     if (!isRecord(job.spec)) return;
     const templateLabels = isRecord(job.spec.template) && isRecord(job.spec.template.metadata) ? job.spec.template.metadata.labels : undefined;
@@ -466,6 +467,7 @@ export const jobStrategy: KindStrategy<Job> = {
 export const cronJobStrategy: KindStrategy<CronJob> = {
   info: CRONJOB_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(cj) {
     if (!isRecord(cj.spec)) return;
     const spec = cj.spec;
