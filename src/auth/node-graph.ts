@@ -2,9 +2,10 @@
  * Owns the Node authorizer's graph: which objects each node may reach because a pod bound to it uses
  * them (as Kubernetes' node authorizer graph, with the pod → node edge and the secret, configmap,
  * persistentvolumeclaim and serviceaccount → pod edges). It is an index kept from a watch on pods,
- * so an authorization decision is two map lookups. Watch delivery trails a commit by a moment, so a
- * lookup the index denies is checked once more against the store itself: a pod bound a moment ago
- * is never refused, and refusals (the rare case) pay for the scan.
+ * so an authorization decision is two map lookups, allowed or refused alike. The index is as current
+ * as the store for every request: the store delivers watch events in a microtask right after the
+ * commit, and a request is handled in an I/O callback, which runs only after pending microtasks —
+ * so a pod written by one request is indexed before the next request is authorized.
  */
 import type { Pod } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
@@ -80,9 +81,10 @@ export class NodeGraph {
 
   constructor(private readonly opts: NodeGraphOptions) {}
 
+  /** Indexes the pods that exist now (synchronously) and follows every later change. */
   start(): void {
     if (this.watch) return;
-    const info = this.podsInfo();
+    const info = this.opts.registry.lookup('', 'pods')?.info;
     if (!info) return;
     this.watch = this.opts.registry.watch(info, undefined, {
       onEvent: (ev) => {
@@ -99,18 +101,9 @@ export class NodeGraph {
     this.watch = undefined;
   }
 
-  /** Does a pod bound to `nodeName` reach the object? The index first; a miss is confirmed against the store. */
+  /** Does a pod bound to `nodeName` reach the object? False for everything until start(). */
   reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean {
-    const key = reachKey(resource, namespace, name);
-    if (this.watch && (this.reach.get(nodeName)?.get(key) ?? 0) > 0) return true;
-    const info = this.podsInfo();
-    if (!info) return false;
-    const bound = this.opts.registry.list(info, undefined, { fieldSelector: `spec.nodeName=${nodeName}` }).items as Pod[];
-    return bound.some((pod) => podReferences(pod).includes(key));
-  }
-
-  private podsInfo() {
-    return this.opts.registry.lookup('', 'pods')?.info;
+    return (this.reach.get(nodeName)?.get(reachKey(resource, namespace, name)) ?? 0) > 0;
   }
 
   private put(key: string, pod: Pod): void {

@@ -199,13 +199,14 @@ describe('NodeGraph', () => {
     graph.stop();
   });
 
-  it('does not refuse a pod bound a moment ago, before the watch has delivered it', async () => {
+  it('indexes existing pods at start and a new pod as soon as its write returns', async () => {
     const registry = await fresh();
+    await registry.create(PODS, 'default', pod('old', 'a', 'old-secret'));
     const graph = new NodeGraph({ registry });
     graph.start();
-    await settle();
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'old-secret'), 'no wait needed after start');
     await registry.create(PODS, 'default', pod('fresh', 'a', 'new-secret'));
-    // No settle: the index has not seen the pod yet; the store has.
+    // No settle: the next request after a write is authorized with the write indexed.
     assert.ok(graph.reaches('a', 'secrets', 'default', 'new-secret'));
     assert.equal(graph.reaches('b', 'secrets', 'default', 'new-secret'), false);
     graph.stop();
