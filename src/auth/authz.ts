@@ -31,6 +31,8 @@ export interface Decision {
 /** What the authorizer needs of the graph (src/auth/node-graph.ts): does a pod bound to the node reach the object? */
 export interface NodeReach {
   reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean;
+  /** is the object stored at all? */
+  exists(resource: NodeReachableResource, namespace: string, name: string): boolean;
 }
 
 export interface AuthorizerOptions {
@@ -74,7 +76,7 @@ export class Authorizer {
           // Upstream also lets a node write a referenced claim's status, for volume expansion, which Berth does not have.
           if (attrs.verb !== 'get') return deny('can only get individual resources of this type');
           if (attrs.subresource) return deny('cannot get subresource');
-          return this.related(nodeName, 'persistentvolumeclaims', attrs);
+          return this.claim(nodeName, attrs);
         case 'serviceaccounts':
           if (attrs.verb !== 'create' || attrs.subresource !== 'token' || !attrs.name) return deny('can only create tokens for individual service accounts');
           return this.related(nodeName, 'serviceaccounts', attrs);
@@ -127,6 +129,18 @@ export class Authorizer {
         break;
     }
     return deny();
+  }
+
+  /**
+   * A referenced claim, as upstream; and, Berth's own, a claim that does not exist, so the get ends in
+   * 404. The agent provisions claims' volumes itself (Docker volumes on its host) and removes one once
+   * its claim is deleted, which it can only tell from a 404; all this reveals is whether a claim of
+   * that name exists.
+   */
+  private claim(nodeName: string, attrs: RequestAttributes): Decision {
+    const decision = this.related(nodeName, 'persistentvolumeclaims', attrs);
+    if (decision.allowed || !attrs.namespace || !attrs.name) return decision;
+    return this.opts.graph.exists('persistentvolumeclaims', attrs.namespace, attrs.name) ? decision : ALLOW;
   }
 
   private related(nodeName: string, resource: NodeReachableResource, attrs: RequestAttributes): Decision {

@@ -106,6 +106,18 @@ export class NodeGraph {
     return (this.reach.get(nodeName)?.get(reachKey(resource, namespace, name)) ?? 0) > 0;
   }
 
+  /** Is the object stored at all (whoever may read it)? */
+  exists(resource: NodeReachableResource, namespace: string, name: string): boolean {
+    const info = this.opts.registry.lookup('', resource)?.info;
+    if (!info) return false;
+    try {
+      this.opts.registry.get(info, namespace, name);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   private put(key: string, pod: Pod): void {
     this.remove(key);
     const nodeName = pod.spec?.nodeName;

@@ -88,6 +88,13 @@ describe('node credentials reach only their own node', () => {
     await expectStatus(call('GET', '/api/v1/namespaces/default/configmaps'), 403, 'list configmaps');
   });
 
+  it('gets no claim its pods do not use; asking for a claim that does not exist ends in 404', async () => {
+    await c.client.create({ plural: 'persistentvolumeclaims' }, { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'someone-elses' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } }, { namespace: 'default' });
+    await expectStatus(call('GET', '/api/v1/namespaces/default/persistentvolumeclaims/someone-elses'), 403, 'get an unreferenced claim');
+    await expectStatus(call('GET', '/api/v1/namespaces/default/persistentvolumeclaims'), 403, 'list claims');
+    await expectStatus(call('GET', '/api/v1/namespaces/default/persistentvolumeclaims/no-such-claim'), 404, 'get a claim that does not exist');
+  });
+
   it('cannot delete node B, nor patch its status or its Lease', async () => {
     await expectStatus(call('DELETE', `/api/v1/nodes/${nodeB}`), 403, 'delete node B');
     await expectStatus(call('DELETE', `/api/v1/nodes/${nodeA}`), 403, 'delete its own Node');

@@ -23,7 +23,13 @@ const admin: Identity = { user: 'admin', groups: ['system:masters', 'system:auth
 /** A graph in which node a reaches exactly these keys. */
 function authorizerReaching(keys: string[]): Authorizer {
   const reach = new Set(keys);
-  return new Authorizer({ graph: { reaches: (node: string, r: NodeReachableResource, ns: string, name: string) => node === 'a' && reach.has(reachKey(r, ns, name)) } });
+  const stored = new Set([...keys, 'persistentvolumeclaims/default/other']);
+  return new Authorizer({
+    graph: {
+      reaches: (node: string, r: NodeReachableResource, ns: string, name: string) => node === 'a' && reach.has(reachKey(r, ns, name)),
+      exists: (r: NodeReachableResource, ns: string, name: string) => stored.has(reachKey(r, ns, name)),
+    },
+  });
 }
 
 describe('Authorizer for node credentials', () => {
@@ -58,6 +64,9 @@ describe('Authorizer for node credentials', () => {
   it('gets referenced claims only, and creates tokens only for its pods’ service accounts', () => {
     assert.ok(allowed({ verb: 'get', resource: 'persistentvolumeclaims', namespace: 'default', name: 'mine' }));
     assert.equal(allowed({ verb: 'get', resource: 'persistentvolumeclaims', namespace: 'default', name: 'other' }), false);
+    // A claim that does not exist may be asked for (the answer is 404): the agent sweeps a deleted claim's volume on that.
+    assert.ok(allowed({ verb: 'get', resource: 'persistentvolumeclaims', namespace: 'default', name: 'deleted' }));
+    assert.equal(allowed({ verb: 'get', resource: 'secrets', namespace: 'default', name: 'deleted' }), false, 'only claims');
     assert.equal(allowed({ verb: 'list', resource: 'persistentvolumeclaims', namespace: 'default' }), false);
     assert.equal(allowed({ verb: 'update', resource: 'persistentvolumeclaims', subresource: 'status', namespace: 'default', name: 'mine' }), false);
     assert.ok(allowed({ verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: 'default', name: 'default' }));
