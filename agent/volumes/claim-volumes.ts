@@ -103,8 +103,8 @@ async function inspectVolume(docker: Dockerode, name: string): Promise<VolumeInf
 /**
  * Removes this node's claim volumes of cluster `clusterId` whose claim no longer exists:
  * `claimUidOf(namespace, name)` is undefined or another uid (null: the claim exists, its uid unknown
- * here — the volume stays). When it throws (control plane unreachable) nothing is removed. A volume still used by a container is left for a later sweep
- * (Docker refuses with 409).
+ * here — the volume stays). When it throws (control plane unreachable) nothing is removed. A volume
+ * still used by a container is left for a later sweep (Docker refuses with 409).
  */
 export async function removeOrphanClaimVolumes(p: {
   docker: Dockerode;

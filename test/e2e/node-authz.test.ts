@@ -64,7 +64,7 @@ describe('node credentials reach only their own node', () => {
   after(async () => {
     asA?.close();
     // Pods go first: a stopped agent leaves its pods' in-memory secret volumes mounted.
-    for (const name of ['pod-a', 'pod-b', 'unbound']) await c?.client.delete(CORE.pods, { namespace: 'default', name, gracePeriodSeconds: 0 }).catch(() => undefined);
+    for (const name of ['pod-a', 'pod-b', 'unbound', 'many']) await c?.client.delete(CORE.pods, { namespace: 'default', name, gracePeriodSeconds: 0 }).catch(() => undefined);
     if (c) await waitFor(async () => ((await c.client.list<Pod>(CORE.pods, { namespace: 'default' })).items.length === 0), 60_000, 'the pods to be gone').catch(() => undefined);
     await c?.stop();
   });
@@ -176,6 +176,20 @@ describe('node credentials reach only their own node', () => {
     const id = (await docker(['ps', '-q', '--filter', `label=berth.dev/pod-uid=${podA.metadata.uid}`, '--filter', 'label=berth.dev/container-name=main'])).split('\n')[0]!;
     await waitFor(async () => (await docker(['exec', id, 'cat', '/cm/greeting'])) === 'two', 60_000, 'the configmap volume to show the update');
     assert.equal(await docker(['exec', id, 'cat', '/s/key']), 'value-of-used-by-a');
+  });
+
+  it('starts a pod that uses 120 ConfigMaps: the agent watches each one on its own, without starving its other requests', async () => {
+    const names = Array.from({ length: 120 }, (_, i) => `many-${i}`);
+    for (const name of names) await c.client.create(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { [`K_${name.replace(/-/g, '_')}`]: name } }, { namespace: 'default' });
+    await c.client.create(
+      CORE.pods,
+      podManifest('many', { nodeName: nodeA, terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'], envFrom: names.map((name) => ({ configMapRef: { name } })) }] } as Partial<Pod['spec']> & Pick<Pod['spec'], 'containers'>),
+      { namespace: 'default' },
+    );
+    const pod = await waitForPod(c.client, 'default', 'many', running, 60_000);
+    const id = (await docker(['ps', '-q', '--filter', `label=berth.dev/pod-uid=${pod.metadata.uid}`, '--filter', 'label=berth.dev/container-name=main'])).split('\n')[0]!;
+    assert.equal(await docker(['exec', id, 'sh', '-c', 'echo $K_many_119']), 'many-119');
+    await c.client.delete(CORE.pods, { namespace: 'default', name: 'many', gracePeriodSeconds: 0 });
   });
 
   it('loses access to a pod-referenced secret once that pod is gone', async () => {
