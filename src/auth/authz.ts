@@ -7,6 +7,7 @@
  * objects by the NodeRestriction admission plugin (src/admission/plugins/node-restriction.ts), as
  * upstream splits the work. Anyone else is refused.
  */
+import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
 import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
 import type { NodeReachableResource } from './node-graph.js';
 import type { Identity } from './tokens.js';
@@ -38,9 +39,6 @@ export interface NodeReach {
 export interface AuthorizerOptions {
   graph: NodeReach;
 }
-
-/** Where node Leases live; a node may touch only the one named after itself. */
-export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 
 /**
  * Resources whose access is not divided per node: the rest of upstream's `system:node` rules that

@@ -8,6 +8,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { errors } from '../../api/errors.js';
+import { NODE_LEASE_NAMESPACE } from '../../api/lease.js';
 import type { KubeObject, Pod } from '../../api/types.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
@@ -84,7 +85,7 @@ function admitPod(nodeName: string, attrs: AdmissionAttributes): void {
 }
 
 function admitLease(nodeName: string, attrs: AdmissionAttributes): void {
-  if (attrs.object.metadata.namespace !== 'kube-node-lease') throw errors.forbidden(`node "${nodeName}" can only access leases in the "kube-node-lease" system namespace`);
+  if (attrs.object.metadata.namespace !== NODE_LEASE_NAMESPACE) throw errors.forbidden(`node "${nodeName}" can only access leases in the "${NODE_LEASE_NAMESPACE}" system namespace`);
   if (attrs.object.metadata.name !== nodeName) throw errors.forbidden(`node "${nodeName}" can only access node lease with the same name as the requesting node`);
 }
 
