@@ -6,6 +6,7 @@ import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
+import { nodeRestriction } from './admission/plugins/node-restriction.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import type { KubeObject } from './api/types.js';
@@ -107,6 +108,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
+  admission.register(nodeRestriction());
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));

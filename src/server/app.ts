@@ -2,7 +2,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { authorize } from '../auth/authz.js';
+import { Authorizer, type RequestAttributes } from '../auth/authz.js';
+import { NodeGraph } from '../auth/node-graph.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
@@ -26,6 +27,8 @@ export interface AppOptions {
   inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
   /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
   watchBookmarkIntervalMs?: number;
+  /** decides every request; by default admins may do anything and nodes what the Node authorizer allows */
+  authorizer?: Authorizer;
 }
 
 declare module 'fastify' {
@@ -55,8 +58,20 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
   const openWatches = new Set<() => void>();
+  let authorizer = opts.authorizer;
+  let nodeGraph: NodeGraph | undefined;
+  if (!authorizer) {
+    nodeGraph = new NodeGraph({ registry: opts.registry });
+    nodeGraph.start();
+    authorizer = new Authorizer({ graph: nodeGraph });
+  }
+  const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
+    const decision = authorizer.authorize(who, attrs);
+    if (!decision.allowed) throw errors.forbidden(`${what}${decision.reason ? `: ${decision.reason}` : ''}`);
+  };
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
+    nodeGraph?.stop();
   });
 
   // Keep every body as raw bytes: decoding (UTF-8, JSON/YAML, depth, aliases) happens in one place, body.ts.
@@ -105,15 +120,18 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   for (const p of ['/healthz', '/livez', '/readyz']) app.get(p, async (_req, reply) => reply.type('text/plain').send('ok'));
 
   registerDiscoveryRoutes(app, { registry: opts.registry, advertiseAddress: opts.advertiseAddress ?? '127.0.0.1:6443' });
-  registerApplyEndpoint(app, { registry: opts.registry });
+  registerApplyEndpoint(app, { registry: opts.registry, authorizer });
 
   const handler = (group: string, version: string, rest: string) => async (req: FastifyRequest, reply: FastifyReply) => {
     const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
     const query = flatQuery(req.query);
     const verb = verbOf(req.method, target.name, query);
-    if (!authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name })) {
-      throw errors.forbidden(`${req.identity!.user} cannot ${verb} resource "${target.info.plural}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`);
-    }
+    const resource = target.subresource ? `${target.info.plural}/${target.subresource}` : target.info.plural;
+    authorize(
+      req.identity!,
+      { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
+      `${req.identity!.user} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
+    );
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
@@ -150,7 +168,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };
