@@ -15,16 +15,18 @@ async function serve(limits: ReturnType<typeof resolveConnectionLimits>, warning
   return { server, guard, port: (server.address() as net.AddressInfo).port };
 }
 
+/** Resolves once connected, or once closed: a refused connection may be reset before it reports connecting. */
 function connect(port: number): Promise<net.Socket> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1', () => resolve(s));
     s.on('error', () => {});
+    s.once('close', () => resolve(s));
   });
 }
 
 const closed = (s: net.Socket) => new Promise<void>((r) => (s.destroyed ? r() : s.once('close', () => r())));
 
-describe('connection hygiene', () => {
+describe('connection hygiene', { timeout: 20_000 }, () => {
   it('closes a connection that sends nothing, but not one that sent a request', async () => {
     const limits = resolveConnectionLimits({ readHeaderTimeoutMs: 200, idleTimeoutMs: 5000 });
     const { server, guard } = await serve(limits, []);
