@@ -20,7 +20,9 @@ export interface TokenAuthOptions {
   caCert: string;
 }
 
-const CREDENTIAL_PREFIX = '/berth/credentials/nodes/';
+/** Where node credentials are stored; the control plane encrypts values under it like Secrets. */
+export const NODE_CREDENTIAL_PREFIX = '/berth/credentials/nodes/';
+const CREDENTIAL_PREFIX = NODE_CREDENTIAL_PREFIX;
 
 /** What a node sends to join (POST /berth/v1/join). Fields after nodeName are optional: older agents omit them. */
 export interface JoinRequest {
@@ -41,7 +43,11 @@ export interface JoinResponse {
   proxySecret?: string;
 }
 
-/** The stored record of a node's credentials. The proxy secret is kept in plain text: the server must present it. */
+/**
+ * The stored record of a node's credentials. The proxy secret cannot be kept as a digest (the server
+ * must present it to the agent), so the store it is written to has to encrypt it at rest: the control
+ * plane gives this class a backend that encrypts values under NODE_CREDENTIAL_PREFIX like Secrets.
+ */
 interface NodeCredentialRecord {
   digest: string;
   issuedAt: string;
