@@ -42,6 +42,9 @@ export interface SqliteBackendOptions {
   reserveBytes?: number;
 }
 
+/** pages handed back to the filesystem per step while reclaiming space (1 MiB of 4 KiB pages) */
+const VACUUM_SLICE_PAGES = 256;
+
 /** the message of every write refused for lack of space (kube-apiserver says "etcdserver: mvcc: database space exceeded") */
 export const NO_SPACE_MESSAGE =
   'database space exceeded (storage alarm NOSPACE): the filesystem holding the data directory is full; ' +
@@ -161,6 +164,13 @@ export class SqliteBackend implements Backend {
       } catch (err) {
         this.logger?.warn({ err, file: opts.file }, 'storage could not switch to incremental vacuum');
       }
+    }
+    if (this.reserveFile) {
+      // Pages in the WAL need room again in the database file when they are checkpointed. Keeping
+      // the WAL at a quarter of the reserve (SQLite's default is 1000 pages) means that, once the
+      // reserve is released, the WAL can always be checkpointed and emptied.
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      this.db.pragma(`wal_autocheckpoint = ${Math.max(16, Math.min(1000, Math.floor(this.reserveBytes / 4 / pageSize)))}`);
     }
     if (this.reserveFile && !this.fillReserve()) {
       // Starting on a full disk: serve reads and deletes rather than refusing to start.
@@ -402,7 +412,15 @@ export class SqliteBackend implements Backend {
   private raiseAlarm(what: string): void {
     const first = !this.noSpace;
     this.noSpace = true;
-    if (this.reserveFile) fs.rmSync(this.reserveFile, { force: true });
+    if (this.reserveFile) {
+      fs.rmSync(this.reserveFile, { force: true });
+      // Empty the WAL into the room just freed, so the deletes that follow write into a short WAL.
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch (err) {
+        this.logger?.warn({ err, file: this.file }, 'storage checkpoint after releasing the reserve failed');
+      }
+    }
     if (this.maxSizeBytes !== undefined) {
       // Past the cap, deletes need room as well: lift it by the reserve while the alarm is up.
       const pageSize = this.db.pragma('page_size', { simple: true }) as number;
@@ -420,16 +438,28 @@ export class SqliteBackend implements Backend {
 
   /**
    * After a delete under the alarm: drop all history (what a delete frees is only reusable once the
-   * rows are gone), hand free pages back to the filesystem, empty the WAL, then see if the alarm
-   * can be cleared. Watchers resuming from before this point relist (410 Gone), as after any compaction.
+   * rows are gone), hand free pages back to the filesystem, empty the WAL, then see if the alarm can
+   * be cleared. Watchers resuming from before this point relist (410 Gone), as after any compaction.
+   *
+   * Every step writes into the WAL before a checkpoint lets the files shrink, so the steps are small
+   * and each is followed by a truncating checkpoint: the peak stays within what the reserve freed.
    */
   private reclaimSpace(): void {
-    try {
-      this.compact(this.revision);
-      this.db.pragma('incremental_vacuum');
-      this.db.pragma('wal_checkpoint(TRUNCATE)');
-    } catch (err) {
-      this.logger?.warn({ err, file: this.file }, 'storage could not reclaim space under the NOSPACE alarm');
+    const step = (what: string, fn: () => unknown): boolean => {
+      try {
+        fn();
+        return true;
+      } catch (err) {
+        this.logger?.warn({ err, file: this.file, step: what }, 'storage could not reclaim space under the NOSPACE alarm');
+        return false;
+      }
+    };
+    const checkpoint = () => step('checkpoint', () => this.db.pragma('wal_checkpoint(TRUNCATE)'));
+    checkpoint();
+    if (step('compact', () => this.compact(this.revision))) checkpoint();
+    for (let slices = 0; slices < 100_000; slices++) {
+      if ((this.db.pragma('freelist_count', { simple: true }) as number) === 0) break;
+      if (!step('incremental vacuum', () => this.db.pragma(`incremental_vacuum(${VACUUM_SLICE_PAGES})`)) || !checkpoint()) break;
     }
     this.tryClearAlarm();
   }
