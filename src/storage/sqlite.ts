@@ -172,10 +172,10 @@ export class SqliteBackend implements Backend {
       const pageSize = this.db.pragma('page_size', { simple: true }) as number;
       this.db.pragma(`wal_autocheckpoint = ${Math.max(16, Math.min(1000, Math.floor(this.reserveBytes / 4 / pageSize)))}`);
     }
-    if (this.reserveFile && !this.fillReserve()) {
-      // Starting on a full disk: serve reads and deletes rather than refusing to start.
-      this.noSpace = true;
-      this.logger?.warn({ file: opts.file, reserveBytes: this.reserveBytes }, 'storage alarm NOSPACE: no room for the space reserve at startup');
+    if (this.reserveFile && (!this.fillReserve() || this.freeBytes() < this.reserveBytes / 4)) {
+      // Starting on a full disk: the WAL starts empty, so even a delete needs new room. Release the
+      // reserve now and serve reads and deletes rather than failing later (or refusing to start).
+      this.raiseAlarm('startup');
     }
     this.logger?.info(
       { file: opts.file, revision: this.revision, compactedRevision: this.compacted, noSpace: this.noSpace },
@@ -464,6 +464,16 @@ export class SqliteBackend implements Backend {
     this.tryClearAlarm();
   }
 
+  /** bytes the filesystem holding the database has free for this process (Infinity when unknown) */
+  private freeBytes(): number {
+    try {
+      const st = fs.statfsSync(path.dirname(path.resolve(this.file)));
+      return st.bavail * st.bsize;
+    } catch {
+      return Infinity;
+    }
+  }
+
   /** Clears the alarm when there is room again: the reserve is back in place and the size cap has headroom. */
   private tryClearAlarm(): boolean {
     if (!this.noSpace) return true;
@@ -474,13 +484,7 @@ export class SqliteBackend implements Backend {
       if (used > this.maxSizeBytes - headroom) return false;
     }
     if (this.reserveFile) {
-      let free: number;
-      try {
-        const st = fs.statfsSync(path.dirname(path.resolve(this.file)));
-        free = st.bavail * st.bsize;
-      } catch {
-        return false;
-      }
+      const free = this.freeBytes();
       // Room for the reserve and as much again, so the next write does not trip the alarm at once.
       if (free < 2 * this.reserveBytes) return false;
       if (!this.fillReserve()) return false;

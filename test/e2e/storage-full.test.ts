@@ -20,7 +20,12 @@ const FS_BYTES = 20 * 1024 * 1024;
 const RESERVE_BYTES = 2 * 1024 * 1024;
 const VALUE_BYTES = 600 * 1024;
 
-describe('storage on a full filesystem', () => {
+/**
+ * `filler`: how the disk fills up. 'api' fills it with objects through the API alone; 'file' first
+ * stores a few objects, then another writer (a file in the same filesystem, as container logs or
+ * images would) takes every remaining byte and keeps it.
+ */
+function fullDiskScenario(filler: 'api' | 'file'): void {
   let root: string;
   let dataDir: string;
   let mounted = false;
@@ -29,6 +34,19 @@ describe('storage on a full filesystem', () => {
   let kubeconfig: string;
   const kubectl = (args: string[], allowFail = false) => runKubectl(kubeconfig, args, { allowFail });
   const logFile = () => path.join(root, 'server.log');
+  let port = 0;
+  const startServer = async () => {
+    const out = fs.openSync(logFile(), 'a');
+    server = spawn(process.execPath, [...NODE_FLAGS, BERTH_BIN, 'server', '--data-dir', dataDir, '--port', String(port), '--bind-address', '127.0.0.1', '--log-level', 'warn', '--storage-reserve-bytes', String(RESERVE_BYTES), '--disable-controllers', 'event-ttl'], { stdio: ['ignore', out, out] });
+    await waitFor(() => fs.existsSync(kubeconfig), 20_000, () => `server did not start: ${fs.readFileSync(logFile(), 'utf8').slice(-3000)}`);
+  };
+  const stopServer = async () => {
+    if (!server || server.exitCode !== null || server.signalCode !== null) return;
+    const exited = new Promise((r) => server!.once('exit', r));
+    server.kill('SIGTERM');
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+  };
 
   before(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-full-'));
@@ -36,11 +54,9 @@ describe('storage on a full filesystem', () => {
     fs.mkdirSync(dataDir);
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${FS_BYTES},mode=0700`, 'tmpfs', dataDir]);
     mounted = true;
-    const port = 20000 + ((process.pid * 11) % 20000);
-    const out = fs.openSync(logFile(), 'a');
-    server = spawn(process.execPath, [...NODE_FLAGS, BERTH_BIN, 'server', '--data-dir', dataDir, '--port', String(port), '--bind-address', '127.0.0.1', '--log-level', 'warn', '--storage-reserve-bytes', String(RESERVE_BYTES), '--disable-controllers', 'event-ttl'], { stdio: ['ignore', out, out] });
+    port = 20000 + ((process.pid * 11 + (filler === 'api' ? 0 : 7)) % 20000);
     kubeconfig = path.join(dataDir, 'kubeconfig.yaml');
-    await waitFor(() => fs.existsSync(kubeconfig), 20_000, () => `server did not start: ${fs.readFileSync(logFile(), 'utf8').slice(-3000)}`);
+    await startServer();
     client = new HttpClient({
       server: `https://127.0.0.1:${port}`,
       token: fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim(),
@@ -49,12 +65,7 @@ describe('storage on a full filesystem', () => {
   });
 
   after(async () => {
-    if (server && server.exitCode === null && server.signalCode === null) {
-      const exited = new Promise((r) => server!.once('exit', r));
-      server.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-      if (server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-    }
+    await stopServer();
     if (mounted) execFileSync('umount', ['-l', dataDir]);
     if (process.env.BERTH_KEEP_LOG) fs.copyFileSync(logFile(), process.env.BERTH_KEEP_LOG);
     fs.rmSync(root, { recursive: true, force: true });
@@ -66,8 +77,15 @@ describe('storage on a full filesystem', () => {
   let stored: string[] = [];
   let refusal: { code?: number; message: string } | undefined;
 
-  it('fills the filesystem through the API until writes are refused with a clear 500 Status', async () => {
-    for (let i = 0; i < 200 && !refusal; i++) {
+  it(`fills the filesystem (${filler === 'api' ? 'through the API' : 'with another file'}) until writes are refused with a clear 500 Status`, async () => {
+    if (filler === 'file') {
+      for (let i = 0; i < 8; i++) {
+        await client.create(CONFIGMAPS, configMap(`fill-${i}`, VALUE_BYTES));
+        stored.push(`fill-${i}`);
+      }
+      fillFilesystem(path.join(dataDir, 'other-writer.bin'));
+    }
+    for (let i = stored.length; i < 200 && !refusal; i++) {
       try {
         await client.create(CONFIGMAPS, configMap(`fill-${i}`, VALUE_BYTES));
         stored.push(`fill-${i}`);
@@ -87,11 +105,16 @@ describe('storage on a full filesystem', () => {
     assert.match(create.stderr, /database space exceeded/);
   });
 
-  it('still serves reads while full', async () => {
+  it('still serves reads while full, also after a restart on the full disk', async () => {
     const list = await kubectl(['get', 'configmaps', '-o', 'name']);
     for (const name of stored) assert.match(list.stdout, new RegExp(`configmap/${name}\\b`));
     const one = await client.get<KubeObject & { data: { blob: string } }>(CONFIGMAPS, { namespace: 'default', name: stored[0]! });
     assert.equal(one.data.blob.length, VALUE_BYTES);
+    await stopServer();
+    fs.rmSync(kubeconfig);
+    await startServer();
+    const after = await client.get<KubeObject & { data: { blob: string } }>(CONFIGMAPS, { namespace: 'default', name: stored[0]! });
+    assert.equal(after.data.blob.length, VALUE_BYTES);
   });
 
   it('deletes through the API, and writes work again once enough is deleted', async () => {
@@ -114,4 +137,33 @@ describe('storage on a full filesystem', () => {
     assert.equal(got.stdout, 'v');
     assert.ok(fs.existsSync(path.join(dataDir, 'state.db.reserve')), 'the reserve was not re-created');
   });
-});
+}
+
+/** Writes `file` until the filesystem has no byte left. */
+function fillFilesystem(file: string): void {
+  const fd = fs.openSync(file, 'w');
+  const chunk = Buffer.alloc(64 * 1024, 1);
+  try {
+    for (;;) {
+      try {
+        fs.writeSync(fd, chunk);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+        // The last partial chunk: fill byte by byte-sized pieces down to nothing.
+        for (let size = chunk.length / 2; size >= 1; size = Math.floor(size / 2)) {
+          try {
+            for (;;) fs.writeSync(fd, chunk, 0, size);
+          } catch (e) {
+            if ((e as NodeJS.ErrnoException).code !== 'ENOSPC') throw e;
+          }
+        }
+        return;
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+describe('storage on a filesystem filled through the API', () => fullDiskScenario('api'));
+describe('storage on a filesystem filled by another writer', () => fullDiskScenario('file'));
