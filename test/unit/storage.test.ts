@@ -584,22 +584,44 @@ describe('sqlite backend: NOSPACE alarm', () => {
     b.close();
   });
 
-  test('a delete that itself meets the full store still succeeds', () => {
-    const b = capped();
-    const keys: string[] = [];
-    // Fill with updates-free creates, then keep deleting-and-recreating small keys until the delete path is hit.
-    for (let i = 0; i < 100; i++) {
+  test('a delete that itself meets the full store raises the alarm and still succeeds', () => {
+    const file = tempDbFile();
+    const opts = { file, maxSizeBytes: 256 * 1024 };
+    const filler = openSqliteBackend({ ...opts, logger: silent });
+    let n = 0;
+    // Small rows fill every page to the brim, so a tombstone needs a new page.
+    for (; n < 10_000; n++) {
       try {
-        b.create(`/registry/core/configmaps/default/d${i}`, value(i));
-        keys.push(`/registry/core/configmaps/default/d${i}`);
-      } catch {
+        filler.create(`/registry/core/configmaps/default/s${String(n).padStart(5, '0')}`, JSON.stringify({ n, pad: 'q'.repeat(900) }));
+      } catch (err) {
+        assert.ok(err instanceof StorageError && err.code === 'NoSpace', String(err));
         break;
       }
     }
-    assert.equal(b.spaceAlarm(), true);
-    const deleted = b.delete(keys[keys.length - 1]!);
-    assert.equal(JSON.parse(deleted.value).i, keys.length - 1);
-    assert.equal(b.get(keys[keys.length - 1]!), undefined);
+    filler.close();
+    // Top up the last bits of room inside existing pages with tiny rows, so that any insert needs a new page.
+    const raw = new Database(file);
+    raw.pragma(`max_page_count = ${raw.pragma('page_count', { simple: true }) as number}`);
+    const pad = raw.prepare("INSERT INTO kv (name, created, deleted, create_revision, prev_revision, value) VALUES (?, 1, 0, 0, 0, '')");
+    for (let i = 0; i < 100_000; i++) {
+      try {
+        pad.run(`/pad/${i}`);
+      } catch (err) {
+        assert.equal((err as { code?: string }).code, 'SQLITE_FULL', String(err));
+        break;
+      }
+    }
+    raw.close();
+    // A fresh process on the full store: no alarm yet, so the delete is the first write to meet SQLITE_FULL.
+    const warnings: string[] = [];
+    const logger = { warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''), info: () => {} };
+    const b = openSqliteBackend({ ...opts, logger });
+    assert.equal(b.spaceAlarm(), false);
+    const key = `/registry/core/configmaps/default/s${String(n - 1).padStart(5, '0')}`;
+    const deleted = b.delete(key);
+    assert.equal(JSON.parse(deleted.value).n, n - 1);
+    assert.equal(b.get(key), undefined);
+    assert.ok(warnings.some((w) => w.startsWith('storage alarm NOSPACE raised')), `the delete did not meet a full store: ${JSON.stringify(warnings)}`);
     b.close();
   });
 });
