@@ -56,8 +56,9 @@ interface NodeCredentialRecord {
 
 /**
  * Owns bearer-token authentication: the admin token (in the kubeconfig), the node join secret
- * (in `node-token`) and the per-node credentials issued at join. Only sha256 digests are kept
- * in memory and in the store; the plain tokens exist only in the 0600 files handed to users.
+ * (in `node-token`) and the per-node credentials issued at join. Of the tokens, only sha256
+ * digests are kept in memory and in the store; the plain tokens exist only in the 0600 files
+ * handed to users. Each node's proxy secret is the exception (see NodeCredentialRecord).
  */
 export class TokenAuthenticator {
   private readonly adminDigest: Buffer;
