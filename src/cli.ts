@@ -44,6 +44,10 @@ Flags:
   --pod-security-default-audit LEVEL    the same for audit (logged); default: the enforce default
   --pod-security-default-warn LEVEL     the same for warn (Warning headers); default: the enforce default
   --pod-security-exempt-namespaces L    comma-separated namespaces Pod Security never evaluates (default kube-system)
+  --encryption-provider-config FILE     EncryptionConfiguration (apiserver.config.k8s.io/v1) for data at rest;
+                          default: DIR/encryption-config.yaml, generated on first start (AES-GCM for Secrets)
+  --storage-reserve-bytes N   space kept in DIR/state.db.reserve and released when the disk fills,
+                          so reads and deletes still work (default 16777216)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -73,6 +77,7 @@ Flags:
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
   --pod-security-default-enforce/-audit/-warn LEVEL, --pod-security-exempt-namespaces L
                           as for 'berth server'
+  --encryption-provider-config FILE     as for 'berth server'
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
@@ -117,6 +122,8 @@ async function runServer(argv: string[]): Promise<void> {
       'max-connections': { type: 'string' },
       'read-header-timeout-ms': { type: 'string' },
       'idle-timeout-ms': { type: 'string' },
+      'encryption-provider-config': { type: 'string' },
+      'storage-reserve-bytes': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -155,6 +162,8 @@ async function runServer(argv: string[]): Promise<void> {
       idleTimeoutMs: num(values['idle-timeout-ms'], 'idle-timeout-ms'),
     },
     ...podSecurityOptions(values),
+    encryptionProviderConfig: values['encryption-provider-config'],
+    storageReserveBytes: num(values['storage-reserve-bytes'], 'storage-reserve-bytes'),
     logger: log,
   });
   onShutdown(async () => {
@@ -218,6 +227,7 @@ async function runUp(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'node-name': { type: 'string' },
       'docker-socket': { type: 'string' },
+      'encryption-provider-config': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -228,7 +238,7 @@ async function runUp(argv: string[]): Promise<void> {
   const level = values['log-level'] ?? 'info';
   const log = pino({ name: 'berth-server', level });
   const { startControlPlane } = await import('./control-plane.js');
-  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), ...podSecurityOptions(values), logger: log });
+  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), ...podSecurityOptions(values), encryptionProviderConfig: values['encryption-provider-config'], logger: log });
   const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
   if (values['node-name']) agentArgs.push('--node-name', values['node-name']);
   if (values['docker-socket']) agentArgs.push('--docker-socket', values['docker-socket']);

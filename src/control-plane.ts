@@ -11,7 +11,7 @@ import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, writeSecret } from './auth/pki.js';
-import { TokenAuthenticator } from './auth/tokens.js';
+import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { DeploymentController } from './controllers/deployment/deployment-controller.js';
 import { DaemonSetController } from './controllers/daemonset/daemonset-controller.js';
@@ -35,7 +35,12 @@ import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
+import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
+import { TransformingBackend } from './storage/transforming-backend.js';
+
+/** Room kept free for deletes and compaction on a full disk (see SqliteBackendOptions.reserveBytes). */
+export const DEFAULT_STORAGE_RESERVE_BYTES = 16 * 1024 * 1024;
 
 export { CONTROLLER_NAMES, type ControllerName } from './controller-names.js';
 
@@ -73,6 +78,13 @@ export interface ControlPlaneOptions {
   podSecurityDefaults?: PodSecurityDefaults;
   /** namespaces Pod Security never evaluates (default kube-system) */
   podSecurityExemptNamespaces?: string[];
+  /**
+   * kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file. Without it the
+   * server uses DATA_DIR/encryption-config.yaml, written on first start with a fresh AES-GCM key for Secrets.
+   */
+  encryptionProviderConfig?: string;
+  /** bytes preallocated next to state.db and released when the disk fills, so deletes still work (default 16 MiB) */
+  storageReserveBytes?: number;
 }
 
 export interface RunningControlPlane {
@@ -100,7 +112,18 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   }
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
-  const backend = openSqliteBackend({ file: path.join(opts.dataDir, 'state.db'), logger: log.child({ component: 'storage' }) });
+  const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
+  if (encryption.generated) log.info({ file: encryption.file }, 'generated an encryption key for Secrets at rest');
+  const store = openSqliteBackend({
+    file: path.join(opts.dataDir, 'state.db'),
+    logger: log.child({ component: 'storage' }),
+    reserveBytes: opts.storageReserveBytes ?? DEFAULT_STORAGE_RESERVE_BYTES,
+  });
+  // Node credentials hold the secret the server presents to each agent: stored like Secrets.
+  const backend = new TransformingBackend({
+    inner: store,
+    transformerFor: transformerForKeys(encryption.config, { extraPrefixes: [{ prefix: NODE_CREDENTIAL_PREFIX, group: '', plural: 'secrets' }] }),
+  });
   const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
   const registry = new Registry({ backend });
   for (const s of ALL_STRATEGIES) registry.register(s);

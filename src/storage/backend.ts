@@ -48,7 +48,11 @@ export interface StoreEvent {
   prev?: KeyValue;
 }
 
-export type StorageErrorCode = 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Compacted' | 'TooLarge' | 'Failed';
+/**
+ * NoSpace: the store is out of space (etcd's NOSPACE alarm); creates and updates are refused until
+ * space is freed, while reads and deletes keep working so space can be freed through the API.
+ */
+export type StorageErrorCode = 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Compacted' | 'TooLarge' | 'NoSpace' | 'Failed';
 
 export class StorageError extends Error {
   constructor(
