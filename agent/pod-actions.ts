@@ -105,8 +105,8 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
   const initSpecs = pod.spec.initContainers ?? [];
   const wanted = new Set([...initSpecs, ...pod.spec.containers].map((c) => c.name));
 
-  const killOrRemove = (c: ObservedContainer, reason: string) => {
-    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds: grace, reason, remove: true });
+  const killOrRemove = (c: ObservedContainer, reason: string, graceSeconds = grace) => {
+    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds, reason, remove: true });
     else actions.remove.push(c.info.id);
   };
   const specOf = new Map<string, { spec: Container; init: boolean }>();
@@ -174,8 +174,9 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
     }
   } else if (fresh) {
     // One that never ran has nothing to keep: it goes before the next one is made, never beside it.
+    // A replaced sandbox is no use either: it goes too, so a pod never has two pause containers.
     if (latestInfra && infraNeverStarted) actions.remove.push(latestInfra.info.id);
-    else if (latestInfra) kill(latestInfra, 'infra container must change', INFRA_GRACE_SECONDS);
+    else if (latestInfra) killOrRemove(latestInfra, 'infra container must change', INFRA_GRACE_SECONDS);
     for (const name of wanted) {
       const latest = latestOf(name)[0];
       if (latest) kill(latest, 'infra container is being replaced');

@@ -121,7 +121,7 @@ export class PodManager {
 
   /** Subscribes to runtime events, lists the node's pods (resolves once the first list is in) and starts the relist timer. */
   async start(): Promise<void> {
-    this.opts.health?.listen({ down: () => this.runtimeDown(), up: () => this.runtimeUp() });
+    this.opts.health?.listen({ down: () => this.runtimeDown(), up: () => this.runtimeUp(), answered: () => this.reconnectEventsNow() });
     this.subscribe();
     await this.source.start();
     this.scheduleRelist();
@@ -269,6 +269,14 @@ export class PodManager {
       this.subscribe();
     }
     this.runHousekeeping();
+  }
+
+  /** The runtime answered while the event stream waits out its reconnect delay: reconnect now. */
+  private reconnectEventsNow(): void {
+    if (this.stopped || this.events || this.eventRetryTimer === undefined) return;
+    this.opts.clock.clearTimeout(this.eventRetryTimer);
+    this.eventRetryTimer = undefined;
+    this.subscribe();
   }
 
   /** The delay before the next event stream reconnect: retryMs, doubling per failure, capped. */

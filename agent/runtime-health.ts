@@ -25,6 +25,8 @@ export interface RuntimeHealthOptions {
 export interface RuntimeHealthListener {
   down(message: string): void;
   up(): void;
+  /** every successful check */
+  answered?(): void;
 }
 
 export class RuntimeHealth {
@@ -85,6 +87,7 @@ export class RuntimeHealth {
       await runtime.version();
       this.lastOk = clock.now();
       this.lastError = undefined;
+      this.notify((l) => l.answered?.());
       if (this.isDown) {
         this.isDown = false;
         log.info('container runtime is back');
