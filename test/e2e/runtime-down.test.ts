@@ -262,7 +262,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     await docker(['rm', '-f', oldId!]);
     const spec = infraSpec({ pod, nodeName, network, attempt: 1 });
     const labelArgs = Object.entries(spec.labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
-    const handMade = await docker(['create', '--name', spec.name, '--hostname', spec.hostname, '--network', network, ...labelArgs, PAUSE_IMAGE]);
+    const handMade = await docker(['create', '--name', spec.name, '--hostname', spec.hostname, '--network', network, '--ipc', 'shareable', '--cpu-shares', '2', ...labelArgs, PAUSE_IMAGE]);
 
     let most = 0;
     let polling = true;
