@@ -159,7 +159,7 @@ after(async () => {
 const sleeper = (name: string): Pod => podManifest(name, { containers: [{ name: 'app', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['sleep', '3600'] }], terminationGracePeriodSeconds: 1 });
 
 describe('agent when Docker goes away', { timeout: 300_000 }, () => {
-  it('survives a dockerd stop under five pods: Ready False (container runtime is down), pods not ready; after the restart, pods run again with a restart counted and one pause container each', async () => {
+  it('survives a dockerd stop under five pods: Ready False (container runtime is down), pods not ready; after the restart, pods run again with a restart counted and one pause container each', async (t) => {
     const d = new ScratchDockerd();
     cleanups.push(() => d.destroy([]));
     await d.start();
@@ -181,9 +181,12 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     }
     const pid = c.agentPid(nodeName);
 
+    const stopAt = Date.now();
     await d.stop();
+    const stoppedAt = Date.now();
     const readyOf = async () => (await c.client.get<Node>(CORE.nodes, { name: nodeName })).status?.conditions?.find((x) => x.type === 'Ready');
     await waitFor(async () => (await readyOf())?.status === 'False', 20_000, () => `node NotReady; agent log:\n${agentLog(c, nodeName).slice(-3000)}`);
+    t.diagnostic(`dockerd stop took ${stoppedAt - stopAt} ms; node NotReady ${Date.now() - stoppedAt} ms after it exited`);
     const ready = (await readyOf())!;
     assert.equal(ready.reason, 'KubeletNotReady');
     assert.equal(ready.message, 'container runtime is down');
@@ -193,6 +196,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     await sleep(3000); // several failed checks, syncs and reconnects later
     assert.ok(alive(pid), `agent died while Docker was gone; log:\n${agentLog(c, nodeName).slice(-3000)}`);
 
+    const restartAt = Date.now();
     await d.start();
     for (const n of names) {
       await waitForPod(c.client, 'default', n, (x) => {
@@ -200,6 +204,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
         return x.status?.phase === 'Running' && cs?.ready === true && cs.restartCount >= 1 && cs.state.running !== undefined && cs.lastState.terminated !== undefined;
       }, 60_000);
     }
+    t.diagnostic(`all five pods Running and ready again ${Date.now() - restartAt} ms after dockerd was started`);
     assert.equal((await readyOf())?.status, 'True');
     // Every pod ends with exactly one pause container (the replaced sandbox is removed, never doubled).
     await waitFor(async () => {
@@ -216,7 +221,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     assert.match(events.stdout, /NodeReady/);
   });
 
-  it('never crashes when the Docker connection is reset right after a die event, round after round', async () => {
+  it('never crashes when the Docker connection is reset right after a die event, round after round', async (t) => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-proxy-'));
     const proxy = new ResettingProxy(dir, '/var/run/docker.sock', 300);
     await proxy.listen();
@@ -239,6 +244,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     await waitForPod(c.client, 'default', 'crash-0', (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > before, 60_000);
     assert.ok(alive(pid));
     assert.doesNotMatch(agentLog(c, nodeName), /nothing handled|programmer error/);
+    t.diagnostic(`${proxy.resets} connection resets survived`);
   });
 
   it('a restarted agent starts the pause container a killed agent left in Created state; there is never a second one', async () => {
