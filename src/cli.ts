@@ -67,6 +67,9 @@ Flags:
   --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
   --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims are removed (default 60000)
   --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
+  --runtime-check-interval-ms N  how often Docker is asked whether it is up (default 5000, as the kubelet)
+  --runtime-down-after-ms N      no answer from Docker for this long: node NotReady (default 30000, as the kubelet)
+  --runtime-event-retry-max-ms N cap of the doubling delay between Docker event stream reconnects (default 30000)
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
 
@@ -186,12 +189,16 @@ async function runAgent(argv: string[]): Promise<void> {
       'relist-interval-ms': { type: 'string' },
       'claim-sweep-interval-ms': { type: 'string' },
       'crash-backoff-base-ms': { type: 'string' },
+      'runtime-check-interval-ms': { type: 'string' },
+      'runtime-down-after-ms': { type: 'string' },
+      'runtime-event-retry-max-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
-  const ms = (flag: 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms') => {
+  type MsFlag = 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms' | 'runtime-check-interval-ms' | 'runtime-down-after-ms' | 'runtime-event-retry-max-ms';
+  const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
     const n = Number(s);
@@ -202,6 +209,8 @@ async function runAgent(argv: string[]): Promise<void> {
   const log = pino({ name: 'berth-agent', level: values['log-level'] ?? 'info' });
   // The agent is loaded only here so `berth server` never pays for dockerode.
   const { startAgent } = await import('../agent/agent.js');
+  const { installProcessGuard } = await import('../agent/process-guard.js');
+  installProcessGuard({ log });
   const agent = await startAgent({
     server: values.server,
     nodeName: values['node-name'] ?? os.hostname().toLowerCase(),
@@ -210,7 +219,14 @@ async function runAgent(argv: string[]): Promise<void> {
     dockerSocket: values['docker-socket'],
     nodeIP: values['node-ip'],
     agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
-    intervals: { heartbeatMs: ms('heartbeat-interval-ms'), relistMs: ms('relist-interval-ms'), claimVolumeSweepMs: ms('claim-sweep-interval-ms') },
+    intervals: {
+      heartbeatMs: ms('heartbeat-interval-ms'),
+      relistMs: ms('relist-interval-ms'),
+      claimVolumeSweepMs: ms('claim-sweep-interval-ms'),
+      runtimeCheckMs: ms('runtime-check-interval-ms'),
+      runtimeDownAfterMs: ms('runtime-down-after-ms'),
+      eventRetryMaxMs: ms('runtime-event-retry-max-ms'),
+    },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,
   });
