@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../api/errors.js';
+import { ApiError, errors } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
@@ -16,11 +16,12 @@ import {
   versionInfo,
 } from './discovery.js';
 import { openapiV3Group, openapiV3Root } from './openapi.js';
+import { OPENAPI_V2_PROTOBUF, etagMatches, negotiateOpenAPIV2Format, renderOpenAPIV2 } from './openapi-v2.js';
 import { toTable } from './tables.js';
 
 /**
  * The read-only surface kubectl needs before it does anything: /version, discovery (plain and
- * aggregated) and OpenAPI v3. All of it is computed from the registered resources on each call,
+ * aggregated), OpenAPI v3 and OpenAPI v2 (JSON or gnostic protobuf). All of it is computed from the registered resources on each call,
  * so kinds added later (CRDs) appear without a restart.
  */
 export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: Registry; advertiseAddress: string }): void {
@@ -59,9 +60,17 @@ export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: 
     if (!doc) throw errors.notFound({ resource: 'openapi', name: path });
     return doc;
   });
-  // kubectl asks for v2 only as protobuf and only when v3 is missing; we serve v3.
-  app.get('/openapi/v2', async () => {
-    throw errors.notFound({ resource: 'openapi', name: 'v2' });
+  // kubectl before 1.27 reads only v2 (as protobuf); newer kubectl falls back to it.
+  app.get('/openapi/v2', async (req, reply) => {
+    const format = negotiateOpenAPIV2Format(req.headers.accept);
+    reply.header('vary', 'Accept');
+    if (!format) {
+      throw new ApiError('NotAcceptable', `only application/json and ${OPENAPI_V2_PROTOBUF} are served at /openapi/v2`);
+    }
+    const rendered = renderOpenAPIV2(resources(), format);
+    reply.header('etag', rendered.etag);
+    if (etagMatches(req.headers['if-none-match'], rendered.etag)) return reply.code(304).send();
+    return reply.type(rendered.contentType).send(rendered.body);
   });
 }
 
