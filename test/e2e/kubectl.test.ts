@@ -113,8 +113,10 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
     assert.equal(piped.stdout, 'through stdin\n');
   });
 
-  it('create job --from a CronJob (batch/v1beta1 for kubectl 1.20) runs the template as a manual Job', async () => {
+  it('create cronjob, and create job --from it (batch/v1beta1 for kubectl 1.20) runs the template as a manual Job', async () => {
+    // kubectl 1.20 posts a batch/v1beta1 CronJob; it is stored as batch/v1.
     await c.kubectl(['create', 'cronjob', 'nightly', '--image=berth/busybox:test', '--schedule=0 3 * * *', '--', 'echo', 'from-cron']);
+    assert.equal((await c.client.get<KubeObject>(BATCH.cronjobs, { namespace: 'default', name: 'nightly' })).apiVersion, 'batch/v1');
     // kubectl ≤ 1.20 decodes CronJobs only as batch/v1beta1, so it must name that version.
     const from = needsKubectl(k, '1.21', 'CronJob at batch/v1') ? 'cronjob.v1beta1.batch/nightly' : 'cronjob/nightly';
     assert.match((await c.kubectl(['create', 'job', 'manual', `--from=${from}`])).stdout, /job\.batch\/manual created/);
