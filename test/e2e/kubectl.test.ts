@@ -101,6 +101,22 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
     } finally {
       follower.kill();
     }
+    assert.equal((await c.kubectl(['logs', '-l', 'run=talker', '--tail=1'])).stdout, 'second\n');
+  });
+
+  it('explain, set env, rollout pause|resume|restart and wait on a Deployment', async () => {
+    assert.match((await c.kubectl(['explain', 'deployment.spec.replicas'])).stdout, /FIELD:\s+replicas <integer>/);
+    await c.kubectl(['create', 'deployment', 'tool', '--image=berth/busybox:test', '--', 'sleep', '3600']);
+    await c.kubectl(['rollout', 'status', 'deployment/tool', '--timeout=60s']);
+    assert.match((await c.kubectl(['rollout', 'pause', 'deployment/tool'])).stdout, /paused/);
+    assert.match((await c.kubectl(['set', 'env', 'deployment/tool', 'PHASE=paused'])).stdout, /deployment\.apps\/tool env updated/);
+    assert.match((await c.kubectl(['rollout', 'resume', 'deployment/tool'])).stdout, /resumed/);
+    assert.match((await c.kubectl(['rollout', 'restart', 'deployment/tool'])).stdout, /restarted/);
+    await c.kubectl(['rollout', 'status', 'deployment/tool', '--timeout=90s']);
+    assert.match((await c.kubectl(['wait', '--for=condition=available', 'deployment/tool', '--timeout=60s'])).stdout, /condition met/);
+    const history = (await c.kubectl(['rollout', 'history', 'deployment/tool'])).stdout;
+    assert.match(history, /^3\s/m, 'the change made while paused and the restart made revisions 2 and 3');
+    await c.kubectl(['delete', 'deployment', 'tool']);
   });
 
   it('exec runs a command in the container and passes its exit code', async () => {
