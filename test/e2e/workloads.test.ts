@@ -209,6 +209,38 @@ describeEachKubectl('workloads on real Docker through kubectl', (k: Kubectl) => 
     await c.kubectl(['delete', 'deployment', 'scaled', '--wait=false']);
   });
 
+
+  it('DaemonSet and StatefulSet: `rollout status`, `history` and `undo`', { timeout: 300_000 }, async () => {
+    const setYaml = (kind: 'DaemonSet' | 'StatefulSet', name: string, version: string) => `apiVersion: apps/v1
+kind: ${kind}
+metadata: {name: ${name}}
+spec:
+${kind === 'StatefulSet' ? `  serviceName: ${name}\n  replicas: 1\n` : ''}  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: ${TEST_IMAGE}
+        command: ["sleep", "3600"]
+        env: [{name: VERSION, value: "${version}"}]
+`;
+    const sets = [['DaemonSet', 'daemonset/dset', 'dset'], ['StatefulSet', 'statefulset/sset', 'sset']] as const;
+    for (const [kind, ref, name] of sets) {
+      await c.kubectl(['apply', '-f', '-'], { input: setYaml(kind, name, '1') });
+      await c.kubectl(['rollout', 'status', ref, `--timeout=${ROLLOUT_TIMEOUT}`]);
+      await c.kubectl(['apply', '-f', '-'], { input: setYaml(kind, name, '2') });
+      await c.kubectl(['rollout', 'status', ref, `--timeout=${ROLLOUT_TIMEOUT}`]);
+      await waitFor(async () => (await podsOf(c, name)).filter(isReady).map(versionOf).join() === '2', 120_000, `${name} at VERSION=2`);
+      const history = (await c.kubectl(['rollout', 'history', ref])).stdout;
+      assert.match(history, /^1\s[\s\S]*^2\s/m, `${kind} history: ${history}`);
+      assert.match((await c.kubectl(['rollout', 'undo', ref])).stdout, /rolled back/);
+      await c.kubectl(['rollout', 'status', ref, `--timeout=${ROLLOUT_TIMEOUT}`]);
+      await waitFor(async () => (await podsOf(c, name)).filter(isReady).map(versionOf).join() === '1', 120_000, `${name} back at VERSION=1`);
+      await c.kubectl(['delete', ref, '--wait=false']);
+    }
+  });
 });
 
 describe('workloads on real Docker: garbage collection', () => {
