@@ -142,6 +142,26 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
     await waitFor(async () => (await c.client.get<Job>(BATCH.jobs, { namespace: 'default', name: 'manual' })).status?.succeeded === 1, 60_000, 'the manual Job to succeed');
   });
 
+  it('applies a batch/v1beta1 CronJob manifest and re-applies it unchanged, without patch warnings', async () => {
+    const f = c.writeFile('cj-v1beta1.yaml', `apiVersion: batch/v1beta1
+kind: CronJob
+metadata: {name: legacy}
+spec:
+  schedule: "0 4 * * *"
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers: [{name: main, image: berth/busybox:test, command: ["true"]}]
+`);
+    assert.match((await c.kubectl(['apply', '-f', f])).stdout, /cronjob\.batch\/legacy created/);
+    const again = await c.kubectl(['apply', '-f', f]);
+    assert.match(again.stdout, /cronjob\.batch\/legacy unchanged/);
+    assert.doesNotMatch(again.stderr, /warning/i);
+    assert.equal((await c.client.get<KubeObject>(BATCH.cronjobs, { namespace: 'default', name: 'legacy' })).apiVersion, 'batch/v1');
+  });
+
   it('create job --from=cronjob/x (CronJob at batch/v1)', { skip: needsKubectl(k, '1.21', 'CronJob at batch/v1; kubectl 1.20 fails with \'no kind "CronJob" is registered for version "batch/v1"\' against any Kubernetes ≥ 1.21 and needs --from=cronjob.v1beta1.batch/x') }, async () => {
     assert.match((await c.kubectl(['create', 'job', 'manual-short', '--from=cronjob/nightly'])).stdout, /job\.batch\/manual-short created/);
   });
