@@ -119,7 +119,7 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
     await c.kubectl(['delete', 'deployment', 'tool']);
   });
 
-  it('exec runs a command in the container and passes its exit code', async () => {
+  it('exec runs a command in the container and passes its exit code; cp copies both ways', async () => {
     await waitForPod(c.client, 'default', 'talker', (p) => p.status?.phase === 'Running');
     const ok = await c.kubectl(['exec', 'talker', '--', 'sh', '-c', 'echo out; echo err >&2; exit 3'], { allowFail: true });
     assert.equal(ok.stdout, 'out\n', ok.stderr);
@@ -127,6 +127,13 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
     assert.equal(ok.code, 3);
     const piped = await c.kubectl(['exec', '-i', 'talker', '--', 'cat'], { input: 'through stdin\n' });
     assert.equal(piped.stdout, 'through stdin\n');
+    // cp is tar through exec, in both directions.
+    const local = c.writeFile('copied.txt', 'copied into the pod\n');
+    await c.kubectl(['cp', local, 'talker:/tmp/copied.txt']);
+    assert.equal((await c.kubectl(['exec', 'talker', '--', 'cat', '/tmp/copied.txt'])).stdout, 'copied into the pod\n');
+    const back = path.join(c.dir, 'back.txt');
+    await c.kubectl(['cp', 'talker:/tmp/copied.txt', back]);
+    assert.equal(fs.readFileSync(back, 'utf8'), 'copied into the pod\n');
   });
 
   it('create cronjob, and create job --from it (batch/v1beta1 for kubectl 1.20) runs the template as a manual Job', async () => {
