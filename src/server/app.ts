@@ -144,7 +144,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         open: openWatches,
         apiVersion: group ? `${group}/${version}` : version,
         bookmarkIntervalMs: opts.watchBookmarkIntervalMs,
-        render: table ? tableRowRenderer(target.info, query) : version === target.info.version ? undefined : asVersion,
+        render: table ? tableRowRenderer(target.info, query, table) : version === target.info.version ? undefined : asVersion,
       });
       return;
     }
@@ -163,7 +163,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       const b = body as KubeObject & { items?: KubeObject[] };
       body = Array.isArray(b.items) ? { ...b, apiVersion: group ? `${group}/${version}` : version, items: b.items.map(asVersion) } : asVersion(b);
     }
-    if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query);
+    if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query, table);
     if (result.warnings?.length) reply.header('warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
     return reply.code(result.code).type('application/json').send(body);
   };

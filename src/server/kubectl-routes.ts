@@ -75,24 +75,22 @@ export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: 
 }
 
 /** kubectl get asks for `application/json;as=Table;v=v1;g=meta.k8s.io` (v1beta1 too, on older clients). */
-export function wantsTable(accept: string | undefined): boolean {
-  return !!accept && /as=Table/.test(accept) && /g=meta\.k8s\.io/.test(accept);
-}
+export { wantsTable } from './tables.js';
 
 function includeObjectOf(query: Record<string, string | undefined>): 'None' | 'Metadata' | 'Object' {
   const v = query.includeObject;
   return v === 'None' || v === 'Object' ? v : 'Metadata';
 }
 
-/** A list or single object as a Table. */
-export function renderTable(info: ResourceInfo, body: KubeObject | KubeList, query: Record<string, string | undefined>): unknown {
+/** A list or single object as a Table, stamped with the Table version the client asked for. */
+export function renderTable(info: ResourceInfo, body: KubeObject | KubeList, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): unknown {
   const isList = Array.isArray((body as KubeList).items);
   const objects = isList ? (body as KubeList).items : [body as KubeObject];
   const meta = isList ? (body as KubeList).metadata : { resourceVersion: (body as KubeObject).metadata.resourceVersion };
-  return toTable({ info, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue });
+  return toTable({ info, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue, tableVersion });
 }
 
 /** For `kubectl get -w`: each watch event carries a one-row Table. */
-export function tableRowRenderer(info: ResourceInfo, query: Record<string, string | undefined>): (obj: KubeObject) => unknown {
-  return (obj) => toTable({ info, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion });
+export function tableRowRenderer(info: ResourceInfo, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): (obj: KubeObject) => unknown {
+  return (obj) => toTable({ info, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion, tableVersion });
 }

@@ -1796,6 +1796,9 @@ registerKindSchema({
     { description: 'CronJob represents the configuration of a single cron job.' },
   ),
 });
+// batch/v1beta1 serves the same object (kubectl 1.20 knows CronJob only there); its spec and status
+// had the v1 shape, so the v1 definitions describe them.
+registerKindSchema({ ...registeredKinds.get(gvkKey('batch', 'v1', 'CronJob'))!, version: 'v1beta1' });
 
 // ---------- coordination.k8s.io/v1 Lease ----------
 

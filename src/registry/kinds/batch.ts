@@ -160,6 +160,9 @@ export const JOB_INFO: ResourceInfo = {
 export const CRONJOB_INFO: ResourceInfo = {
   group: 'batch',
   version: 'v1',
+  // batch/v1beta1 is the same object under another apiVersion, as the apiserver served it from 1.21
+  // to 1.24: kubectl ≤ 1.20 knows CronJob only as v1beta1, so `create job --from` needs it.
+  servedVersions: ['v1', 'v1beta1'],
   kind: 'CronJob',
   listKind: 'CronJobList',
   plural: 'cronjobs',
