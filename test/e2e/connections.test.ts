@@ -91,11 +91,13 @@ describe('API server connection hygiene', () => {
     // The server closes them all after the read-header timeout (plus Node's check period).
     await waitFor(() => closedByServer >= IDLE_CONNECTIONS, READ_HEADER_TIMEOUT_MS * 4, () => `${IDLE_CONNECTIONS - closedByServer} idle connections still open`);
     await waitFor(() => openFds(pid) <= baselineFds + 20, 10_000, () => `server still holds ${openFds(pid)} fds (baseline ${baselineFds})`);
-    // Memory comes back near the baseline (V8 and glibc keep some freed pages; 25 MB is well under the cost of the connections).
+    // Memory comes back toward the baseline: at least half of what the connections added is returned to
+    // the OS (V8 keeps some heap until a later GC; without handing freed native memory back, three
+    // quarters of the rise stayed).
     let afterRss = rssMB(pid);
     await waitFor(() => {
       afterRss = rssMB(pid);
-      return afterRss <= baselineRss + 25;
+      return afterRss - baselineRss <= (peakRss - baselineRss) / 2;
     }, 20_000, () => `RSS ${afterRss.toFixed(1)} MB after shedding, baseline ${baselineRss.toFixed(1)} MB, peak ${peakRss.toFixed(1)} MB`);
     console.log(`# ${connected} idle TLS connections: RSS ${baselineRss.toFixed(1)} → ${peakRss.toFixed(1)} → ${afterRss.toFixed(1)} MB; kubectl get ${kubectlMs.toFixed(0)} ms meanwhile`);
   });

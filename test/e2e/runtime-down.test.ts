@@ -47,11 +47,23 @@ class ScratchDockerd {
   readonly host = `unix://${this.socket}`;
   private child: ChildProcess | undefined;
 
+  /**
+   * A bridge of its own: a dockerd started with `--bridge=none` deletes the interface named docker0 in its
+   * network namespace, which here is the host's, and would break the host engine's default network.
+   */
+  readonly bridge = `brt-${this.id}`;
+
   async start(): Promise<void> {
+    if (!fs.existsSync(`/sys/class/net/${this.bridge}`)) {
+      await execFileP('ip', ['link', 'add', this.bridge, 'type', 'bridge']);
+      // An address in the benchmarking range (198.18.0.0/15): no pod, node or Docker network here uses it.
+      await execFileP('ip', ['addr', 'add', `198.18.${parseInt(this.id.slice(0, 2), 16)}.1/24`, 'dev', this.bridge]);
+      await execFileP('ip', ['link', 'set', this.bridge, 'up']);
+    }
     const out = fs.openSync(path.join(this.dir, 'dockerd.log'), 'a');
     this.child = spawn('dockerd', [
       '--data-root', path.join(this.dir, 'data'), '--exec-root', `/run/berth-test-${this.id}`, '--pidfile', path.join(this.dir, 'dockerd.pid'),
-      '-H', this.host, '--bridge=none', '--iptables=false', '--ip-masq=false', '--storage-driver', 'overlay2', '--shutdown-timeout', '3',
+      '-H', this.host, `--bridge=${this.bridge}`, '--iptables=false', '--ip-masq=false', '--storage-driver', 'overlay2', '--shutdown-timeout', '3',
     ], { stdio: ['ignore', out, out] });
     fs.closeSync(out);
     await waitFor(async () => (await this.docker(['version', '--format', '{{.Server.Version}}']).catch(() => '')) !== '', 60_000, () => `scratch dockerd; log:\n${this.log()}`);
@@ -95,6 +107,7 @@ class ScratchDockerd {
     fs.rmSync(this.dir, { recursive: true, force: true });
     fs.rmSync(this.socket, { force: true });
     fs.rmSync(`/run/berth-test-${this.id}`, { recursive: true, force: true });
+    await execFileP('ip', ['link', 'del', this.bridge]).catch(() => undefined);
   }
 }
 
