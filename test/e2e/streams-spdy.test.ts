@@ -132,10 +132,11 @@ describe('kubectl 1.20 (SPDY/3.1) exec, attach and cp', { skip: missing }, () =>
       // capture-pane drops trailing blanks: the prompt "/ # " reads "/ #".
       await waitFor(async () => /[#$] ?$/m.test(await screen()), 20_000, 'a shell prompt');
       await tmux('send-keys', 'echo $((6*7)); stty size; tty', 'Enter');
-      await waitFor(async () => /^42$/m.test(await screen()), 20_000, '42 on the screen');
+      // tty's answer comes last: once it shows, so have 42 and the size.
+      await waitFor(async () => /^\/dev\/pts\/\d+$/m.test(await screen()), 20_000, 'the tty name on the screen');
+      assert.match(await screen(), /^42$/m);
       const first = await screen();
       assert.match(first, /^40 100$/m, 'the terminal size reached the container');
-      assert.match(first, /^\/dev\/pts\/\d+$/m, 'a pty');
       await tmux('resize-window', '-x', '120', '-y', '30');
       // kubectl forwards the resize asynchronously: ask again until the container sees the new size.
       let asked = 0;
