@@ -230,6 +230,13 @@ describe('agent endpoint', () => {
     assert.deepEqual(execs.at(-1), { command: ['cat'], stdin: true, stdout: true, stderr: true, tty: false });
   });
 
+  it('keeps every stdin message sent while the process is starting (WebSocket)', async () => {
+    const chunk = Buffer.alloc(16 * 1024, 'w');
+    const frames = Array.from({ length: 200 }, () => Buffer.concat([Buffer.from([0]), chunk]));
+    const r = await session(openExec({ token: SECRET, query: 'command=slowcat&stdin=true&stdout=true&stderr=true' }), [...frames, Buffer.from([255, 0])]);
+    assert.equal(r.channels[2], `read ${200 * chunk.length}\n`);
+  });
+
   it('refuses upgrades without the secret, with an old subprotocol, or in another protocol', async () => {
     const refused = (ws: WebSocket) =>
       new Promise<number>((resolve) => {
