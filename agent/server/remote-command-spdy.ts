@@ -26,8 +26,8 @@ const STREAM_TYPE_HEADER = 'streamtype';
 type StreamType = 'error' | 'stdin' | 'stdout' | 'stderr' | 'resize';
 const STREAM_TYPES: readonly StreamType[] = ['error', 'stdin', 'stdout', 'stderr', 'resize'];
 
-/** stdin that arrives while the process is starting is held, up to this much. */
-const MAX_EARLY_STDIN_BYTES = 1 << 20;
+/** stdin that arrives while the process is starting is held; past this much the client is not read until it runs. */
+const EARLY_STDIN_PAUSE_BYTES = 256 * 1024;
 /** A resize stream holding this much without a complete JSON object is not sending sizes. */
 const MAX_RESIZE_BUFFER = 64 * 1024;
 
@@ -104,6 +104,7 @@ export function runSpdyRemoteCommand(o: SpdyRemoteCommandOptions): Promise<void>
   let finished = false;
   const earlyStdin: Buffer[] = [];
   let earlyStdinBytes = 0;
+  let pausedForStart = false;
   let stdinEnded = false;
   let pendingSize: TerminalSize | undefined;
   const pausedOutputs = new Set<NodeJS.ReadableStream>();
@@ -136,12 +137,17 @@ export function runSpdyRemoteCommand(o: SpdyRemoteCommandOptions): Promise<void>
     proc.resize(size).catch((err: unknown) => log.debug({ err: (err as Error).message }, 'terminal resize failed'));
   };
 
+  let stdinBlocked = false;
   const writeStdin = (data: Buffer) => {
     if (!proc?.stdin || !data.length) return;
-    if (!proc.stdin.write(data)) {
+    if (!proc.stdin.write(data) && !stdinBlocked) {
       // The process is not reading: stop reading the client until it does.
+      stdinBlocked = true;
       session.pause();
-      proc.stdin.once('drain', () => session.resume());
+      proc.stdin.once('drain', () => {
+        stdinBlocked = false;
+        session.resume();
+      });
     }
   };
 
@@ -150,9 +156,13 @@ export function runSpdyRemoteCommand(o: SpdyRemoteCommandOptions): Promise<void>
       case 'stdin':
         stream.on('data', (data: Buffer) => {
           if (proc) return writeStdin(data);
-          if (earlyStdinBytes + data.length > MAX_EARLY_STDIN_BYTES) return void stream.reset(RstStatus.INTERNAL_ERROR);
           earlyStdin.push(data);
           earlyStdinBytes += data.length;
+          // `kubectl cp` streams its tar at once, faster than a process starts: stop reading until it runs.
+          if (earlyStdinBytes >= EARLY_STDIN_PAUSE_BYTES && !pausedForStart) {
+            pausedForStart = true;
+            session.pause();
+          }
         });
         stream.on('end', () => {
           stdinEnded = true;
@@ -206,6 +216,7 @@ export function runSpdyRemoteCommand(o: SpdyRemoteCommandOptions): Promise<void>
     }
     for (const data of earlyStdin.splice(0)) writeStdin(data);
     if (stdinEnded) proc.stdin?.end();
+    if (pausedForStart && !stdinBlocked) session.resume();
     if (pendingSize) resize(pendingSize);
     await Promise.all([pump(streams.get('stdout'), proc.stdout), pump(streams.get('stderr'), proc.stderr), proc.ended]);
     if (finished) return;

@@ -27,6 +27,8 @@ export const CHANNEL_CLOSE = 255;
 
 /** Stop reading the process's output while this much is queued for a slow client. */
 const HIGH_WATER_BYTES = 1 << 20;
+/** Client messages held while the process starts before the client is no longer read. */
+const EARLY_MESSAGES_BEFORE_PAUSE = 64;
 /** How often the server pings; a client silent for two periods is gone. */
 const PING_INTERVAL_MS = 30_000;
 
@@ -102,6 +104,8 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
   let finished = false;
   /** client messages that arrived before the process was ready (kubectl sends the terminal size at once) */
   const early: Buffer[] = [];
+  /** the client is not read because the process's stdin is full */
+  let stdinBlocked = false;
 
   const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
   ws.on('error', (err) => log.debug({ err: err.message }, 'exec websocket error'));
@@ -126,10 +130,14 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
     const payload = msg.subarray(1);
     switch (channel) {
       case CHANNEL_STDIN:
-        if (proc.stdin && payload.length && !proc.stdin.write(payload)) {
+        if (proc.stdin && payload.length && !proc.stdin.write(payload) && !stdinBlocked) {
           // The process is not reading: stop reading the client until it does.
+          stdinBlocked = true;
           ws.pause();
-          proc.stdin.once('drain', () => ws.resume());
+          proc.stdin.once('drain', () => {
+            stdinBlocked = false;
+            ws.resume();
+          });
         }
         break;
       case CHANNEL_RESIZE: {
@@ -151,7 +159,11 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
     if (!isBinary) return;
     const msg = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
     if (proc) handle(msg);
-    else if (early.length < 64) early.push(msg);
+    else {
+      early.push(msg);
+      // `kubectl cp` streams its tar at once, faster than a process starts: stop reading until it runs.
+      if (early.length === EARLY_MESSAGES_BEFORE_PAUSE) ws.pause();
+    }
   });
 
   // A client that vanished without a close frame (network cut) is noticed by the missing pongs.
@@ -192,7 +204,9 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
       proc.close();
       return;
     }
+    const pausedForStart = early.length >= EARLY_MESSAGES_BEFORE_PAUSE;
     for (const msg of early.splice(0)) handle(msg);
+    if (pausedForStart && !stdinBlocked) ws.resume();
     await Promise.all([pump(CHANNEL_STDOUT, proc.stdout), pump(CHANNEL_STDERR, proc.stderr), proc.ended]);
     if (finished) return;
     let exitCode: number | undefined;

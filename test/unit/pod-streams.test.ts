@@ -131,6 +131,8 @@ function fakeRuntime(nodeName: string): { runtime: ContainerRuntime; execs: Exec
       },
       exec: async (_id: string, opts: ExecOptions): Promise<ContainerProcess> => {
         execs.push(opts);
+        // A process slow to start, as `docker exec` is on a busy host.
+        if (opts.command[0] === 'slowcat') await new Promise((r) => setTimeout(r, 300));
         // `cat` that reports the bytes it read on stderr and exits 7.
         const stdin = new PassThrough();
         const stdout = new PassThrough();
@@ -228,6 +230,13 @@ describe('agent endpoint', () => {
     assert.deepEqual(execs.at(-1), { command: ['cat'], stdin: true, stdout: true, stderr: true, tty: false });
   });
 
+  it('keeps every stdin message sent while the process is starting (WebSocket)', async () => {
+    const chunk = Buffer.alloc(16 * 1024, 'w');
+    const frames = Array.from({ length: 200 }, () => Buffer.concat([Buffer.from([0]), chunk]));
+    const r = await session(openExec({ token: SECRET, query: 'command=slowcat&stdin=true&stdout=true&stderr=true' }), [...frames, Buffer.from([255, 0])]);
+    assert.equal(r.channels[2], `read ${200 * chunk.length}\n`);
+  });
+
   it('refuses upgrades without the secret, with an old subprotocol, or in another protocol', async () => {
     const refused = (ws: WebSocket) =>
       new Promise<number>((resolve) => {
@@ -291,6 +300,16 @@ describe('agent endpoint', () => {
     assert.deepEqual(status.details.causes, [{ reason: 'ExitCode', message: '7' }]);
     for (const id of [ids.error, ids.stdout, ids.stderr]) assert.ok(c.streams.get(id)!.fin, `stream ${id} half-closed by the server`);
     assert.ok(c.goAway, 'the session ends with GOAWAY');
+  });
+
+  it('holds stdin sent while the process is starting, however much (kubectl cp streams its tar at once)', async () => {
+    const r = await spdyExec({ 'x-stream-protocol-version': 'v4.channel.k8s.io' }, 'command=slowcat&stdin=true&stdout=true&stderr=true');
+    assert.ok(r.upgraded);
+    const input = Buffer.alloc(3 << 20, 'q').toString();
+    const ids = await runSpdySession(r.client, [input.slice(0, 1 << 20), input.slice(1 << 20, 2 << 20), input.slice(2 << 20)]);
+    assert.equal(r.client.streams.get(ids.stdin)!.reset, false, 'stdin not reset');
+    assert.equal(r.client.text(ids.stderr), `read ${input.length}\n`);
+    assert.equal(r.client.text(ids.stdout).length, input.length);
   });
 
   it('refuses SPDY clients offering only protocols without exit codes, and unknown stream types', async () => {
