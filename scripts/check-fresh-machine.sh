@@ -406,7 +406,7 @@ stop_up() {
     fail_step "stopping bash scripts/up.sh" "still running ${UP_STOP_TIMEOUT_S}s after SIGTERM; killed"
     in_container 10 "kill -KILL -- -$pid 2>/dev/null || true"
   fi
-  left="$(in_container 30 'if command -v docker >/dev/null && docker info >/dev/null 2>&1; then ids=$(docker ps -aq); [ -z "$ids" ] || docker rm -f $ids >/dev/null; echo "$ids" | grep -c . ; else echo 0; fi' 2>/dev/null || echo '?')"
+  left="$(in_container 30 'if command -v docker >/dev/null && docker info >/dev/null 2>&1; then ids=$(docker ps -aq); [ -z "$ids" ] || docker rm -f $ids >/dev/null; printf "%s" "$ids" | wc -w; else echo 0; fi' 2>/dev/null || echo '?')"
   log "up: stopped after $(duration $(($(now) - t))); removed $left container(s) it left in the engine"
 }
 
