@@ -107,6 +107,9 @@ command -v docker >/dev/null && docker info >/dev/null 2>&1 || die "no Docker en
 run_id="$$-$(date +%s)"
 container="berth-fresh-$run_id"
 volume="berth-fresh-docker-$run_id"
+# /tmp on a disk, as on a real machine: the multi-host tests start dockerds with data roots under
+# /tmp, and overlay2 cannot stack on the container's own overlay root.
+tmp_volume="berth-fresh-tmp-$run_id"
 # A network of its own, so the check depends neither on the engine's default bridge nor on
 # what other users of the engine do to it.
 network="berth-fresh-net-$run_id"
@@ -117,8 +120,8 @@ cleanup() {
   local status=$?
   trap - EXIT INT TERM
   if [ "$keep" -eq 1 ] && [ "$container_started" -eq 1 ]; then
-    log "kept: container $container (docker exec -it $container bash), volume $volume, network $network, clone and logs in $scratch"
-    log "remove with: docker rm -f $container; docker volume rm $volume; docker network rm $network; rm -rf $scratch"
+    log "kept: container $container (docker exec -it $container bash), volumes $volume $tmp_volume, network $network, clone and logs in $scratch"
+    log "remove with: docker rm -f $container; docker volume rm $volume $tmp_volume; docker network rm $network; rm -rf $scratch"
   else
     if [ "$container_started" -eq 1 ]; then
       docker rm -f "$container" >/dev/null 2>&1 || log "could not remove container $container"
@@ -126,9 +129,12 @@ cleanup() {
     if docker network inspect "$network" >/dev/null 2>&1; then
       docker network rm "$network" >/dev/null 2>&1 || log "could not remove network $network"
     fi
-    if docker volume inspect "$volume" >/dev/null 2>&1; then
-      docker volume rm -f "$volume" >/dev/null 2>&1 || log "could not remove volume $volume"
-    fi
+    local v
+    for v in "$volume" "$tmp_volume"; do
+      if docker volume inspect "$v" >/dev/null 2>&1; then
+        docker volume rm -f "$v" >/dev/null 2>&1 || log "could not remove volume $v"
+      fi
+    done
     rm -rf "$scratch"
   fi
   exit "$status"
@@ -287,13 +293,14 @@ dirty="$(git -C "$source_repo" status --porcelain --untracked-files=no)"
 [ -z "$dirty" ] || log "note: $source_repo has uncommitted changes; they are NOT part of this check"
 # The container's Docker engine stores everything here; removed on exit.
 docker volume create "$volume" >/dev/null
+docker volume create "$tmp_volume" >/dev/null
 docker network create "$network" >/dev/null
 
 container_started=1
 docker run -d --init --name "$container" --hostname berth-fresh --network "$network" \
   --cap-add ALL --cap-drop SYS_RESOURCE \
   --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
-  -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$volume:/var/lib/docker" \
+  -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$volume:/var/lib/docker" -v "$tmp_volume:/tmp" \
   -v "$scratch/repo:$REPO_IN_CONTAINER" -w "$REPO_IN_CONTAINER" \
   -e CI=true \
   "$image" sleep infinity >/dev/null
