@@ -432,10 +432,15 @@ run_test() {
   if [ "$full_suite" -eq 1 ]; then args=''; else args="${FRESH_TESTS[*]}"; fi
   log "test: bash scripts/test.sh ${args:-(whole suite)}"
   # Globs are expanded by the shell in the container, after setup built dist/.
-  set +e
-  in_container "$TEST_TIMEOUT_S" "bash scripts/test.sh $args" 2>&1 | tee "$scratch/test.log"
-  status="${PIPESTATUS[0]}"
-  set -e
+  # In the background and waited for, so SIGTERM reaches the trap at once: bash runs traps only
+  # after a foreground command ends. The log streams to the terminal until the run ends.
+  : >"$scratch/test.log"
+  in_container "$TEST_TIMEOUT_S" "bash scripts/test.sh $args" >"$scratch/test.log" 2>&1 &
+  local test_pid=$!
+  tail -n +1 -f --pid="$test_pid" "$scratch/test.log" &
+  status=0
+  wait "$test_pid" || status=$?
+  wait $! 2>/dev/null || true
   summary="$(grep -E '^ℹ (tests|pass|fail|skipped|duration_ms) ' "$scratch/test.log" | tr '\n' ' ' || true)"
   if [ "$status" -eq 0 ]; then
     record "test: bash scripts/test.sh ${args:+<subset>}" ok $(($(now) - t0))
