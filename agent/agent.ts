@@ -15,6 +15,7 @@ import { stopUnboundPods } from './stale-pods.js';
 import { NodeStatusReporter } from './node-status.js';
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from './options.js';
 import { PodManager } from './pod-manager.js';
+import { RuntimeHealth } from './runtime-health.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import { StatusManager } from './status.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
@@ -75,8 +76,17 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const endpointParams = () => ({ runtime, nodeName: o.nodeName, credentials: joined?.credentials, port: o.agentPort, log });
   let endpoint = await syncAgentEndpoint(undefined, endpointParams());
 
+  const health = new RuntimeHealth({
+    runtime,
+    clock: o.clock,
+    log: log.child({ component: 'runtime-health' }),
+    checkMs: o.intervals.runtimeCheckMs,
+    downAfterMs: o.intervals.runtimeDownAfterMs,
+  });
   const makeReporter = (c: Client) =>
     new NodeStatusReporter({
+      health,
+      recorder: new EventRecorder({ client: c, component: 'kubelet', host: o.nodeName, now: () => o.clock.now(), log }),
       client: c,
       runtime,
       nodeName: o.nodeName,
@@ -125,9 +135,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     dataDir: o.dataDir,
     dockerSocket: o.dockerSocket,
     recorder: new EventRecorder({ client, component: 'kubelet', host: o.nodeName, now: () => o.clock.now(), log }),
+    health,
+    eventRetryMaxMs: o.intervals.eventRetryMaxMs,
   });
   await pods.start();
   nodeStatus.start();
+  // A change of the runtime's state reaches the node's Ready condition at once, not at the next heartbeat.
+  health.listen({ down: () => nodeStatus.beatNow(), up: () => nodeStatus.beatNow() });
+  health.start();
   const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
   lease.start();
   // Claim volumes live in Docker; with another runtime (tests) there are none to sweep.
@@ -141,6 +156,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     runtime,
     stop: () =>
       (stopping ??= (async () => {
+        await health.stop();
         await nodeStatus.stop();
         await lease.stop();
         podNet?.stop();

@@ -11,6 +11,8 @@ import type { Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../src/api
 import { CORE, type Client } from '../src/client/client.js';
 import { kubeTime, type Clock, type TimerHandle } from './clock.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
+import type { RuntimeHealth } from './runtime-health.js';
+import type { EventRecorder } from '../src/client/events.js';
 
 export const KUBELET_VERSION = 'v1.32.0-berth';
 export const MAX_PODS = 110;
@@ -28,6 +30,10 @@ export interface NodeStatusOptions {
   log: Logger;
   /** the agent endpoint's port (logs, exec), advertised as status.daemonEndpoints.kubeletEndpoint.Port */
   daemonPort?: number | undefined;
+  /** whether the runtime is up; without it every heartbeat asks the runtime itself */
+  health?: RuntimeHealth;
+  /** NodeReady / NodeNotReady events, as the kubelet records them on a Ready change */
+  recorder?: EventRecorder;
 }
 
 /** Kubernetes spells architectures as Go does. */
@@ -100,12 +106,17 @@ export class NodeStatusReporter {
   /** lastTransitionTime per condition type, kept across heartbeats */
   private readonly transitions = new Map<string, { status: string; at: string }>();
   private beating: Promise<void> | undefined;
+  private started = false;
+  /** a heartbeat was asked for while one was in flight */
+  private again = false;
+  /** the Ready status last posted (events are recorded on its changes) */
+  private lastReady: boolean | undefined;
 
   constructor(private readonly opts: NodeStatusOptions) {
     this.log = opts.log.child({ component: 'node-status' });
   }
 
-  private conditions(runtimeUp: boolean, runtimeError?: string): NodeCondition[] {
+  private conditions(runtimeDown?: string): NodeCondition[] {
     const now = kubeTime(this.opts.clock.now());
     const make = (type: string, status: 'True' | 'False', reason: string, message: string): NodeCondition => {
       const prev = this.transitions.get(type);
@@ -117,9 +128,9 @@ export class NodeStatusReporter {
       make('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
       make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
       make('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
-      runtimeUp
+      runtimeDown === undefined
         ? make('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status')
-        : make('Ready', 'False', 'KubeletNotReady', `container runtime is down: ${runtimeError ?? 'unreachable'}`),
+        : make('Ready', 'False', 'KubeletNotReady', runtimeDown),
     ];
   }
 
@@ -143,7 +154,7 @@ export class NodeStatusReporter {
       spec: {},
       status: {
         ...sys,
-        conditions: this.conditions(true),
+        conditions: this.conditions(),
         ...(this.opts.daemonPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.opts.daemonPort } } } : {}),
         addresses: [
           { type: 'InternalIP', address: this.opts.nodeIP },
@@ -179,20 +190,25 @@ export class NodeStatusReporter {
 
   /** One heartbeat: the runtime's health into the Ready condition. Re-registers a node that was deleted. */
   async heartbeat(): Promise<void> {
-    let runtimeUp = true;
-    let runtimeError: string | undefined;
-    try {
-      await this.opts.runtime.version();
-    } catch (err) {
-      runtimeUp = false;
-      runtimeError = (err as Error).message;
+    let runtimeDown: string | undefined;
+    if (this.opts.health) runtimeDown = this.opts.health.downMessage();
+    else {
+      try {
+        await this.opts.runtime.version();
+      } catch (err) {
+        runtimeDown = `container runtime is down: ${(err as Error).message}`;
+      }
     }
+    const conditions = this.conditions(runtimeDown);
+    const ready = runtimeDown === undefined;
+    if (this.lastReady !== undefined && this.lastReady !== ready) this.recordReadyChange(ready);
+    this.lastReady = ready;
     try {
       await this.opts.client.patch<Node>(CORE.nodes, {
         name: this.opts.nodeName,
         type: 'merge',
         subresource: 'status',
-        patch: { status: { conditions: this.conditions(runtimeUp, runtimeError) } },
+        patch: { status: { conditions } },
       });
     } catch (err) {
       if (isApiError(err) && err.reason === 'NotFound') {
@@ -204,18 +220,48 @@ export class NodeStatusReporter {
     }
   }
 
+  /** The kubelet's NodeReady / NodeNotReady event (reason = the new state, on the Node, namespace default). */
+  private recordReadyChange(ready: boolean): void {
+    const reason = ready ? 'NodeReady' : 'NodeNotReady';
+    void this.opts.recorder?.record({
+      about: { apiVersion: 'v1', kind: 'Node', metadata: { name: this.opts.nodeName, uid: this.opts.nodeName } },
+      type: 'Normal',
+      reason,
+      message: `Node ${this.opts.nodeName} status is now: ${reason}`,
+    });
+  }
+
+  /** A heartbeat now (the runtime went down or came back), then the regular period again. */
+  beatNow(): void {
+    if (this.stopped || !this.started) return;
+    if (this.timer !== undefined) this.opts.clock.clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.beating) {
+      this.again = true;
+      return;
+    }
+    this.tick();
+  }
+
   /** Starts periodic heartbeats (the first one heartbeatMs from now). */
   start(): void {
-    const tick = () => {
-      if (this.stopped) return;
-      this.beating = this.heartbeat()
-        .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'node heartbeat failed'))
-        .finally(() => {
-          this.beating = undefined;
-          if (!this.stopped) this.timer = this.opts.clock.setTimeout(tick, this.opts.heartbeatMs);
-        });
-    };
-    this.timer = this.opts.clock.setTimeout(tick, this.opts.heartbeatMs);
+    this.started = true;
+    this.timer = this.opts.clock.setTimeout(() => this.tick(), this.opts.heartbeatMs);
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    this.timer = undefined;
+    this.beating = this.heartbeat()
+      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'node heartbeat failed'))
+      .finally(() => {
+        this.beating = undefined;
+        if (this.stopped) return;
+        if (this.again) {
+          this.again = false;
+          this.tick();
+        } else if (this.timer === undefined) this.timer = this.opts.clock.setTimeout(() => this.tick(), this.opts.heartbeatMs);
+      });
   }
 
   async stop(): Promise<void> {

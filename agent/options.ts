@@ -22,8 +22,14 @@ export interface AgentIntervals {
    * right after a start is not held back.
    */
   statusMinIntervalMs: number;
-  /** delay before retrying a failed pod sync or a broken watch */
+  /** delay before retrying a failed pod sync or a broken watch; the first runtime event stream reconnect */
   retryMs: number;
+  /** how often the runtime is asked whether it is up (Kubernetes: 5 s) */
+  runtimeCheckMs: number;
+  /** no answer from the runtime for this long: the node is NotReady, "container runtime is down" (Kubernetes: 30 s) */
+  runtimeDownAfterMs: number;
+  /** cap of the doubling delay between runtime event stream reconnects */
+  eventRetryMaxMs: number;
 }
 
 export interface AgentOptions {
@@ -79,6 +85,9 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   claimVolumeSweepMs: 60_000,
   statusMinIntervalMs: 0,
   retryMs: 1_000,
+  runtimeCheckMs: 5_000,
+  runtimeDownAfterMs: 30_000,
+  eventRetryMaxMs: 30_000,
 };
 
 /** The first non-internal IPv4 address of this host (what a node reports as InternalIP). */

@@ -105,8 +105,8 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
   const initSpecs = pod.spec.initContainers ?? [];
   const wanted = new Set([...initSpecs, ...pod.spec.containers].map((c) => c.name));
 
-  const killOrRemove = (c: ObservedContainer, reason: string) => {
-    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds: grace, reason, remove: true });
+  const killOrRemove = (c: ObservedContainer, reason: string, graceSeconds = grace) => {
+    if (isRunning(c)) actions.kill.push({ id: c.info.id, containerName: c.identity.containerName, graceSeconds, reason, remove: true });
     else actions.remove.push(c.info.id);
   };
   const specOf = new Map<string, { spec: Container; init: boolean }>();
@@ -161,13 +161,22 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
   const wantedInfraHash = infraHash(pod, input.network);
   const infraReady = latestInfra !== undefined && isRunning(latestInfra) && latestInfra.identity.hash === wantedInfraHash;
   const fresh = !infraReady;
-  if (fresh && latestInfra?.info.state === 'created' && latestInfra.identity.hash === wantedInfraHash && ![...wanted].some((n) => latestOf(n).length > 0)) {
-    // Created but never started (the agent died in between): start that one, under its own name, rather
-    // than make a second infra container.
+  const ranBefore = [...wanted].some((n) => latestOf(n).length > 0);
+  // Never started: created only (the agent died between create and start), or its start failed.
+  const infraNeverStarted = latestInfra !== undefined && !isRunning(latestInfra) && !latestInfra.info.startedAt;
+  if (fresh && latestInfra?.info.state === 'created' && latestInfra.identity.hash === wantedInfraHash && !(policy === 'Never' && ranBefore)) {
+    // Start that one, under its own name, rather than make a second infra container; whatever still runs
+    // belongs to an older sandbox and makes way.
     actions.createInfra = { attempt: latestInfra.identity.restartCount };
+    for (const name of wanted) {
+      const latest = latestOf(name)[0];
+      if (latest) kill(latest, 'infra container is being replaced');
+    }
   } else if (fresh) {
-    const ranBefore = [...wanted].some((n) => latestOf(n).length > 0);
-    if (latestInfra) kill(latestInfra, 'infra container must change', INFRA_GRACE_SECONDS);
+    // One that never ran has nothing to keep: it goes before the next one is made, never beside it.
+    // A replaced sandbox is no use either: it goes too, so a pod never has two pause containers.
+    if (latestInfra && infraNeverStarted) actions.remove.push(latestInfra.info.id);
+    else if (latestInfra) killOrRemove(latestInfra, 'infra container must change', INFRA_GRACE_SECONDS);
     for (const name of wanted) {
       const latest = latestOf(name)[0];
       if (latest) kill(latest, 'infra container is being replaced');

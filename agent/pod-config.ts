@@ -191,7 +191,7 @@ export class PodConfigManager {
     }
     state.pod = pod;
     state.refs = referencedObjects(pod);
-    if (state.refs.size) this.objects.use(uid, pod.metadata.namespace ?? 'default');
+    if (state.refs.size) this.objects.use(uid, state.refs);
     return state;
   }
 

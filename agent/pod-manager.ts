@@ -18,6 +18,7 @@ import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
 import { ProbeManager } from './prober/manager.js';
 import { Backoff, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime, EventSubscription, RuntimeEvent } from './runtime/runtime.js';
+import type { RuntimeHealth } from './runtime-health.js';
 import type { StatusManager } from './status.js';
 
 export interface PodManagerOptions {
@@ -38,7 +39,14 @@ export interface PodManagerOptions {
   dockerSocket?: string;
   /** records pod events (component kubelet); none in tests that do not care */
   recorder?: EventRecorder;
+  /** the runtime's up/down state: pods stop counting as ready while it is down, and resync when it is back */
+  health?: RuntimeHealth;
+  /** cap of the doubling delay between event stream reconnects (starts at retryMs) */
+  eventRetryMaxMs?: number;
 }
+
+/** Default cap of the event stream reconnect delay. */
+export const DEFAULT_EVENT_RETRY_MAX_MS = 30_000;
 
 /** How long stop() waits for in-flight syncs. */
 const STOP_WAIT_MS = 5_000;
@@ -63,6 +71,8 @@ export class PodManager {
   private synced = false;
   private stopped = false;
   private housekeeping: Promise<void> | undefined;
+  /** consecutive event stream failures since it last opened (the reconnect delay doubles with each) */
+  private eventFailures = 0;
 
   constructor(private readonly opts: PodManagerOptions) {
     this.log = opts.log.child({ component: 'pod-manager' });
@@ -111,6 +121,7 @@ export class PodManager {
 
   /** Subscribes to runtime events, lists the node's pods (resolves once the first list is in) and starts the relist timer. */
   async start(): Promise<void> {
+    this.opts.health?.listen({ down: () => this.runtimeDown(), up: () => this.runtimeUp(), answered: () => this.reconnectEventsNow() });
     this.subscribe();
     await this.source.start();
     this.scheduleRelist();
@@ -240,23 +251,68 @@ export class PodManager {
       });
   }
 
+  /** The runtime stopped answering: every pod stops counting as ready until it is back. */
+  private runtimeDown(): void {
+    if (this.stopped) return;
+    this.log.warn({ pods: this.workers.size }, 'container runtime is down; marking pods not ready');
+    for (const w of this.workers.values()) w.runtimeDown();
+  }
+
+  /** The runtime answers again: reopen the event stream now and resync every pod from a fresh list. */
+  private runtimeUp(): void {
+    if (this.stopped) return;
+    this.log.info('container runtime is back; relisting');
+    if (!this.events) {
+      if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
+      this.eventRetryTimer = undefined;
+      this.eventFailures = 0;
+      this.subscribe();
+    }
+    this.runHousekeeping();
+  }
+
+  /** The runtime answered while the event stream waits out its reconnect delay: reconnect now. */
+  private reconnectEventsNow(): void {
+    if (this.stopped || this.events || this.eventRetryTimer === undefined) return;
+    this.opts.clock.clearTimeout(this.eventRetryTimer);
+    this.eventRetryTimer = undefined;
+    this.subscribe();
+  }
+
+  /** The delay before the next event stream reconnect: retryMs, doubling per failure, capped. */
+  private eventRetryDelay(): number {
+    const max = this.opts.eventRetryMaxMs ?? DEFAULT_EVENT_RETRY_MAX_MS;
+    return Math.min(max, this.opts.retryMs * 2 ** Math.min(this.eventFailures - 1, 30));
+  }
+
   private subscribe(): void {
     if (this.stopped) return;
-    this.events = this.opts.runtime.subscribe(
+    let open = true;
+    const sub = this.opts.runtime.subscribe(
       { labels: labelFilter({ nodeName: this.opts.nodeName }) },
       (ev) => this.onRuntimeEvent(ev),
       (err) => {
-        this.events = undefined;
+        if (!open) return;
+        open = false;
+        if (this.events === sub) this.events = undefined;
         if (this.stopped) return;
-        this.log.warn({ err: err.message }, 'runtime event stream broke; resubscribing');
+        this.eventFailures++;
+        const delay = this.eventRetryDelay();
+        this.log.warn({ err: err.message, retryInMs: delay }, 'runtime event stream broke; resubscribing');
+        this.opts.health?.suspect();
         this.eventRetryTimer = this.opts.clock.setTimeout(() => {
           this.eventRetryTimer = undefined;
           this.subscribe();
-          // Events may have been missed while the stream was down.
-          this.runHousekeeping();
-        }, this.opts.retryMs);
+        }, delay);
+      },
+      () => {
+        if (!open) return;
+        // Events may have been missed while the stream was down (the first open has nothing to catch up on).
+        if (this.eventFailures > 0) this.runHousekeeping();
+        this.eventFailures = 0;
       },
     );
+    if (open) this.events = sub;
   }
 
   private onRuntimeEvent(ev: RuntimeEvent): void {

@@ -294,3 +294,19 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
   if (message) status.message = message;
   return status;
 }
+
+/**
+ * The status with the pod and every container not ready (the runtime stopped answering): Ready and
+ * ContainersReady False, as Kubernetes' MarkPodsNotReady sets them; container states stay as last seen.
+ */
+export function notReadyStatus(previous: PodStatus, now: number): PodStatus {
+  const next = structuredClone(previous);
+  for (const c of next.conditions ?? []) {
+    if ((c.type === 'Ready' || c.type === 'ContainersReady') && c.status !== 'False') {
+      c.status = 'False';
+      c.lastTransitionTime = kubeTime(now);
+    }
+  }
+  for (const list of [next.containerStatuses, next.initContainerStatuses]) for (const c of list ?? []) c.ready = false;
+  return next;
+}

@@ -17,7 +17,7 @@ import { computePodActions, type KillAction, type StartAction } from './pod-acti
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
 import type { PodConfigManager } from './pod-config.js'; // [config helper]
 import { EventReason, type ContainerRef, type PodEvents } from './pod-events.js';
-import { computePodStatus } from './pod-status.js';
+import { computePodStatus, notReadyStatus } from './pod-status.js';
 import type { ProbeManager, ProbedContainer } from './prober/manager.js';
 import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
@@ -121,6 +121,19 @@ export class PodWorker {
     this.kick();
   }
 
+  /**
+   * The runtime is down: nothing this node reports about its containers can be vouched for, so the pod
+   * and its containers stop counting as ready (what Kubernetes' node lifecycle controller does to the pods
+   * of a NotReady node). States stay as last seen until the runtime answers again.
+   */
+  runtimeDown(): void {
+    const pod = this.pod;
+    if (!pod || this.removed || pod.metadata.deletionTimestamp) return;
+    const previous = this.deps.status.latestStatus(this.uid) ?? pod.status;
+    if (!previous) return;
+    this.deps.status.setStatus(pod, notReadyStatus(previous, this.deps.clock.now()));
+  }
+
   /** One probe run failed: the kubelet's Unhealthy event. */
   probeFailed(containerName: string, kind: ProbeKind, output: string): void {
     const pod = this.pod;
@@ -156,9 +169,11 @@ export class PodWorker {
       this.again = true;
       return;
     }
-    this.running = this.loop().finally(() => {
-      this.running = undefined;
-    });
+    this.running = this.loop()
+      .catch((err: unknown) => this.log.error({ err: (err as Error)?.stack ?? String(err) }, 'pod worker loop failed'))
+      .finally(() => {
+        this.running = undefined;
+      });
   }
 
   /** Resolves when the worker has nothing in flight (tests, shutdown). */
@@ -219,8 +234,17 @@ export class PodWorker {
     const { runtime } = this.deps;
     // Containers an event named are inspected while the list runs: an exit reaches the status sooner.
     const early = new Map([...this.changed].map((id) => [id, runtime.inspect(id)]));
+    // Handled from the start: the list may fail first (the daemon went away), and then nobody awaits them.
+    for (const p of early.values()) p.catch(() => undefined);
+    const changed = [...this.changed];
     this.changed.clear();
-    const summaries = await runtime.list({ labels: labelFilter({ nodeName: this.deps.nodeName, podUid: this.uid }) });
+    let summaries;
+    try {
+      summaries = await runtime.list({ labels: labelFilter({ nodeName: this.deps.nodeName, podUid: this.uid }) });
+    } catch (err) {
+      for (const id of changed) this.changed.add(id); // still to be inspected afresh by the next look
+      throw err;
+    }
     const live = new Set(summaries.map((s) => s.id));
     for (const id of this.inspected.keys()) if (!live.has(id)) this.inspected.delete(id);
     const infos = (
@@ -235,8 +259,6 @@ export class PodWorker {
         }),
       )
     ).filter((i): i is ContainerInfo => i !== undefined);
-    // An early inspect of a container the list no longer shows is dropped; never leave its promise unhandled.
-    for (const [id, p] of early) if (!live.has(id)) p.catch(() => undefined);
     return { infos, containers: groupContainers(infos) };
   }
 

@@ -115,10 +115,21 @@ export class StatusManager {
       }, wait);
       return;
     }
-    e.writing = this.write(uid, e).finally(() => {
-      e.writing = undefined;
-      if (this.entries.get(uid) === e) this.schedule(uid, e);
-    });
+    e.writing = this.write(uid, e)
+      .catch((err: unknown) => {
+        // A re-read after a conflict failed (API unreachable): the next write tries again.
+        this.opts.log.warn({ err: (err as Error).message }, 'pod status write failed; will retry');
+        if (!this.stopped && e.timer === undefined) {
+          e.timer = this.opts.clock.setTimeout(() => {
+            e.timer = undefined;
+            this.schedule(uid, e);
+          }, this.retryMs);
+        }
+      })
+      .finally(() => {
+        e.writing = undefined;
+        if (this.entries.get(uid) === e) this.schedule(uid, e);
+      });
   }
 
   private async write(uid: string, e: Entry): Promise<void> {

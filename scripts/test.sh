@@ -7,6 +7,14 @@ cd "$(dirname "$0")/.."
 
 bash scripts/setup.sh
 
+# Every kubectl the kubectl-driven e2e tests run with: the one on PATH and Debian's 1.20 (fetched
+# into .cache/kubectl-1.20/ once). A caller's own BERTH_KUBECTLS wins.
+if [ -z "${BERTH_KUBECTLS:-}" ]; then
+  BERTH_KUBECTLS="$(bash scripts/kubectl-versions.sh)"
+fi
+export BERTH_KUBECTLS
+printf '[berth] e2e kubectl binaries: %s\n' "${BERTH_KUBECTLS:-none}" >&2
+
 files=()
 if [ "${1:-}" = "--unit-only" ]; then
   shift

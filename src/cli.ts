@@ -32,7 +32,22 @@ Flags:
   --default-toleration-seconds S  how long new pods tolerate a not-ready/unreachable node (default 300)
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
+  --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
+  --max-requests-inflight N            reads one client may have in flight, then 429 (default 400)
+  --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
+  --max-connections N     open connections beyond this are closed at once (default 4096)
+  --read-header-timeout-ms N   a connection's time to send a request's headers (default 32000)
+  --idle-timeout-ms N     how long a kept-alive connection may wait for its next request (default 90000)
+  --pod-security-default-enforce LEVEL  Pod Security level enforced in namespaces without a
+                          pod-security.kubernetes.io/enforce label: privileged, baseline or restricted (default baseline)
+  --pod-security-default-audit LEVEL    the same for audit (logged); default: the enforce default
+  --pod-security-default-warn LEVEL     the same for warn (Warning headers); default: the enforce default
+  --pod-security-exempt-namespaces L    comma-separated namespaces Pod Security never evaluates (default kube-system)
+  --encryption-provider-config FILE     EncryptionConfiguration (apiserver.config.k8s.io/v1) for data at rest;
+                          default: DIR/encryption-config.yaml, generated on first start (AES-GCM for Secrets)
+  --storage-reserve-bytes N   space kept in DIR/state.db.reserve and released when the disk fills,
+                          so reads and deletes still work (default 16777216)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -52,6 +67,9 @@ Flags:
   --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
   --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims are removed (default 60000)
   --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
+  --runtime-check-interval-ms N  how often Docker is asked whether it is up (default 5000, as the kubelet)
+  --runtime-down-after-ms N      no answer from Docker for this long: node NotReady (default 30000, as the kubelet)
+  --runtime-event-retry-max-ms N cap of the doubling delay between Docker event stream reconnects (default 30000)
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
 
@@ -60,6 +78,9 @@ Flags:
   --port PORT             HTTPS port (default 6443)
   --node-name NAME        the local node's name (default: the host name)
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
+  --pod-security-default-enforce/-audit/-warn LEVEL, --pod-security-exempt-namespaces L
+                          as for 'berth server'
+  --encryption-provider-config FILE     as for 'berth server'
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
@@ -97,7 +118,16 @@ async function runServer(argv: string[]): Promise<void> {
       'default-toleration-seconds': { type: 'string' },
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
+      'watch-bookmark-interval-seconds': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
+      'max-requests-inflight': { type: 'string' },
+      'max-mutating-requests-inflight': { type: 'string' },
+      'max-connections': { type: 'string' },
+      'read-header-timeout-ms': { type: 'string' },
+      'idle-timeout-ms': { type: 'string' },
+      'encryption-provider-config': { type: 'string' },
+      'storage-reserve-bytes': { type: 'string' },
+      ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -125,7 +155,18 @@ async function runServer(argv: string[]): Promise<void> {
     defaultTolerationSeconds: num(values['default-toleration-seconds'], 'default-toleration-seconds'),
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
+    watchBookmarkIntervalMs: mul(num(values['watch-bookmark-interval-seconds'], 'watch-bookmark-interval-seconds'), 1000),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
+    connectionLimits: {
+      maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),
+      maxMutationsInFlight: num(values['max-mutating-requests-inflight'], 'max-mutating-requests-inflight'),
+      maxConnections: num(values['max-connections'], 'max-connections'),
+      readHeaderTimeoutMs: num(values['read-header-timeout-ms'], 'read-header-timeout-ms'),
+      idleTimeoutMs: num(values['idle-timeout-ms'], 'idle-timeout-ms'),
+    },
+    ...podSecurityOptions(values),
+    encryptionProviderConfig: values['encryption-provider-config'],
+    storageReserveBytes: num(values['storage-reserve-bytes'], 'storage-reserve-bytes'),
     logger: log,
   });
   onShutdown(async () => {
@@ -148,12 +189,16 @@ async function runAgent(argv: string[]): Promise<void> {
       'relist-interval-ms': { type: 'string' },
       'claim-sweep-interval-ms': { type: 'string' },
       'crash-backoff-base-ms': { type: 'string' },
+      'runtime-check-interval-ms': { type: 'string' },
+      'runtime-down-after-ms': { type: 'string' },
+      'runtime-event-retry-max-ms': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
-  const ms = (flag: 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms') => {
+  type MsFlag = 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms' | 'runtime-check-interval-ms' | 'runtime-down-after-ms' | 'runtime-event-retry-max-ms';
+  const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
     const n = Number(s);
@@ -164,6 +209,8 @@ async function runAgent(argv: string[]): Promise<void> {
   const log = pino({ name: 'berth-agent', level: values['log-level'] ?? 'info' });
   // The agent is loaded only here so `berth server` never pays for dockerode.
   const { startAgent } = await import('../agent/agent.js');
+  const { installProcessGuard } = await import('../agent/process-guard.js');
+  installProcessGuard({ log });
   const agent = await startAgent({
     server: values.server,
     nodeName: values['node-name'] ?? os.hostname().toLowerCase(),
@@ -172,7 +219,14 @@ async function runAgent(argv: string[]): Promise<void> {
     dockerSocket: values['docker-socket'],
     nodeIP: values['node-ip'],
     agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
-    intervals: { heartbeatMs: ms('heartbeat-interval-ms'), relistMs: ms('relist-interval-ms'), claimVolumeSweepMs: ms('claim-sweep-interval-ms') },
+    intervals: {
+      heartbeatMs: ms('heartbeat-interval-ms'),
+      relistMs: ms('relist-interval-ms'),
+      claimVolumeSweepMs: ms('claim-sweep-interval-ms'),
+      runtimeCheckMs: ms('runtime-check-interval-ms'),
+      runtimeDownAfterMs: ms('runtime-down-after-ms'),
+      eventRetryMaxMs: ms('runtime-event-retry-max-ms'),
+    },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,
   });
@@ -189,6 +243,8 @@ async function runUp(argv: string[]): Promise<void> {
       port: { type: 'string' },
       'node-name': { type: 'string' },
       'docker-socket': { type: 'string' },
+      'encryption-provider-config': { type: 'string' },
+      ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -198,7 +254,7 @@ async function runUp(argv: string[]): Promise<void> {
   const level = values['log-level'] ?? 'info';
   const log = pino({ name: 'berth-server', level });
   const { startControlPlane } = await import('./control-plane.js');
-  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), logger: log });
+  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), ...podSecurityOptions(values), encryptionProviderConfig: values['encryption-provider-config'], logger: log });
   const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
   if (values['node-name']) agentArgs.push('--node-name', values['node-name']);
   if (values['docker-socket']) agentArgs.push('--docker-socket', values['docker-socket']);
@@ -224,6 +280,34 @@ async function runUp(argv: string[]): Promise<void> {
     }
     await cp.stop();
   });
+}
+
+const POD_SECURITY_FLAGS = {
+  'pod-security-default-enforce': { type: 'string' },
+  'pod-security-default-audit': { type: 'string' },
+  'pod-security-default-warn': { type: 'string' },
+  'pod-security-exempt-namespaces': { type: 'string' },
+} as const;
+
+type PodSecurityLevel = 'privileged' | 'baseline' | 'restricted';
+
+/** The Pod Security flags as control-plane options; audit and warn follow enforce unless given. */
+function podSecurityOptions(values: Partial<Record<keyof typeof POD_SECURITY_FLAGS, string>>): {
+  podSecurityDefaults: { enforce: PodSecurityLevel; audit: PodSecurityLevel; warn: PodSecurityLevel };
+  podSecurityExemptNamespaces?: string[];
+} {
+  const level = (flag: keyof typeof POD_SECURITY_FLAGS, fallback: PodSecurityLevel): PodSecurityLevel => {
+    const v = values[flag];
+    if (v === undefined) return fallback;
+    if (v !== 'privileged' && v !== 'baseline' && v !== 'restricted') fail(`invalid --${flag} "${v}": must be one of privileged, baseline, restricted`);
+    return v;
+  };
+  const enforce = level('pod-security-default-enforce', 'baseline');
+  const exempt = values['pod-security-exempt-namespaces'];
+  return {
+    podSecurityDefaults: { enforce, audit: level('pod-security-default-audit', enforce), warn: level('pod-security-default-warn', enforce) },
+    podSecurityExemptNamespaces: exempt === undefined ? undefined : exempt.split(',').map((s) => s.trim()).filter(Boolean),
+  };
 }
 
 function mul(n: number | undefined, by: number): number | undefined {

@@ -4,12 +4,14 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
+import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
+import { nodeRestriction } from './admission/plugins/node-restriction.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, writeSecret } from './auth/pki.js';
-import { TokenAuthenticator } from './auth/tokens.js';
+import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { DeploymentController } from './controllers/deployment/deployment-controller.js';
 import { DaemonSetController } from './controllers/daemonset/daemonset-controller.js';
@@ -32,7 +34,13 @@ import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
+import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
+import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
+import { TransformingBackend } from './storage/transforming-backend.js';
+
+/** Room kept free for deletes and compaction on a full disk (see SqliteBackendOptions.reserveBytes). */
+export const DEFAULT_STORAGE_RESERVE_BYTES = 16 * 1024 * 1024;
 
 export { CONTROLLER_NAMES, type ControllerName } from './controller-names.js';
 
@@ -58,10 +66,25 @@ export interface ControlPlaneOptions {
   compactIntervalMs?: number;
   /** how many recent revisions compaction always keeps (default 1000) */
   compactKeepRevisions?: number;
+  /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
+  watchBookmarkIntervalMs?: number;
   /** how long core/v1 Events are kept after they were last seen (default 1 h, as kube-apiserver's --event-ttl) */
   eventTTLMs?: number;
   /** first Job pod re-creation delay after a failure (default 10 s, doubling up to 6 min); tests shorten it */
   jobBackoffBaseMs?: number;
+  /** connection timeouts, the open-connection cap and per-client in-flight limits (kube-apiserver's defaults) */
+  connectionLimits?: Partial<ConnectionLimits>;
+  /** Pod Security levels of namespaces without pod-security.kubernetes.io labels (default baseline for all three modes) */
+  podSecurityDefaults?: PodSecurityDefaults;
+  /** namespaces Pod Security never evaluates (default kube-system) */
+  podSecurityExemptNamespaces?: string[];
+  /**
+   * kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file. Without it the
+   * server uses DATA_DIR/encryption-config.yaml, written on first start with a fresh AES-GCM key for Secrets.
+   */
+  encryptionProviderConfig?: string;
+  /** bytes preallocated next to state.db and released when the disk fills, so deletes still work (default 16 MiB) */
+  storageReserveBytes?: number;
 }
 
 export interface RunningControlPlane {
@@ -89,7 +112,18 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   }
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
-  const backend = openSqliteBackend({ file: path.join(opts.dataDir, 'state.db'), logger: log.child({ component: 'storage' }) });
+  const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
+  if (encryption.generated) log.info({ file: encryption.file }, 'generated an encryption key for Secrets at rest');
+  const store = openSqliteBackend({
+    file: path.join(opts.dataDir, 'state.db'),
+    logger: log.child({ component: 'storage' }),
+    reserveBytes: opts.storageReserveBytes ?? DEFAULT_STORAGE_RESERVE_BYTES,
+  });
+  // Node credentials hold the secret the server presents to each agent: stored like Secrets.
+  const backend = new TransformingBackend({
+    inner: store,
+    transformerFor: transformerForKeys(encryption.config, { extraPrefixes: [{ prefix: NODE_CREDENTIAL_PREFIX, group: '', plural: 'secrets' }] }),
+  });
   const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
   const registry = new Registry({ backend });
   for (const s of ALL_STRATEGIES) registry.register(s);
@@ -97,6 +131,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
+  admission.register(nodeRestriction());
+  admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);
@@ -108,15 +144,18 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   const pki = await ensurePki({ dataDir: opts.dataDir });
   const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
+  const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   const app = buildApp({
     registry,
+    watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     auth,
+    inflightLimits: connectionLimits,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
     advertiseAddress: `${bind === '0.0.0.0' ? '127.0.0.1' : bind}:${opts.port}`,
   });
   // fastify takes https options at construction; we serve through a node https server we own instead.
-  const server = await listen(app, { port: opts.port, host: bind, tls: opts.insecureHttp ? undefined : { cert: pki.serverCert, key: pki.serverKey } });
+  const { server } = await listen(app, { port: opts.port, host: bind, tls: opts.insecureHttp ? undefined : { cert: pki.serverCert, key: pki.serverKey }, limits: connectionLimits });
   const port = (server.address() as AddressInfo).port;
   const scheme = opts.insecureHttp ? 'http' : 'https';
   const url = `${scheme}://127.0.0.1:${port}`;

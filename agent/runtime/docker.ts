@@ -37,6 +37,9 @@ export interface DockerRuntimeOptions {
   pauseImage?: string;
 }
 
+/** Label of the throwaway container that finds out whether the daemon may lower oom_score_adj. */
+export const OOM_PROBE_LABEL = 'io.berth.oom-score-adj-probe';
+
 interface DockerError {
   statusCode?: number;
   message?: string;
@@ -134,6 +137,8 @@ export class DockerRuntime implements ContainerRuntime {
   private pauseReady: Promise<void> | undefined;
   /** -998 as the kubelet sets it; 0 once the daemon turned out unable to apply it */
   private infraOomScoreAdj = -998;
+  /** whether the daemon's oom_score_adj ability was probed (once per runtime instance) */
+  private oomProbed = false;
   private readonly pulls = new Map<string, Promise<void>>();
   /** image id → repo digest ('' when none); images are immutable, so entries never go stale */
   private readonly digests = new Map<string, string>();
@@ -266,11 +271,56 @@ export class DockerRuntime implements ContainerRuntime {
 
   async ensureInfraImage(): Promise<void> {
     // Once present, later pods skip the check; a failure is retried by the next pod.
-    this.pauseReady ??= ensurePauseImage(this.docker, { log: this.log, image: this.pauseImage }).catch((err: unknown) => {
-      this.pauseReady = undefined;
-      throw err;
-    });
+    this.pauseReady ??= ensurePauseImage(this.docker, { log: this.log, image: this.pauseImage })
+      .then(() => this.probeOomScoreAdj())
+      .catch((err: unknown) => {
+        this.pauseReady = undefined;
+        throw err;
+      });
     return this.pauseReady;
+  }
+
+  /**
+   * Finds out once per agent start whether the daemon may lower oom_score_adj (it needs CAP_SYS_RESOURCE,
+   * which a daemon in a VM or a container may lack: runc then refuses to start the container). A throwaway
+   * pause container with no network tries it, so no pod's infra container is the one that fails.
+   */
+  private async probeOomScoreAdj(): Promise<void> {
+    if (this.oomProbed || this.infraOomScoreAdj === 0) return;
+    try {
+      // What an agent that died mid-probe left behind.
+      const leftovers = await this.docker.listContainers({ all: true, filters: { label: [OOM_PROBE_LABEL] } });
+      await Promise.all(leftovers.map((c) => this.remove(c.Id)));
+      const wanted = this.infraOomScoreAdj;
+      const refused = await this.probeStartFails(wanted);
+      // runc's error does not name oom_score_adj: only a probe without it that starts tells it was the cause.
+      if (refused !== undefined && (await this.probeStartFails(0)) === undefined) {
+        this.log.warn({ err: refused, oomScoreAdj: wanted }, 'the daemon may not lower oom_score_adj; running pause containers without it');
+        this.infraOomScoreAdj = 0;
+      }
+      this.oomProbed = true;
+    } catch (err) {
+      // Not known yet: the first infra container finds out instead (runInfra falls back on its own).
+      this.log.warn({ err: messageOf(err) }, 'cannot tell whether the daemon may lower oom_score_adj');
+    }
+  }
+
+  /** Starts and removes a throwaway pause container; the start error, undefined when it started. */
+  private async probeStartFails(oomScoreAdj: number): Promise<string | undefined> {
+    const probe = await this.docker.createContainer({
+      name: `berth-oom-probe-${process.pid}-${Date.now().toString(36)}-${oomScoreAdj < 0 ? 'n' : 'z'}`,
+      Image: this.pauseImage,
+      Labels: { [OOM_PROBE_LABEL]: 'true' },
+      HostConfig: { NetworkMode: 'none', OomScoreAdj: oomScoreAdj, RestartPolicy: { Name: 'no' } },
+    });
+    try {
+      await probe.start();
+      return undefined;
+    } catch (err) {
+      return messageOf(err);
+    } finally {
+      await this.remove(probe.id);
+    }
   }
 
   async runInfra(spec: InfraSpec): Promise<CreateResult> {
@@ -437,7 +487,7 @@ export class DockerRuntime implements ContainerRuntime {
     return all.subarray(Math.max(0, all.length - opts.maxBytes)).toString('utf8');
   }
 
-  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void): EventSubscription {
+  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void, onOpen?: () => void): EventSubscription {
     let stream: NodeJS.ReadableStream | undefined;
     let closed = false;
     let failed = false;
@@ -460,6 +510,10 @@ export class DockerRuntime implements ContainerRuntime {
           return;
         }
         stream = s;
+        // Handlers first: a stream that breaks at once must not emit an unheard 'error'.
+        s.on('end', () => fail(new Error('docker event stream ended')));
+        s.on('close', () => fail(new Error('docker event stream closed')));
+        s.on('error', (e: Error) => fail(e));
         let buffered = '';
         s.setEncoding('utf8');
         s.on('data', (chunk: string) => {
@@ -481,8 +535,7 @@ export class DockerRuntime implements ContainerRuntime {
             onEvent(event);
           }
         });
-        s.on('end', () => fail(new Error('docker event stream ended')));
-        s.on('error', (e: Error) => fail(e));
+        onOpen?.();
       })
       .catch((e: unknown) => fail(e instanceof Error ? e : new Error(String(e))));
     return {

@@ -51,7 +51,13 @@ export class FakeRuntime implements ContainerRuntime {
   readonly logs = new Map<string, string>();
   private seq = 0;
   private ipSeq = 1;
-  private readonly subscribers = new Set<{ labels: string[]; onEvent: (ev: RuntimeEvent) => void }>();
+  private readonly subscribers = new Set<{ labels: string[]; onEvent: (ev: RuntimeEvent) => void; onError: (err: Error) => void }>();
+  /** set while the daemon is "gone": every call rejects with it and event streams break (goDown / comeBack) */
+  private unreachable: Error | undefined;
+  /** one-shot failures of the next call of an operation (e.g. a reset connection during a list) */
+  readonly failNext = new Map<'list' | 'inspect' | 'version', Error>();
+  /** subscriptions opened so far (event stream reconnects) */
+  subscribeCount = 0;
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -65,15 +71,48 @@ export class FakeRuntime implements ContainerRuntime {
     }
   }
 
+  /** Test knob: the daemon went away (connections refused); its event streams break. */
+  goDown(err: Error = Object.assign(new Error('connect ENOENT /var/run/docker.sock'), { code: 'ENOENT', syscall: 'connect' })): void {
+    this.unreachable = err;
+    const subs = [...this.subscribers];
+    this.subscribers.clear();
+    for (const s of subs) s.onError(new Error('event stream ended'));
+  }
+
+  /** Test knob: the daemon answers again; with `killAll`, every container ended as a daemon restart leaves them. */
+  comeBack(o: { killAll?: boolean; exitCode?: number } = {}): void {
+    this.unreachable = undefined;
+    if (!o.killAll) return;
+    for (const c of this.containers.values()) {
+      if (c.info.state !== 'running') continue;
+      c.info.state = 'exited';
+      c.info.exit = { exitCode: o.exitCode ?? 137, oomKilled: false, error: '', finishedAt: this.iso() };
+      if (c.info.startedAt) c.info.exit.startedAt = c.info.startedAt;
+    }
+  }
+
+  private reachable(op?: 'list' | 'inspect' | 'version'): void {
+    if (this.unreachable) throw this.unreachable;
+    const once = op && this.failNext.get(op);
+    if (once) {
+      this.failNext.delete(op);
+      throw once;
+    }
+  }
+
   addImage(image: string): void {
     this.images.add(withDefaultTag(image));
   }
 
   async version(): Promise<string> {
+    this.reachable('version');
     return 'docker://20.10.24';
   }
 
   async list(filter: { labels: string[] }): Promise<ContainerSummary[]> {
+    // A real list answers after a round trip: inspects started beside it may settle first.
+    await new Promise((r) => setImmediate(r));
+    this.reachable('list');
     const out: ContainerSummary[] = [];
     for (const c of this.containers.values()) {
       if (matches(c.info.labels, filter.labels)) out.push({ id: c.info.id, name: c.info.name, labels: { ...c.info.labels }, state: c.info.state, createdAt: c.info.createdAt });
@@ -82,16 +121,19 @@ export class FakeRuntime implements ContainerRuntime {
   }
 
   async inspect(id: string): Promise<ContainerInfo | undefined> {
+    this.reachable('inspect');
     const c = this.containers.get(id);
     return c ? structuredClone(c.info) : undefined;
   }
 
   async inspectImage(image: string): Promise<ImageRef | undefined> {
+    this.reachable();
     const ref = withDefaultTag(image);
     return this.images.has(ref) ? { id: `sha256:${ref}`, repoDigests: [] } : undefined;
   }
 
   async ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef> {
+    this.reachable();
     const ref = withDefaultTag(image);
     if (policy !== 'Always' && this.images.has(ref)) return { id: `sha256:${ref}`, repoDigests: [] };
     if (policy === 'Never') throw new ImagePullError(image, `Container image "${image}" is not present with pull policy of Never`, true);
@@ -129,6 +171,7 @@ export class FakeRuntime implements ContainerRuntime {
   }
 
   async runInfra(spec: InfraSpec): Promise<CreateResult> {
+    this.reachable();
     this.calls.push({ op: 'runInfra', target: spec.name });
     const r = this.add('infra', spec, 'berth/pause:fake');
     const c = this.containers.get(r.id)!;
@@ -140,12 +183,14 @@ export class FakeRuntime implements ContainerRuntime {
   }
 
   async createApp(spec: AppSpec): Promise<CreateResult> {
+    this.reachable();
     this.calls.push({ op: 'createApp', target: spec.name });
     if (this.createError) throw this.createError;
     return this.add('app', spec, spec.image);
   }
 
   async start(id: string): Promise<void> {
+    this.reachable();
     this.calls.push({ op: 'start', target: id });
     const c = this.containers.get(id);
     if (!c) throw new Error(`no such container ${id}`);
@@ -173,11 +218,13 @@ export class FakeRuntime implements ContainerRuntime {
   }
 
   async stop(id: string, _graceSeconds: number): Promise<void> {
+    this.reachable();
     this.calls.push({ op: 'stop', target: id });
     this.exit(id, { exitCode: this.stopExitCode });
   }
 
   async remove(id: string): Promise<void> {
+    this.reachable();
     this.calls.push({ op: 'remove', target: id });
     const c = this.containers.get(id);
     if (!c) return;
@@ -186,6 +233,7 @@ export class FakeRuntime implements ContainerRuntime {
   }
 
   async runInContainer(id: string, opts: { cmd: string[]; timeoutMs: number }): Promise<ExecResult> {
+    this.reachable();
     this.calls.push({ op: 'exec', target: id, cmd: opts.cmd });
     const c = this.containers.get(id);
     if (!c || c.info.state !== 'running') throw new Error(`container ${id} is not running`);
@@ -193,16 +241,31 @@ export class FakeRuntime implements ContainerRuntime {
   }
 
   async readLogs(id: string, opts: { tailLines: number; maxBytes: number }): Promise<string> {
+    this.reachable();
     const text = this.logs.get(id) ?? '';
     const lines = text.split('\n');
     const tail = lines.slice(Math.max(0, lines.length - opts.tailLines)).join('\n');
     return tail.slice(Math.max(0, tail.length - opts.maxBytes));
   }
 
-  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void): EventSubscription {
-    const sub = { labels: filter.labels, onEvent };
-    this.subscribers.add(sub);
-    return { close: () => void this.subscribers.delete(sub) };
+  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void, onOpen?: () => void): EventSubscription {
+    this.subscribeCount++;
+    const sub = { labels: filter.labels, onEvent, onError };
+    let closed = false;
+    queueMicrotask(() => {
+      if (closed) return;
+      if (this.unreachable) onError(this.unreachable);
+      else {
+        this.subscribers.add(sub);
+        onOpen?.();
+      }
+    });
+    return {
+      close: () => {
+        closed = true;
+        this.subscribers.delete(sub);
+      },
+    };
   }
 
   close(): void {

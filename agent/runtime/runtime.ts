@@ -269,9 +269,10 @@ export interface ContainerRuntime {
   readLogs(id: string, opts: { tailLines: number; maxBytes: number }): Promise<string>;
   /**
    * Container lifecycle events for containers matching the label filters. `onEvent` gets each event;
-   * `onError` is called once if the stream breaks (the caller resubscribes and resyncs, events may be lost).
+   * `onError` is called once if the stream breaks or cannot be opened (the caller resubscribes and resyncs,
+   * events may be lost); `onOpen` once the runtime accepted the subscription.
    */
-  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void): EventSubscription;
+  subscribe(filter: { labels: string[] }, onEvent: (ev: RuntimeEvent) => void, onError: (err: Error) => void, onOpen?: () => void): EventSubscription;
   /** Releases connections. */
   close(): void;
   /** logs / exec / attach (see ContainerStreams); absent on runtimes that cannot stream */

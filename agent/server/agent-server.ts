@@ -8,8 +8,10 @@
  *
  * Routes:
  *   GET /containerLogs/{namespace}/{pod}/{container}?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes
- *   GET (WebSocket upgrade) /exec/{namespace}/{pod}/{container}?command=…&stdin&stdout&stderr&tty
- *   GET (WebSocket upgrade) /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
+ *   GET|POST (upgrade) /exec/{namespace}/{pod}/{container}?command=…&stdin&stdout&stderr&tty
+ *   GET|POST (upgrade) /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
+ * Exec and attach are served over WebSocket (v5 / v4.channel.k8s.io, remote-command.ts) and over SPDY/3.1
+ * (v4.channel.k8s.io, remote-command-spdy.ts), as the kubelet serves both.
  * (plus podUID / containerID hints from the control plane, see container-lookup.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -20,10 +22,13 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocketServer } from 'ws';
 import { ApiError, errors, isApiError } from '../../src/api/errors.js';
+import { guardConnections, resolveConnectionLimits, serverTimeoutOptions, type ConnectionGuard, type ConnectionLimits } from '../../src/net/connection-hygiene.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { findContainer } from './container-lookup.js';
 import { serveContainerLogs, type ContainerTarget } from './container-logs.js';
 import { chooseProtocol, runRemoteCommand } from './remote-command.js';
+import { runSpdyRemoteCommand, SPDY_REMOTE_COMMAND_PROTOCOLS } from './remote-command-spdy.js';
+import { isSpdyUpgrade, negotiateStreamProtocol, SPDY_PROTOCOL, SpdySession, spdyUpgradeResponse, STREAM_PROTOCOL_HEADER } from './spdy.js';
 
 /** The kubelet's port, which the agent takes by default. */
 export const DEFAULT_AGENT_PORT = 10250;
@@ -47,6 +52,13 @@ export interface AgentServerOptions {
   bindAddress?: string;
   /** when the port is taken, take any free one instead of failing (the port is advertised in the Node) */
   fallbackToFreePort?: boolean;
+  /**
+   * Timeouts and the open-connection cap (kube-apiserver's defaults). Per-client in-flight limits are not
+   * applied here: the only client is the API server, which limits each of its own callers.
+   */
+  connectionLimits?: Partial<ConnectionLimits>;
+  /** how long a SPDY client may take to open its streams (default: the kubelet's 30 s) */
+  streamCreationTimeoutMs?: number;
   log: Logger;
 }
 
@@ -102,13 +114,17 @@ export class AgentServer {
   /** open connections, so close() does not wait for follow streams and shells to end on their own */
   private readonly sockets = new Set<Duplex>();
   private boundPort = 0;
+  /** open and refused connection counts */
+  readonly connections: ConnectionGuard;
 
   constructor(private readonly opts: AgentServerOptions) {
     this.log = opts.log.child({ component: 'agent-server' });
     this.proxyDigest = Buffer.from(opts.credentials.proxySecretSha256, 'hex');
-    this.server = https.createServer({ cert: opts.credentials.servingCert, key: opts.credentials.servingKey, minVersion: 'TLSv1.2' }, (req, res) => {
+    const limits = resolveConnectionLimits(opts.connectionLimits);
+    this.server = https.createServer({ ...serverTimeoutOptions(limits), cert: opts.credentials.servingCert, key: opts.credentials.servingKey, minVersion: 'TLSv1.2' }, (req, res) => {
       void this.onRequest(req, res);
     });
+    this.connections = guardConnections(this.server, { limits, warn: (fields, message) => this.log.warn(fields, message) });
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
       void this.onUpgrade(req, socket, head);
     });
@@ -218,24 +234,32 @@ export class AgentServer {
       if (podUID) lookup.podUID = podUID;
       const container = await findContainer(this.opts.runtime, lookup);
       if (container.state !== 'running') return refuseUpgrade(socket, errors.badRequest(`container ${parsed.target.container} is not running`));
-      // Checked after everything else so a client falling back from WebSocket to SPDY sees the same errors.
+      const log = this.log.child({ pod: `${parsed.target.namespace}/${parsed.target.pod}`, container: parsed.target.container, route: parsed.route });
+      const start = () => (exec ? streams.exec(container.id, { command, ...io }) : streams.attach(container.id, io));
+      // The transport is checked after everything else so a client falling back from WebSocket to SPDY sees the same errors.
+      if (isSpdyUpgrade(req.headers)) {
+        const spdyProtocol = negotiateStreamProtocol(req.headers, SPDY_REMOTE_COMMAND_PROTOCOLS);
+        if (!spdyProtocol) {
+          const offered = String(req.headers[STREAM_PROTOCOL_HEADER.toLowerCase()] ?? '');
+          return refuseUpgrade(socket, errors.forbidden(`unable to upgrade: unable to negotiate protocol: client supports [${offered}], server accepts [${SPDY_REMOTE_COMMAND_PROTOCOLS.join(' ')}]`));
+        }
+        socket.write(spdyUpgradeResponse(spdyProtocol));
+        const session = new SpdySession({ socket, head });
+        log.debug({ tty: io.tty, stdin: io.stdin, protocol: spdyProtocol }, 'remote command session opened (SPDY)');
+        void runSpdyRemoteCommand({ session, io, command, reportExitCode: exec, log, start, streamCreationTimeoutMs: this.opts.streamCreationTimeoutMs }).then(() =>
+          log.debug('remote command session closed'),
+        );
+        return;
+      }
       if (!/\bwebsocket\b/i.test(req.headers.upgrade ?? '')) {
-        return refuseUpgrade(socket, errors.badRequest('only the WebSocket remote-command protocol (v5.channel.k8s.io / v4.channel.k8s.io) is supported; SPDY is not'));
+        return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: the Upgrade header must be websocket or ${SPDY_PROTOCOL}`));
       }
       const protocol = chooseProtocol(req.headers['sec-websocket-protocol']);
       if (!protocol) return refuseUpgrade(socket, errors.badRequest('no supported subprotocol: offer v5.channel.k8s.io or v4.channel.k8s.io'));
       const wss = await this.webSocketServer();
       wss.handleUpgrade(req, socket, head, (ws) => {
-        const log = this.log.child({ pod: `${parsed.target.namespace}/${parsed.target.pod}`, container: parsed.target.container, route: parsed.route });
-        log.debug({ tty: io.tty, stdin: io.stdin }, 'remote command session opened');
-        void runRemoteCommand({
-          ws,
-          protocol,
-          command,
-          reportExitCode: exec,
-          log,
-          start: () => (exec ? streams.exec(container.id, { command, ...io }) : streams.attach(container.id, io)),
-        }).then(() => log.debug('remote command session closed'));
+        log.debug({ tty: io.tty, stdin: io.stdin, protocol }, 'remote command session opened');
+        void runRemoteCommand({ ws, protocol, command, reportExitCode: exec, log, start }).then(() => log.debug('remote command session closed'));
       });
     } catch (err) {
       const apiErr = toApiError(err);

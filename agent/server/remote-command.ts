@@ -1,6 +1,7 @@
 /**
  * The Kubernetes remote-command protocol over WebSocket (what `kubectl exec` / `kubectl attach` speak since
- * 1.30), server side. Every binary message starts with a channel byte:
+ * 1.30), server side; the same protocol over SPDY (older clients) is remote-command-spdy.ts, which shares the
+ * Status and resize formats defined here. Every binary message starts with a channel byte:
  *   0 stdin (client → server), 1 stdout, 2 stderr, 3 error (one metav1.Status JSON, then the server closes),
  *   4 resize (client → server, JSON {"Width","Height"}), and in v5 only 255 close: [255, channel] half-closes
  *   that channel — how a client says "stdin is at EOF" (`echo x | kubectl exec -i pod -- cat`).
@@ -10,7 +11,7 @@
  */
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { ContainerProcess } from '../runtime/runtime.js';
+import type { ContainerProcess, TerminalSize } from '../runtime/runtime.js';
 
 export const PROTOCOL_V5 = 'v5.channel.k8s.io';
 export const PROTOCOL_V4 = 'v4.channel.k8s.io';
@@ -40,7 +41,21 @@ export function chooseProtocol(header: string | string[] | undefined): string | 
   return SUPPORTED_PROTOCOLS.find((p) => offered.has(p));
 }
 
-interface RemoteStatus {
+/** A resize message, JSON {"Width": w, "Height": h}; undefined when malformed or out of range. */
+export function parseTerminalSize(json: string): TerminalSize | undefined {
+  let size: { Width?: unknown; Height?: unknown };
+  try {
+    size = JSON.parse(json) as typeof size;
+  } catch {
+    return undefined;
+  }
+  const width = Number(size?.Width);
+  const height = Number(size?.Height);
+  if (!(Number.isInteger(width) && Number.isInteger(height) && width > 0 && height > 0 && width < 65536 && height < 65536)) return undefined;
+  return { width, height };
+}
+
+export interface RemoteStatus {
   metadata: Record<string, never>;
   status: 'Success' | 'Failure';
   message?: string;
@@ -118,18 +133,9 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
         }
         break;
       case CHANNEL_RESIZE: {
-        let size: { Width?: unknown; Height?: unknown };
-        try {
-          size = JSON.parse(payload.toString('utf8')) as typeof size;
-        } catch {
-          log.debug('ignoring a malformed resize message');
-          break;
-        }
-        const width = Number(size.Width);
-        const height = Number(size.Height);
-        if (Number.isInteger(width) && Number.isInteger(height) && width > 0 && height > 0 && width < 65536 && height < 65536) {
-          proc.resize({ width, height }).catch((err: unknown) => log.debug({ err: (err as Error).message }, 'terminal resize failed'));
-        }
+        const size = parseTerminalSize(payload.toString('utf8'));
+        if (!size) log.debug('ignoring a malformed resize message');
+        else proc.resize(size).catch((err: unknown) => log.debug({ err: (err as Error).message }, 'terminal resize failed'));
         break;
       }
       case CHANNEL_CLOSE:

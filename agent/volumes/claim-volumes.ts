@@ -47,6 +47,20 @@ export async function claimUid(client: Client, namespace: string, name: string):
   }
 }
 
+/**
+ * For the sweeper: the uid of claim namespace/name; undefined when there is no such claim; null when it
+ * exists but this node may not read it (no pod bound here uses it — node credentials read only the
+ * claims their pods reference), so its volume must stay.
+ */
+export async function sweptClaimUid(client: Client, namespace: string, name: string): Promise<string | undefined | null> {
+  try {
+    return await claimUid(client, namespace, name);
+  } catch (err) {
+    if (isApiError(err) && err.reason === 'Forbidden') return null;
+    throw err;
+  }
+}
+
 /** The cluster's id: the uid of its kube-system namespace, new with every fresh control-plane store. */
 export async function clusterId(client: Client): Promise<string> {
   const uid = (await client.get(CORE.namespaces, { name: 'kube-system' })).metadata.uid;
@@ -88,15 +102,15 @@ async function inspectVolume(docker: Dockerode, name: string): Promise<VolumeInf
 
 /**
  * Removes this node's claim volumes of cluster `clusterId` whose claim no longer exists:
- * `claimUidOf(namespace, name)` is undefined or another uid. When it throws (control plane
- * unreachable) nothing is removed. A volume still used by a container is left for a later sweep
- * (Docker refuses with 409).
+ * `claimUidOf(namespace, name)` is undefined or another uid (null: the claim exists, its uid unknown
+ * here — the volume stays). When it throws (control plane unreachable) nothing is removed. A volume
+ * still used by a container is left for a later sweep (Docker refuses with 409).
  */
 export async function removeOrphanClaimVolumes(p: {
   docker: Dockerode;
   nodeName: string;
   clusterId: string;
-  claimUidOf: (namespace: string, name: string) => Promise<string | undefined>;
+  claimUidOf: (namespace: string, name: string) => Promise<string | undefined | null>;
 }): Promise<string[]> {
   const list = (await p.docker.listVolumes({ filters: JSON.stringify({ label: [`${NODE_LABEL}=${p.nodeName}`] }) })) as { Volumes?: VolumeInfo[] | null };
   const removed: string[] = [];
@@ -105,7 +119,8 @@ export async function removeOrphanClaimVolumes(p: {
     const uid = v.Labels?.[CLAIM_UID_LABEL];
     const slash = owner.indexOf('/');
     if (slash < 0 || !uid || v.Labels?.[CLUSTER_LABEL] !== p.clusterId) continue;
-    if ((await p.claimUidOf(owner.slice(0, slash), owner.slice(slash + 1))) === uid) continue;
+    const current = await p.claimUidOf(owner.slice(0, slash), owner.slice(slash + 1));
+    if (current === null || current === uid) continue;
     try {
       await p.docker.getVolume(v.Name).remove();
       removed.push(v.Name);
@@ -125,7 +140,7 @@ export function startClaimVolumeSweeper(p: { docker: Dockerode; client: Client; 
     running = true;
     try {
       const cluster = await clusterId(p.client);
-      const removed = await removeOrphanClaimVolumes({ docker: p.docker, nodeName: p.nodeName, clusterId: cluster, claimUidOf: (ns, name) => claimUid(p.client, ns, name) });
+      const removed = await removeOrphanClaimVolumes({ docker: p.docker, nodeName: p.nodeName, clusterId: cluster, claimUidOf: (ns, name) => sweptClaimUid(p.client, ns, name) });
       for (const name of removed) p.log.info({ volume: name }, 'removed the volume of a deleted claim');
     } catch (err) {
       p.log.debug({ err: (err as Error).message }, 'claim volume sweep skipped');

@@ -1,9 +1,12 @@
 /**
- * The agent's view of ConfigMaps and Secrets: one list+watch (Informer) per kind and namespace, started the
- * first time a pod of that namespace needs one and stopped when no pod on the node uses the namespace any
- * more. Reads come from the cache (after its first list), so starting a container costs no API round trip,
- * and every change is reported to listeners — which is how volumes follow updates and how a container
- * waiting for a missing key gets retried the moment it appears.
+ * The agent's view of ConfigMaps and Secrets: one list+watch (Informer) per object a pod on the node
+ * references, narrowed to that object by a `metadata.name` field selector (as the kubelet's watching
+ * object manager does), started the first time it is read and stopped when no pod on the node uses it
+ * any more. A node's credential may read only the objects its pods reference, one by one, so there is
+ * no per-namespace list. Reads come from the cache (after its first list), so starting a container
+ * costs no API round trip once the object is watched, and every change is reported to listeners — which
+ * is how volumes follow updates and how a container waiting for a missing key gets retried the moment
+ * it appears.
  *
  * Secrets pass through here as API objects and are never logged.
  */
@@ -33,8 +36,9 @@ interface Watched {
 }
 
 export class ConfigObjects implements ConfigObjectReader {
+  /** object key → its informer */
   private readonly informers = new Map<string, Watched>();
-  /** namespace → pod uids using it */
+  /** object key → pod uids referencing it */
   private readonly users = new Map<string, Set<string>>();
   private readonly listeners = new Set<(key: string) => void>();
   private stopped = false;
@@ -55,23 +59,25 @@ export class ConfigObjects implements ConfigObjectReader {
     return () => this.listeners.delete(listener);
   }
 
-  /** Pod `uid` reads objects of `namespace`: keep watching it. */
-  use(uid: string, namespace: string): void {
-    let set = this.users.get(namespace);
-    if (!set) this.users.set(namespace, (set = new Set()));
-    set.add(uid);
+  /** Pod `uid` reads these objects (keys as objectKey makes them): keep watching them. */
+  use(uid: string, keys: Iterable<string>): void {
+    for (const key of keys) {
+      let set = this.users.get(key);
+      if (!set) this.users.set(key, (set = new Set()));
+      set.add(uid);
+    }
   }
 
-  /** Pod `uid` is gone: stop watching namespaces nobody uses any more. */
+  /** Pod `uid` is gone: stop watching objects nobody uses any more. */
   release(uid: string): void {
-    for (const [ns, set] of this.users) {
-      if (!set.delete(uid) || set.size) continue;
-      this.users.delete(ns);
-      for (const kind of ['configmaps', 'secrets'] as const) {
-        const key = `${kind}/${ns}`;
-        this.informers.get(key)?.informer.stop();
-        this.informers.delete(key);
-      }
+    for (const [key, set] of this.users) {
+      if (set.delete(uid) && !set.size) this.users.delete(key);
+    }
+    // Also ends watches started by a read no pod registered for.
+    for (const [key, w] of this.informers) {
+      if (this.users.has(key)) continue;
+      w.informer.stop();
+      this.informers.delete(key);
     }
   }
 
@@ -82,13 +88,13 @@ export class ConfigObjects implements ConfigObjectReader {
   }
 
   private async read(kind: ConfigKind, namespace: string, name: string): Promise<ConfigMap | Secret | undefined> {
-    const w = this.watch(kind, namespace);
+    const w = this.watch(kind, namespace, name);
     await w.ready;
     return w.informer.get(`${namespace}/${name}`);
   }
 
-  private watch(kind: ConfigKind, namespace: string): Watched {
-    const key = `${kind}/${namespace}`;
+  private watch(kind: ConfigKind, namespace: string, name: string): Watched {
+    const key = objectKey(kind, namespace, name);
     const existing = this.informers.get(key);
     if (existing) return existing;
     if (this.stopped) throw new Error('agent is stopping');
@@ -96,12 +102,12 @@ export class ConfigObjects implements ConfigObjectReader {
       client: this.opts.client,
       resource: { plural: kind },
       namespace,
+      fieldSelector: `metadata.name=${name}`,
       retryDelayMs: this.opts.retryMs,
       log: this.opts.log,
     });
-    const notify = (obj: ConfigMap | Secret) => {
-      const k = objectKey(kind, obj.metadata.namespace ?? namespace, obj.metadata.name ?? '');
-      for (const l of this.listeners) l(k);
+    const notify = () => {
+      for (const l of this.listeners) l(key);
     };
     informer.addHandlers({ onAdd: notify, onUpdate: notify, onDelete: notify });
     const watched: Watched = {
@@ -110,7 +116,7 @@ export class ConfigObjects implements ConfigObjectReader {
         // Forget the failed informer so the next read tries again.
         if (this.informers.get(key) === watched) this.informers.delete(key);
         informer.stop();
-        throw new Error(`cannot list ${kind} in namespace ${namespace}: ${(err as Error).message}`);
+        throw new Error(`cannot read ${kind} ${namespace}/${name}: ${(err as Error).message}`);
       }),
     };
     this.informers.set(key, watched);

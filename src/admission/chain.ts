@@ -12,6 +12,11 @@ export interface AdmissionAttributes {
   dryRun: boolean;
   /** the authenticated user, when the write came over the API */
   user?: string;
+  /**
+   * Where plugins put warnings for the client (sent as `Warning` headers). Absent for writes no
+   * client will see, such as those of in-process controllers.
+   */
+  warnings?: string[];
 }
 
 /**
@@ -22,6 +27,11 @@ export interface AdmissionAttributes {
 export interface AdmissionPlugin {
   name: string;
   kind: 'mutating' | 'validating';
+  /**
+   * The plugin's ApiErrors already carry the exact message Kubernetes answers with (as the
+   * built-in PodSecurity plugin's do), so the chain passes them on without naming the plugin.
+   */
+  completeMessages?: boolean;
   admit(attrs: AdmissionAttributes): Promise<void> | void;
 }
 
@@ -55,7 +65,7 @@ async function run(p: AdmissionPlugin, attrs: AdmissionAttributes): Promise<void
     await p.admit(attrs);
   } catch (e) {
     if (e instanceof ApiError) {
-      if (e.message.includes(p.name)) throw e;
+      if (p.completeMessages || e.message.includes(p.name)) throw e;
       throw new ApiError(e.reason, `admission plugin "${p.name}" denied the request: ${e.message}`, e.details);
     }
     throw errors.forbidden(`admission plugin "${p.name}" denied the request: ${(e as Error).message}`);

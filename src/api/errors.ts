@@ -1,4 +1,4 @@
-import type { Status, StatusCause } from './types.js';
+import type { ListMeta, Status, StatusCause } from './types.js';
 
 /** Stable reasons, as Kubernetes names them in Status.reason. */
 export type StatusReason =
@@ -56,6 +56,8 @@ export class ApiError extends Error {
   readonly reason: StatusReason;
   readonly code: number;
   readonly details: Status['details'];
+  /** ListMeta carried by the Status (an expired continue token's replacement) */
+  declare listMeta?: ListMeta;
 
   constructor(reason: StatusReason, message: string, details?: Status['details']) {
     super(message);
@@ -69,7 +71,7 @@ export class ApiError extends Error {
     const status: Status = {
       apiVersion: 'v1',
       kind: 'Status',
-      metadata: {},
+      metadata: this.listMeta ? { ...this.listMeta } : {},
       status: 'Failure',
       message: this.message,
       reason: this.reason,

@@ -1,3 +1,15 @@
+/**
+ * Owns authorization: who may do what. Admins (system:masters) may do anything. Node agents are
+ * authorized as Kubernetes' Node authorizer does it: a node reads the Secrets, ConfigMaps, claims and
+ * pods that pods bound to it use (the NodeGraph), lists and watches only its own pods, and touches
+ * only its own Lease. Writes that name their target only in the body (creating a Node, updating a
+ * Node or a pod's status, deleting a pod) are allowed here by kind and narrowed to the node's own
+ * objects by the NodeRestriction admission plugin (src/admission/plugins/node-restriction.ts), as
+ * upstream splits the work. Anyone else is refused.
+ */
+import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
+import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
+import type { NodeReachableResource } from './node-graph.js';
 import type { Identity } from './tokens.js';
 
 export interface RequestAttributes {
@@ -7,26 +19,172 @@ export interface RequestAttributes {
   subresource?: string;
   namespace?: string;
   name?: string;
+  /** the request's fieldSelector (list, watch): a single-object list or watch names its object here */
+  fieldSelector?: string;
+}
+
+export interface Decision {
+  allowed: boolean;
+  /** why a node was refused, appended to the 403 message */
+  reason?: string;
+}
+
+/** What the authorizer needs of the graph (src/auth/node-graph.ts): does a pod bound to the node reach the object? */
+export interface NodeReach {
+  reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean;
+  /** is the object stored at all? */
+  exists(resource: NodeReachableResource, namespace: string, name: string): boolean;
+}
+
+export interface AuthorizerOptions {
+  graph: NodeReach;
 }
 
 /**
- * Which resources a node agent may touch: what a kubelet needs (its node, pods and their status,
- * events, leases, and read access to what pods reference). Admins may do anything. Full RBAC is a
- * later issue; this keeps a stolen node credential from reading or rewriting the rest of the cluster.
+ * Resources whose access is not divided per node: the rest of upstream's `system:node` rules that
+ * Berth serves. Namespaces `get` is Berth's own: the agent reads kube-system's uid as the cluster's id
+ * (claim volumes are labelled with it); a Namespace holds no secrets.
  */
 const NODE_RULES: Array<{ group: string; resources: string[]; verbs: string[] }> = [
-  { group: '', resources: ['nodes', 'nodes/status', 'pods', 'pods/status', 'pods/binding'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'] },
-  { group: '', resources: ['events'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
-  { group: 'events.k8s.io', resources: ['events'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
-  { group: 'coordination.k8s.io', resources: ['leases'], verbs: ['get', 'list', 'watch', 'create', 'update', 'patch'] },
-  { group: '', resources: ['configmaps', 'secrets', 'namespaces', 'services', 'persistentvolumeclaims'], verbs: ['get', 'list', 'watch'] },
+  { group: '', resources: ['services'], verbs: ['get', 'list', 'watch'] },
+  { group: '', resources: ['events'], verbs: ['create', 'update', 'patch'] },
+  { group: 'events.k8s.io', resources: ['events'], verbs: ['create', 'update', 'patch'] },
+  { group: '', resources: ['namespaces'], verbs: ['get'] },
 ];
 
-export function authorize(who: Identity, attrs: RequestAttributes): boolean {
-  if (who.groups.includes('system:masters')) return true;
-  if (who.groups.includes('system:nodes')) {
-    const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
-    return NODE_RULES.some((r) => r.group === attrs.group && r.resources.includes(resource) && r.verbs.includes(attrs.verb));
+const ALLOW: Decision = { allowed: true };
+const deny = (reason?: string): Decision => ({ allowed: false, reason });
+
+export class Authorizer {
+  constructor(private readonly opts: AuthorizerOptions) {}
+
+  authorize(who: Identity, attrs: RequestAttributes): Decision {
+    if (who.groups.includes('system:masters')) return ALLOW;
+    if (who.groups.includes('system:nodes') && who.nodeName && who.user === `system:node:${who.nodeName}`) return this.authorizeNode(who.nodeName, attrs);
+    return deny();
   }
-  return false;
+
+  private authorizeNode(nodeName: string, attrs: RequestAttributes): Decision {
+    if (attrs.group === '') {
+      switch (attrs.resource) {
+        case 'secrets':
+        case 'configmaps':
+          return this.readReferenced(nodeName, attrs.resource, attrs);
+        case 'persistentvolumeclaims':
+          // Upstream also lets a node write a referenced claim's status, for volume expansion, which Berth does not have.
+          if (attrs.verb !== 'get') return deny('can only get individual resources of this type');
+          if (attrs.subresource) return deny('cannot get subresource');
+          return this.claim(nodeName, attrs);
+        case 'serviceaccounts':
+          if (attrs.verb !== 'create' || attrs.subresource !== 'token' || !attrs.name) return deny('can only create tokens for individual service accounts');
+          return this.related(nodeName, 'serviceaccounts', attrs);
+        case 'nodes':
+          return authorizeNodeObject(nodeName, attrs);
+        case 'pods':
+          return this.authorizePod(nodeName, attrs);
+      }
+    }
+    if (attrs.group === 'coordination.k8s.io' && attrs.resource === 'leases') return authorizeLease(nodeName, attrs);
+    const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
+    if (NODE_RULES.some((r) => r.group === attrs.group && r.resources.includes(resource) && r.verbs.includes(attrs.verb))) return ALLOW;
+    return deny();
+  }
+
+  /** get, or a list/watch of one object by name (fieldSelector metadata.name=…), of an object the node's pods use. */
+  private readReferenced(nodeName: string, resource: 'secrets' | 'configmaps', attrs: RequestAttributes): Decision {
+    if (!['get', 'list', 'watch'].includes(attrs.verb)) return deny('can only read resources of this type');
+    if (attrs.subresource) return deny('cannot read subresource');
+    if (!attrs.namespace) return deny('can only read namespaced object of this type');
+    return this.related(nodeName, resource, attrs);
+  }
+
+  private authorizePod(nodeName: string, attrs: RequestAttributes): Decision {
+    switch (attrs.subresource ?? '') {
+      case '':
+        switch (attrs.verb) {
+          case 'get':
+            return this.related(nodeName, 'pods', attrs);
+          case 'list':
+          case 'watch':
+            if (fieldRequirements(attrs.fieldSelector).some((r) => r.field === 'spec.nodeName' && r.operator === 'Equals' && r.value === nodeName)) return ALLOW;
+            if (objectName(attrs)) return this.related(nodeName, 'pods', attrs);
+            return deny('can only list/watch pods with spec.nodeName field selector');
+          case 'create':
+            // Upstream lets a node create the mirror pods of its static pods; Berth has no static pods.
+            return deny('nodes can only create mirror pods, and Berth has no static pods');
+          case 'delete':
+            // NodeRestriction narrows this to pods bound to the node.
+            return ALLOW;
+        }
+        break;
+      case 'status':
+        // NodeRestriction narrows this to pods bound to the node.
+        if (attrs.verb === 'update' || attrs.verb === 'patch') return ALLOW;
+        break;
+      case 'eviction':
+        // An eviction is a delete, narrowed by NodeRestriction like one.
+        if (attrs.verb === 'create') return ALLOW;
+        break;
+    }
+    return deny();
+  }
+
+  /**
+   * A referenced claim, as upstream; and, Berth's own, a claim that does not exist, so the get ends in
+   * 404. The agent provisions claims' volumes itself (Docker volumes on its host) and removes one once
+   * its claim is deleted, which it can only tell from a 404; all this reveals is whether a claim of
+   * that name exists.
+   */
+  private claim(nodeName: string, attrs: RequestAttributes): Decision {
+    const decision = this.related(nodeName, 'persistentvolumeclaims', attrs);
+    if (decision.allowed || !attrs.namespace || !attrs.name) return decision;
+    return this.opts.graph.exists('persistentvolumeclaims', attrs.namespace, attrs.name) ? decision : ALLOW;
+  }
+
+  private related(nodeName: string, resource: NodeReachableResource, attrs: RequestAttributes): Decision {
+    const name = objectName(attrs);
+    if (!name) return deny('no object name found');
+    if (!attrs.namespace || !this.opts.graph.reaches(nodeName, resource, attrs.namespace, name)) return deny(`no relationship found between node '${nodeName}' and this object`);
+    return ALLOW;
+  }
+}
+
+/**
+ * A node may create and update Node objects (NodeRestriction keeps it to its own) and their status. It
+ * may read every Node: unlike upstream's selector-aware authorizer, which keeps a kubelet to its own
+ * Node, Berth's agent also runs the pod network, which routes to every other node's pod CIDR. It may
+ * never delete a Node, its own included (neither rule set upstream grants nodes `delete`).
+ */
+function authorizeNodeObject(nodeName: string, attrs: RequestAttributes): Decision {
+  if (!attrs.subresource) {
+    if (['get', 'list', 'watch', 'create', 'update', 'patch'].includes(attrs.verb)) return ALLOW;
+  } else if (attrs.subresource === 'status' && (attrs.verb === 'update' || attrs.verb === 'patch')) {
+    return ALLOW;
+  }
+  return deny(`node '${nodeName}' cannot ${attrs.verb} ${attrs.subresource ? `nodes/${attrs.subresource}` : 'nodes'}`);
+}
+
+/** Only the node's own Lease in kube-node-lease; on create the name is in the body, which NodeRestriction checks. */
+function authorizeLease(nodeName: string, attrs: RequestAttributes): Decision {
+  if (!['get', 'create', 'update', 'patch', 'delete'].includes(attrs.verb)) return deny('can only get, create, update, patch, or delete a node lease');
+  if (attrs.namespace !== NODE_LEASE_NAMESPACE) return deny(`can only access leases in the "${NODE_LEASE_NAMESPACE}" system namespace`);
+  if (attrs.verb !== 'create' && attrs.name !== nodeName) return deny('can only access node lease with the same name as the requesting node');
+  return ALLOW;
+}
+
+/** The object a request is about: its name, or for a list/watch the one a `metadata.name=` field selector pins. */
+function objectName(attrs: RequestAttributes): string | undefined {
+  if (attrs.name) return attrs.name;
+  if (attrs.verb !== 'list' && attrs.verb !== 'watch') return undefined;
+  return fieldRequirements(attrs.fieldSelector).find((r) => r.field === 'metadata.name' && r.operator === 'Equals')?.value || undefined;
+}
+
+/** A selector that does not parse limits nothing (the request itself fails later). */
+function fieldRequirements(selector: string | undefined): FieldRequirement[] {
+  if (!selector) return [];
+  try {
+    return parseFieldSelector(selector).requirements;
+  } catch {
+    return [];
+  }
 }

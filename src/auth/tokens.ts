@@ -20,7 +20,9 @@ export interface TokenAuthOptions {
   caCert: string;
 }
 
-const CREDENTIAL_PREFIX = '/berth/credentials/nodes/';
+/** Where node credentials are stored; the control plane encrypts values under it like Secrets. */
+export const NODE_CREDENTIAL_PREFIX = '/berth/credentials/nodes/';
+const CREDENTIAL_PREFIX = NODE_CREDENTIAL_PREFIX;
 
 /** What a node sends to join (POST /berth/v1/join). Fields after nodeName are optional: older agents omit them. */
 export interface JoinRequest {
@@ -41,7 +43,11 @@ export interface JoinResponse {
   proxySecret?: string;
 }
 
-/** The stored record of a node's credentials. The proxy secret is kept in plain text: the server must present it. */
+/**
+ * The stored record of a node's credentials. The proxy secret cannot be kept as a digest (the server
+ * must present it to the agent), so the store it is written to has to encrypt it at rest: the control
+ * plane gives this class a backend that encrypts values under NODE_CREDENTIAL_PREFIX like Secrets.
+ */
 interface NodeCredentialRecord {
   digest: string;
   issuedAt: string;
@@ -50,8 +56,9 @@ interface NodeCredentialRecord {
 
 /**
  * Owns bearer-token authentication: the admin token (in the kubeconfig), the node join secret
- * (in `node-token`) and the per-node credentials issued at join. Only sha256 digests are kept
- * in memory and in the store; the plain tokens exist only in the 0600 files handed to users.
+ * (in `node-token`) and the per-node credentials issued at join. Of the tokens, only sha256
+ * digests are kept in memory and in the store; the plain tokens exist only in the 0600 files
+ * handed to users. Each node's proxy secret is the exception (see NodeCredentialRecord).
  */
 export class TokenAuthenticator {
   private readonly adminDigest: Buffer;

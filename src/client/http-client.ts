@@ -38,6 +38,12 @@ export interface RawResponse {
 export class HttpClient implements Client {
   private readonly base: URL;
   private readonly agent: http.Agent;
+  /**
+   * Watches hold their connection for as long as they run, so they get a pool of their own without a
+   * cap: a node agent watches every ConfigMap and Secret its pods use one by one, and those streams
+   * must never starve ordinary requests (status updates, heartbeats) of connections, nor each other.
+   */
+  private readonly watchAgent: http.Agent;
   private readonly mod: typeof http | typeof https;
   private readonly timeoutMs: number;
 
@@ -48,11 +54,13 @@ export class HttpClient implements Client {
     this.agent = secure
       ? new https.Agent({ keepAlive: true, ca: opts.ca, maxSockets: 64 })
       : new http.Agent({ keepAlive: true, maxSockets: 64 });
+    this.watchAgent = secure ? new https.Agent({ keepAlive: true, ca: opts.ca }) : new http.Agent({ keepAlive: true });
     this.timeoutMs = opts.timeoutMs ?? 30_000;
   }
 
   close(): void {
     this.agent.destroy();
+    this.watchAgent.destroy();
   }
 
   /** Raw request; resolves with whatever status came back. */
@@ -141,7 +149,7 @@ export class HttpClient implements Client {
       if (!closed) req.onClose?.(err);
     };
     const r = this.mod.request(
-      { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path, method: 'GET', headers, agent: this.agent },
+      { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path, method: 'GET', headers, agent: this.watchAgent },
       (resp) => {
         if ((resp.statusCode ?? 0) >= 300) {
           const chunks: Buffer[] = [];

@@ -9,6 +9,8 @@ import { baseSelectableFields, type KindStrategy } from './strategy.js';
 import type { AdmissionAttributes } from '../admission/chain.js';
 import { builtinPatchSchema } from '../api/patch.js';
 import { recordUpdate } from './field-manager.js';
+import { parseResourceVersion, tooLargeResourceVersion, type ResourceVersionMatch } from './list-options.js';
+import { canonicalizeQuantities } from '../api/quantity-fields.js';
 
 export interface Clock {
   now(): number;
@@ -24,6 +26,14 @@ export interface ListOptions {
   fieldSelector?: string;
   limit?: number;
   continue?: string;
+  /** unset: the latest state; "0": any state; else the state at (Exact) or not older than (NotOlderThan) it */
+  resourceVersion?: string;
+  /** how resourceVersion applies; unset means NotOlderThan, or Exact when paging (limit) as Kubernetes does */
+  resourceVersionMatch?: ResourceVersionMatch;
+}
+
+export interface GetOptions {
+  /** unset or "0": the latest state; else it must not be newer than what is stored */
   resourceVersion?: string;
 }
 
@@ -34,6 +44,8 @@ export interface WriteOptions {
   user?: string;
   /** record this write's changed fields as owned by this manager (managedFields, operation Update) */
   fieldManager?: string;
+  /** admission's warnings for the client are appended here */
+  warnings?: string[];
 }
 
 export interface DeleteOptions {
@@ -47,9 +59,16 @@ export interface DeleteOptions {
 export interface WatchOptions {
   labelSelector?: string;
   fieldSelector?: string;
-  /** '' or '0': start with synthetic ADDED events for what exists now */
+  /** unset or '0': start at the current state; else after that revision */
   resourceVersion?: string;
+  /**
+   * true: begin with the current state as ADDED events (a resourceVersion is then a lower bound);
+   * false: only changes; unset: initial ADDED events exactly when resourceVersion is unset or "0".
+   */
+  sendInitialEvents?: boolean;
   onEvent: (ev: WatchEvent) => void;
+  /** with sendInitialEvents=true: called after the initial events, with the revision they show */
+  onInitialEventsEnd?: (revision: number) => void;
 }
 
 /**
@@ -106,7 +125,8 @@ export class Registry {
 
   // ---------- reads ----------
 
-  get(info: ResourceInfo, namespace: string | undefined, name: string): KubeObject {
+  get(info: ResourceInfo, namespace: string | undefined, name: string, opts: GetOptions = {}): KubeObject {
+    if (opts.resourceVersion && opts.resourceVersion !== '0') this.assertNotFuture(parseResourceVersion(opts.resourceVersion));
     const kv = this.backend.get(keyOf(info, namespace, name));
     if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
     return decode(info, kv);
@@ -119,17 +139,24 @@ export class Registry {
     if (fieldSel) assertFieldsSupported(fieldSel, this.supportedFields(strategy), info.kind);
 
     const prefix = prefixOf(info, namespace);
+    const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
+    // 0 reads the latest state: unset, "0" and NotOlderThan are all served from it (Berth's store
+    // is never behind); only Exact (explicit, or implied by paging) reads history.
     let revision = 0;
     let startAfter: string | undefined;
+    let continuing: { start: string } | undefined;
     if (opts.continue) {
       const token = decodeContinue(opts.continue, prefix);
-      revision = token.rv;
+      // A negative revision is the token an expired continue hands back: go on at the latest state.
+      revision = Math.max(token.rv, 0);
       startAfter = token.start;
+      continuing = { start: token.start };
     } else if (opts.resourceVersion && opts.resourceVersion !== '0') {
-      // An exact list at an older revision; "0" means any recent state is fine.
-      revision = parseRevision(opts.resourceVersion);
+      const requested = parseResourceVersion(opts.resourceVersion);
+      this.assertNotFuture(requested);
+      const exact = opts.resourceVersionMatch === 'Exact' || (opts.resourceVersionMatch === undefined && limit > 0);
+      if (exact) revision = requested;
     }
-    const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
     const items: KubeObject[] = [];
     let more = false;
     let remaining = 0;
@@ -137,7 +164,7 @@ export class Registry {
     let lastRead: string | undefined;
     // Filtering happens after the read, so keep reading pages until the limit is filled.
     for (;;) {
-      const page = this.readPage(prefix, { revision: readAt, limit: limit ? limit - items.length : 0, startAfter });
+      const page = this.readPage(prefix, { revision: readAt, limit: limit ? limit - items.length : 0, startAfter, continuing });
       readAt = page.revision;
       for (const kv of page.items) {
         lastRead = kv.key;
@@ -160,22 +187,35 @@ export class Registry {
     return { apiVersion: apiVersionOf(info), kind: info.listKind, metadata, items };
   }
 
-  private readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined }) {
+  private readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined; continuing: { start: string } | undefined }) {
     try {
       return this.backend.list(prefix, { revision: opts.revision || undefined, limit: opts.limit || undefined, startAfter: opts.startAfter });
     } catch (e) {
       if (e instanceof StorageError && e.code === 'Compacted') {
-        throw new ApiError('Expired', `The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.`);
+        if (!opts.continuing) throw errors.gone('The resourceVersion for the provided list is too old.');
+        // As kube-apiserver: the Status carries a token that goes on from the same key at the latest state.
+        const expired = errors.gone(
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.',
+        );
+        expired.listMeta = { continue: encodeContinue({ rv: -1, start: opts.continuing.start }) };
+        throw expired;
       }
       throw mapStorageError(e, { resource: prefix });
     }
+  }
+
+  /** A resourceVersion the store has not reached yet cannot be served (504, as kube-apiserver after its wait). */
+  private assertNotFuture(requested: number): void {
+    const current = this.backend.currentRevision();
+    if (requested > current) throw tooLargeResourceVersion(requested, current);
   }
 
   // ---------- writes ----------
 
   async create(info: ResourceInfo, namespace: string | undefined, input: KubeObject, opts: WriteOptions = {}): Promise<KubeObject> {
     const strategy = this.strategyOf(info);
-    const obj = structuredClone(input);
+    // Type metadata first, as Kubernetes serializes it, whatever order the client sent.
+    const obj: KubeObject = { apiVersion: apiVersionOf(info), kind: info.kind, ...structuredClone(input) };
     obj.apiVersion = apiVersionOf(info);
     obj.kind = info.kind;
     obj.metadata ??= {};
@@ -194,20 +234,23 @@ export class Registry {
     // Server-owned metadata: whatever the client sent is replaced.
     obj.metadata.uid = randomUUID();
     obj.metadata.creationTimestamp = isoSeconds(this.clock.now());
-    obj.metadata.generation = 1;
+    // Only kinds that track spec changes have a generation; the others keep what the client sent, as upstream.
+    if (strategy.generation) obj.metadata.generation = 1;
     delete obj.metadata.resourceVersion;
     delete obj.metadata.deletionTimestamp;
     delete obj.metadata.deletionGracePeriodSeconds;
     strategy.applyDefaults?.(obj);
+    canonicalizeQuantities(info.group, info.kind, obj);
     if (strategy.hasStatus) {
       const initial = strategy.initialStatus?.(obj);
       if (initial === undefined) delete obj.status;
       else obj.status = initial;
     }
-    const attrs: AdmissionAttributes = { operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user };
+    const attrs: AdmissionAttributes = { operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user, warnings: opts.warnings };
     await this.admission?.mutate(attrs);
     // What admission added gets the kind's defaults too (Kubernetes re-defaults after mutating webhooks).
     strategy.applyDefaults?.(obj);
+    canonicalizeQuantities(info.group, info.kind, obj);
     this.validate(strategy, obj, strategy.validate(obj));
     await this.admission?.validate(attrs);
     if (opts.fieldManager) {
@@ -245,9 +288,10 @@ export class Registry {
     if (expected !== current.modRevision) throw errors.conflict({ resource: info.plural, group: info.group, name });
 
     const obj = this.mergeForUpdate(strategy, structuredClone(input), old, opts.subresource);
-    const attrs: AdmissionAttributes = { operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun, user: opts.user };
+    const attrs: AdmissionAttributes = { operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun, user: opts.user, warnings: opts.warnings };
     await this.admission?.mutate(attrs);
     strategy.applyDefaults?.(obj);
+    canonicalizeQuantities(info.group, info.kind, obj);
     const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);
     this.validate(strategy, obj, fieldErrors);
     await this.admission?.validate(attrs);
@@ -259,11 +303,11 @@ export class Registry {
     // A terminating object whose last finalizer was just removed is gone now.
     if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !strategy.deletionBlocked?.(obj) && !this.waitsForGrace(strategy, obj)) {
       try {
-        this.backend.delete(key, current.modRevision);
+        // The answer carries the deletion's revision, the one watchers see on DELETED.
+        return decode(info, this.backend.delete(key, current.modRevision));
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name });
       }
-      return obj;
     }
     if (sameStored(obj, old)) return old; // a no-op write is not a new revision
     try {
@@ -320,17 +364,19 @@ export class Registry {
     if (!hasFinalizers && !graceful) {
       if (opts.dryRun) return { object: obj, removed: true };
       try {
-        this.backend.delete(key, current.modRevision);
+        // The answer carries the deletion's revision, the one watchers see on DELETED.
+        return { object: decode(info, this.backend.delete(key, current.modRevision)), removed: true };
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name });
       }
-      return { object: obj, removed: true };
     }
     // Graceful deletion: mark, and let the owner of the object (agent, finalizer holder) finish it.
     const next = structuredClone(obj);
     if (gcFinalizers?.length) next.metadata.finalizers = gcFinalizers;
     else if (gcFinalizers) delete next.metadata.finalizers;
     const now = this.clock.now();
+    // Marking an object for deletion is a change of its desired state (upstream bumps generation too).
+    if (!next.metadata.deletionTimestamp && (next.metadata.generation ?? 0) > 0) next.metadata.generation = next.metadata.generation! + 1;
     if (graceful) {
       const deadline = now + grace * 1000;
       const existing = next.metadata.deletionTimestamp ? Date.parse(next.metadata.deletionTimestamp) : Infinity;
@@ -365,14 +411,20 @@ export class Registry {
       (!labelSel || matchesLabels(labelSel, o.metadata.labels)) && (!fieldSel || matchesFields(fieldSel, this.fieldsOf(strategy, o)));
 
     const prefix = prefixOf(info, namespace);
+    const anyVersion = !opts.resourceVersion || opts.resourceVersion === '0';
+    const requested = anyVersion ? 0 : parseResourceVersion(opts.resourceVersion!);
+    const initialEvents = opts.sendInitialEvents ?? anyVersion;
     let from: number;
-    if (!opts.resourceVersion || opts.resourceVersion === '0') {
-      // Start with the current state as ADDED events, then follow from that revision.
+    if (initialEvents) {
+      // The current state as ADDED events, then every change after the revision it was read at.
+      // With sendInitialEvents a resourceVersion is only a lower bound on that state.
+      if (requested) this.assertNotFuture(requested);
       const snapshot = this.list(info, namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
       for (const item of snapshot.items) opts.onEvent({ type: 'ADDED', object: item });
       from = parseRevision(snapshot.metadata.resourceVersion ?? '0');
+      if (opts.sendInitialEvents) opts.onInitialEventsEnd?.(from);
     } else {
-      from = parseRevision(opts.resourceVersion);
+      from = anyVersion ? this.backend.currentRevision() : requested;
     }
     const onStoreEvent = (ev: StoreEvent) => {
       const obj = decodeShared(info, ev.kv);
@@ -474,8 +526,16 @@ export class Registry {
       delete m.deletionGracePeriodSeconds;
     }
     strategy.applyDefaults?.(obj);
-    const specChanged = JSON.stringify(stripForGeneration(obj)) !== JSON.stringify(stripForGeneration(old));
-    m.generation = (old.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    canonicalizeQuantities(strategy.info.group, strategy.info.kind, obj);
+    // A client cannot set generation; kinds that track spec changes count them in it.
+    if (strategy.generation) {
+      const specChanged = JSON.stringify(stripForGeneration(obj)) !== JSON.stringify(stripForGeneration(old));
+      m.generation = (old.metadata.generation ?? 1) + (specChanged ? 1 : 0);
+    } else if (old.metadata.generation !== undefined) {
+      m.generation = old.metadata.generation;
+    } else {
+      delete m.generation;
+    }
     return obj;
   }
 }

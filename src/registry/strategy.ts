@@ -20,6 +20,12 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * status, writes to /status keep everything but status (and metadata labels/annotations).
    */
   hasStatus: boolean;
+  /**
+   * True when the kind counts changes to its desired state in metadata.generation (1 on create,
+   * +1 per spec change), as workloads, CRDs, custom resources and webhook configurations do
+   * upstream. Pods, ConfigMaps, Namespaces and the like have none.
+   */
+  generation?: boolean;
   /** initial status set on create (e.g. a Pod starts Pending) */
   initialStatus?(obj: T): unknown;
   /**

@@ -26,6 +26,8 @@ export interface AgentTarget {
 
 /** Time allowed for TCP + TLS + the agent's response headers. */
 const CONNECT_TIMEOUT_MS = 30_000;
+/** After the agent closed an upgraded connection, how long the client gets to take what is still queued. */
+const UPGRADE_DRAIN_MS = 5000;
 /** Error bodies relayed from an agent are small Status objects; anything bigger is cut. */
 const MAX_ERROR_BODY = 64 * 1024;
 
@@ -133,7 +135,7 @@ function statusText(code: number): string {
 }
 
 /**
- * Proxies an upgrade request (WebSocket, or SPDY which the agent refuses with a proper error) to the agent
+ * Proxies an upgrade request (WebSocket or SPDY/3.1; the agent serves both) to the agent
  * and, once the agent switched protocols, splices the two connections until either side closes.
  */
 export function proxyUpgrade(t: AgentTarget, clientReq: http.IncomingMessage, client: Duplex, head: Buffer, path: string): void {
@@ -180,7 +182,13 @@ export function proxyUpgrade(t: AgentTarget, clientReq: http.IncomingMessage, cl
       upstream.destroy();
     };
     client.on('close', teardown);
-    upstream.on('close', teardown);
+    // The agent finished: what it sent last (the exit status, the end of a `kubectl cp` tar) may still be
+    // queued for the client, so the client side is ended, not destroyed; a client that stops reading gets a
+    // few seconds.
+    upstream.on('close', () => {
+      client.end();
+      setTimeout(teardown, UPGRADE_DRAIN_MS).unref();
+    });
     client.on('error', teardown);
     upstream.on('error', teardown);
     client.pipe(upstream);

@@ -2,7 +2,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { authorize } from '../auth/authz.js';
+import { Authorizer, type RequestAttributes } from '../auth/authz.js';
+import { NodeGraph } from '../auth/node-graph.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
@@ -11,6 +12,7 @@ import { resolveResourcePath } from './request-path.js';
 import { handleResourceRequest } from './resource-handlers.js';
 import { registerPodStreams } from './pod-streams.js';
 import { serveWatch } from './watch-stream.js';
+import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFTER_SECONDS, type ConnectionLimits } from '../net/connection-hygiene.js';
 
 export interface AppOptions {
   registry: Registry;
@@ -21,6 +23,12 @@ export interface AppOptions {
   logger?: unknown;
   /** what clients should call us (discovery's serverAddressByClientCIDRs) */
   advertiseAddress?: string;
+  /** per-client requests in flight (default kube-apiserver's 400 reads / 200 mutations) */
+  inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
+  /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
+  watchBookmarkIntervalMs?: number;
+  /** decides every request; by default admins may do anything and nodes what the Node authorizer allows */
+  authorizer?: Authorizer;
 }
 
 declare module 'fastify' {
@@ -50,8 +58,20 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return503OnClosing: false,
   }) as unknown as FastifyInstance;
   const openWatches = new Set<() => void>();
+  let authorizer = opts.authorizer;
+  let nodeGraph: NodeGraph | undefined;
+  if (!authorizer) {
+    nodeGraph = new NodeGraph({ registry: opts.registry });
+    nodeGraph.start();
+    authorizer = new Authorizer({ graph: nodeGraph });
+  }
+  const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
+    const decision = authorizer.authorize(who, attrs);
+    if (!decision.allowed) throw errors.forbidden(`${what}${decision.reason ? `: ${decision.reason}` : ''}`);
+  };
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
+    nodeGraph?.stop();
   });
 
   // Keep every body as raw bytes: decoding (UTF-8, JSON/YAML, depth, aliases) happens in one place, body.ts.
@@ -78,6 +98,21 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     req.identity = identity;
   });
 
+  // Max-in-flight per client, after authentication so a client is its user, not its address.
+  const inflight = new InflightLimiter(opts.inflightLimits ?? DEFAULT_CONNECTION_LIMITS);
+  app.addHook('onRequest', async (req, reply) => {
+    if (isLongRunning(req.url)) return;
+    const client = req.identity?.user ?? `address:${req.socket.remoteAddress ?? '?'}`;
+    const mutating = isMutatingMethod(req.method);
+    const release = inflight.tryAcquire(client, mutating);
+    if (!release) {
+      void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+      throw new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: RETRY_AFTER_SECONDS });
+    }
+    // 'close' fires both when the response is sent and when the client goes away first.
+    reply.raw.once('close', release);
+  });
+
   app.get('/cacerts', async (_req, reply) => reply.type('text/plain').send(opts.caCert));
   app.post('/berth/v1/join', async (req) => {
     return opts.auth.joinNode(req.headers.authorization, parseJoinBody(req.body as Buffer | undefined));
@@ -85,15 +120,18 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   for (const p of ['/healthz', '/livez', '/readyz']) app.get(p, async (_req, reply) => reply.type('text/plain').send('ok'));
 
   registerDiscoveryRoutes(app, { registry: opts.registry, advertiseAddress: opts.advertiseAddress ?? '127.0.0.1:6443' });
-  registerApplyEndpoint(app, { registry: opts.registry });
+  registerApplyEndpoint(app, { registry: opts.registry, authorizer });
 
   const handler = (group: string, version: string, rest: string) => async (req: FastifyRequest, reply: FastifyReply) => {
     const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
     const query = flatQuery(req.query);
     const verb = verbOf(req.method, target.name, query);
-    if (!authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name })) {
-      throw errors.forbidden(`${req.identity!.user} cannot ${verb} resource "${target.info.plural}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`);
-    }
+    const resource = target.subresource ? `${target.info.plural}/${target.subresource}` : target.info.plural;
+    authorize(
+      req.identity!,
+      { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
+      `${req.identity!.user} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
+    );
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
@@ -104,13 +142,16 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         target,
         query,
         open: openWatches,
-        render: table ? tableRowRenderer(target.info, query) : version === target.info.version ? undefined : asVersion,
+        apiVersion: group ? `${group}/${version}` : version,
+        bookmarkIntervalMs: opts.watchBookmarkIntervalMs,
+        render: table ? tableRowRenderer(target.info, query, table) : version === target.info.version ? undefined : asVersion,
       });
       return;
     }
     const result = await handleResourceRequest(opts.registry, {
       method: req.method,
       target,
+      version,
       query,
       contentType: req.headers['content-type'],
       body: req.body as Buffer | undefined,
@@ -122,12 +163,12 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       const b = body as KubeObject & { items?: KubeObject[] };
       body = Array.isArray(b.items) ? { ...b, apiVersion: group ? `${group}/${version}` : version, items: b.items.map(asVersion) } : asVersion(b);
     }
-    if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query);
+    if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query, table);
     if (result.warnings?.length) reply.header('warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };
@@ -187,4 +228,14 @@ function toApiError(err: unknown): ApiError {
   if (e.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || e.statusCode === 415) return errors.unsupportedMediaType(e.message ?? 'unsupported media type');
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return errors.badRequest(e.message ?? 'bad request');
   return errors.internal(e.message ?? String(err));
+}
+
+/** Watches and followed logs stay open as long as their clients want; they are not counted as in flight. */
+function isLongRunning(url: string): boolean {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  if (path.includes('/watch/')) return true;
+  const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  const flag = (name: string) => query.get(name) === 'true' || query.get(name) === '1';
+  return flag('watch') || (path.endsWith('/log') && flag('follow'));
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import { assertObject, decodeDocuments } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { authorize } from '../auth/authz.js';
+import type { Authorizer } from '../auth/authz.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
 
@@ -23,13 +23,14 @@ export interface ApplyItemResult {
  * Every document is tried; the answer lists one result per document, 200 when all succeeded,
  * 422 when any failed. `?dryRun=All` validates without storing.
  */
-export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Registry }): void {
+export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Registry; authorizer: Authorizer }): void {
   app.post('/berth/v1/apply', async (req, reply) => {
     const body = req.body as Buffer | undefined;
     if (!body || body.length === 0) throw errors.badRequest('the request body is empty');
     const docs = decodeDocuments(body, req.headers['content-type'] ?? 'application/yaml');
     const dryRun = (req.query as Record<string, string>).dryRun === 'All';
     const items: ApplyItemResult[] = [];
+    const warnings: string[] = [];
     for (const [index, doc] of docs.entries()) {
       const item: ApplyItemResult = { result: 'failed' };
       try {
@@ -42,15 +43,14 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
         const namespace = info.namespaced ? obj.metadata?.namespace ?? 'default' : undefined;
         if (namespace) item.namespace = namespace;
         const verb = exists(opts.registry, info, namespace, obj.metadata?.name) ? 'update' : 'create';
-        if (!authorize(req.identity!, { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name })) {
-          throw errors.forbidden(`${req.identity!.user} cannot ${verb} ${info.plural}`);
-        }
+        const decision = opts.authorizer.authorize(req.identity!, { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name });
+        if (!decision.allowed) throw errors.forbidden(`${req.identity!.user} cannot ${verb} ${info.plural}${decision.reason ? `: ${decision.reason}` : ''}`);
         if (verb === 'create') {
-          await opts.registry.create(info, namespace, obj, { dryRun });
+          await opts.registry.create(info, namespace, obj, { dryRun, warnings, user: req.identity!.user });
           item.result = 'created';
         } else {
           const before = opts.registry.get(info, namespace, obj.metadata!.name!);
-          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun });
+          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun, warnings, user: req.identity!.user });
           item.result = after.metadata.resourceVersion === before.metadata.resourceVersion ? 'unchanged' : 'configured';
         }
       } catch (e) {
@@ -59,6 +59,8 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
       items.push(item);
     }
     const failed = items.some((i) => i.result === 'failed');
+    // The same header kube-apiserver sends, so curl -i shows what admission warned about.
+    if (warnings.length) reply.header('warning', [...new Set(warnings)].map((w) => `299 - ${JSON.stringify(w)}`));
     return reply.code(failed ? 422 : 200).send({ apiVersion: 'berth.dev/v1', kind: 'ApplyResult', items });
   });
 }

@@ -313,18 +313,31 @@ export function compareKubeVersions(a: string, b: string): number {
   return pb.minor - pa.minor;
 }
 
-/** Groups in first-appearance order, each with versions in preference order. */
+/**
+ * Groups in first-appearance order, each with versions in preference order. A group-version that is
+ * only the kind of a subresource's body (policy/v1 for pods/eviction, autoscaling/v1 for the scale subresources)
+ * is listed too, with no resources of its own: the apiserver always lists those groups, and clients
+ * look for them there. kubectl before 1.22 posts an Eviction only when /apis lists the policy
+ * group (and falls back to deleting the pod otherwise); newer ones read pods/eviction's group/version.
+ */
 function groupsOf(resources: ResourceInfo[]): Array<{ name: string; versions: string[] }> {
   const order: string[] = [];
   const versions = new Map<string, Set<string>>();
-  for (const r of resources) {
-    let set = versions.get(r.group);
+  const add = (group: string, version: string) => {
+    let set = versions.get(group);
     if (!set) {
       set = new Set();
-      versions.set(r.group, set);
-      order.push(r.group);
+      versions.set(group, set);
+      order.push(group);
     }
-    set.add(r.version);
+    set.add(version);
+  };
+  for (const r of resources) add(r.group, r.version);
+  for (const r of resources) {
+    for (const sub of r.subresources) {
+      const { group, version } = describeSubresource(r, sub).responseKind;
+      if (group !== '') add(group, version);
+    }
   }
   return order.map((name) => ({ name, versions: [...(versions.get(name) ?? [])].sort(compareKubeVersions) }));
 }
@@ -354,9 +367,9 @@ export function apiGroup(group: string, resources: ResourceInfo[]): APIGroup | u
   return { kind: 'APIGroup', apiVersion: 'v1', ...toApiGroupBody(found.name, found.versions) };
 }
 
-/** True when /apis/<group>/<version> (or /api/v1) has something to list. */
+/** True when /apis/<group>/<version> (or /api/v1) is served: it has resources, or is a subresource's body kind. */
 export function servesGroupVersion(group: string, version: string, resources: ResourceInfo[]): boolean {
-  return resources.some((r) => r.group === group && r.version === version);
+  return groupsOf(resources).some((g) => g.name === group && g.versions.includes(version));
 }
 
 // ---------- aggregated discovery ----------

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { errors } from '../api/errors.js';
+import { ApiError, errors } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
@@ -16,11 +16,12 @@ import {
   versionInfo,
 } from './discovery.js';
 import { openapiV3Group, openapiV3Root } from './openapi.js';
+import { OPENAPI_V2_PROTOBUF, etagMatches, negotiateOpenAPIV2Format, renderOpenAPIV2 } from './openapi-v2.js';
 import { toTable } from './tables.js';
 
 /**
  * The read-only surface kubectl needs before it does anything: /version, discovery (plain and
- * aggregated) and OpenAPI v3. All of it is computed from the registered resources on each call,
+ * aggregated), OpenAPI v3 and OpenAPI v2 (JSON or gnostic protobuf). All of it is computed from the registered resources on each call,
  * so kinds added later (CRDs) appear without a restart.
  */
 export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: Registry; advertiseAddress: string }): void {
@@ -59,31 +60,37 @@ export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: 
     if (!doc) throw errors.notFound({ resource: 'openapi', name: path });
     return doc;
   });
-  // kubectl asks for v2 only as protobuf and only when v3 is missing; we serve v3.
-  app.get('/openapi/v2', async () => {
-    throw errors.notFound({ resource: 'openapi', name: 'v2' });
+  // kubectl before 1.27 reads only v2 (as protobuf); newer kubectl falls back to it.
+  app.get('/openapi/v2', async (req, reply) => {
+    const format = negotiateOpenAPIV2Format(req.headers.accept);
+    reply.header('vary', 'Accept');
+    if (!format) {
+      throw new ApiError('NotAcceptable', `only application/json and ${OPENAPI_V2_PROTOBUF} are served at /openapi/v2`);
+    }
+    const rendered = renderOpenAPIV2(resources(), format);
+    reply.header('etag', rendered.etag);
+    if (etagMatches(req.headers['if-none-match'], rendered.etag)) return reply.code(304).send();
+    return reply.type(rendered.contentType).send(rendered.body);
   });
 }
 
 /** kubectl get asks for `application/json;as=Table;v=v1;g=meta.k8s.io` (v1beta1 too, on older clients). */
-export function wantsTable(accept: string | undefined): boolean {
-  return !!accept && /as=Table/.test(accept) && /g=meta\.k8s\.io/.test(accept);
-}
+export { wantsTable } from './tables.js';
 
 function includeObjectOf(query: Record<string, string | undefined>): 'None' | 'Metadata' | 'Object' {
   const v = query.includeObject;
   return v === 'None' || v === 'Object' ? v : 'Metadata';
 }
 
-/** A list or single object as a Table. */
-export function renderTable(info: ResourceInfo, body: KubeObject | KubeList, query: Record<string, string | undefined>): unknown {
+/** A list or single object as a Table, stamped with the Table version the client asked for. */
+export function renderTable(info: ResourceInfo, body: KubeObject | KubeList, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): unknown {
   const isList = Array.isArray((body as KubeList).items);
   const objects = isList ? (body as KubeList).items : [body as KubeObject];
   const meta = isList ? (body as KubeList).metadata : { resourceVersion: (body as KubeObject).metadata.resourceVersion };
-  return toTable({ info, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue });
+  return toTable({ info, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue, tableVersion });
 }
 
 /** For `kubectl get -w`: each watch event carries a one-row Table. */
-export function tableRowRenderer(info: ResourceInfo, query: Record<string, string | undefined>): (obj: KubeObject) => unknown {
-  return (obj) => toTable({ info, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion });
+export function tableRowRenderer(info: ResourceInfo, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): (obj: KubeObject) => unknown {
+  return (obj) => toTable({ info, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion, tableVersion });
 }

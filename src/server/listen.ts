@@ -1,22 +1,41 @@
+/**
+ * The API server's listener: serves a (never-listening) fastify app on our own http/https server, with the
+ * connection defences of src/net/connection-hygiene.ts (timeouts for silent and idle connections, a cap on
+ * open connections). Per-client in-flight limits are a request concern and live in app.ts.
+ */
 import http from 'node:http';
 import https from 'node:https';
 import type { FastifyInstance } from 'fastify';
+import { guardConnections, serverTimeoutOptions, type ConnectionGuard, type ConnectionLimits } from '../net/connection-hygiene.js';
 
-/** Serve a (never-listening) fastify app on our own http/https server. */
-export async function listen(app: FastifyInstance, o: { port: number; host: string; tls: { cert: string; key: string } | undefined }): Promise<http.Server> {
+export interface ListenOptions {
+  port: number;
+  host: string;
+  tls: { cert: string; key: string } | undefined;
+  limits: ConnectionLimits;
+}
+
+export interface Listener {
+  server: http.Server;
+  connections: ConnectionGuard;
+}
+
+export async function listen(app: FastifyInstance, o: ListenOptions): Promise<Listener> {
   await app.ready();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => app.routing(req, res);
-  const server = o.tls ? https.createServer({ cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(handler);
-  server.keepAliveTimeout = 65_000;
+  const options = serverTimeoutOptions(o.limits);
+  const server = o.tls ? https.createServer({ ...options, cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(options, handler);
+  const connections = guardConnections(server, { limits: o.limits, warn: (fields, message) => app.log.warn(fields, message) });
   // Upgrade requests (kubectl exec/attach) never reach app.routing; whoever registered for them on the app's
   // own server handles them (pod-streams.ts), anything else is refused by closing the connection.
   server.on('upgrade', (req, socket, head) => {
     if (!app.server.emit('upgrade', req, socket, head)) socket.destroy();
   });
+  // Failed handshakes (scanners, clients that gave up, the handshake timeout) are not worth a log line each.
+  server.on('tlsClientError', (_err, socket) => socket.destroy());
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
   });
-  return server;
+  return { server, connections };
 }
-

@@ -8,7 +8,7 @@
  *    `x-kubernetes-group-version-kind` extension (an object {group, version, kind}) names the kind and
  *    whose own `parameters` list (inline, not $ref) contains `fieldValidation`. Found: kubectl sends
  *    `?fieldValidation=Strict` and leaves validation to us. Not found: it falls back to client-side
- *    validation against /openapi/v2 (protobuf), which we do not serve, and the command fails.
+ *    validation against /openapi/v2 (protobuf; openapi-v2.ts converts these documents to it).
  *    kubectl may hit any PATCH operation of the kind first (map order), so every one (the object and
  *    its status subresource) carries the parameter.
  *  - Strategic-merge patch metadata for client-side `kubectl apply` on an existing object:
@@ -36,8 +36,6 @@ export type JsonSchema = { [key: string]: unknown };
 
 /** Content-Type for the JSON OpenAPI v3 documents (index and group-versions). */
 export const OPENAPI_V3_CONTENT_TYPE = 'application/json';
-/** What kubectl sends when it wants OpenAPI v2 (we answer 404: kubectl only needs v2 when v3 lacks something). */
-export const OPENAPI_V2_PROTOBUF_ACCEPT = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';
 
 const META = 'io.k8s.apimachinery.pkg.apis.meta.v1';
 const CORE = 'io.k8s.api.core.v1';
@@ -1798,6 +1796,9 @@ registerKindSchema({
     { description: 'CronJob represents the configuration of a single cron job.' },
   ),
 });
+// batch/v1beta1 serves the same object (kubectl 1.20 knows CronJob only there); its spec and status
+// had the v1 shape, so the v1 definitions describe them.
+registerKindSchema({ ...registeredKinds.get(gvkKey('batch', 'v1', 'CronJob'))!, version: 'v1beta1' });
 
 // ---------- coordination.k8s.io/v1 Lease ----------
 

@@ -13,7 +13,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, errors, isApiError } from '../api/errors.js';
 import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
-import { authorize } from '../auth/authz.js';
+import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
@@ -23,6 +23,7 @@ export interface PodStreamsOptions {
   auth: TokenAuthenticator;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
+  authorizer: Authorizer;
 }
 
 /** Log query parameters passed through to the agent (it validates them). */
@@ -105,7 +106,7 @@ class PodStreams {
   }
 
   private authorize(who: Identity, verb: string, subresource: string, namespace: string, name: string): void {
-    if (!authorize(who, { verb, group: '', resource: 'pods', subresource, namespace, name })) {
+    if (!this.opts.authorizer.authorize(who, { verb, group: '', resource: 'pods', subresource, namespace, name }).allowed) {
       throw errors.forbidden(`pods "${name}" is forbidden: User "${who.user}" cannot ${verb} resource "pods/${subresource}" in API group "" in the namespace "${namespace}"`);
     }
   }

@@ -11,11 +11,14 @@ import { kindSchema } from './openapi.js';
 import type { ResourceTarget } from './request-path.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
+import { readConsistency } from '../registry/list-options.js';
 
 /** The decoded pieces of one API request that the handlers need (kept free of fastify types). */
 export interface ApiRequest {
   method: string;
   target: ResourceTarget;
+  /** the version in the request's path (a CRD may serve several); defaults to the storage version */
+  version?: string;
   query: Record<string, string | undefined>;
   contentType: string | undefined;
   body: Buffer | undefined;
@@ -50,6 +53,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
   switch (req.method) {
     case 'GET': {
       if (name === undefined) {
+        const consistency = readConsistency(query, { watch: false });
         return {
           code: 200,
           body: registry.list(info, namespace, {
@@ -57,24 +61,27 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
             fieldSelector: query.fieldSelector,
             limit: query.limit ? parseLimit(query.limit) : undefined,
             continue: query.continue,
-            resourceVersion: query.resourceVersion,
+            resourceVersion: consistency.resourceVersion,
+            resourceVersionMatch: consistency.resourceVersionMatch,
           }),
         };
       }
-      return { code: 200, body: registry.get(info, namespace, name) };
+      return { code: 200, body: registry.get(info, namespace, name, { resourceVersion: query.resourceVersion || undefined }) };
     }
     case 'POST': {
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
       const obj = decodeObject(req);
       const warnings = checkFields(registry, req, obj);
-      return { code: 201, body: await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req) }), warnings };
+      const body = await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req), warnings });
+      return { code: 201, body, warnings: distinct(warnings) };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
       const obj = decodeObject(req);
       const warnings = checkFields(registry, req, obj);
-      return { code: 200, body: await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req) }), warnings };
+      const body = await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req), warnings });
+      return { code: 200, body, warnings: distinct(warnings) };
     }
     case 'PATCH': {
       if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
@@ -125,17 +132,47 @@ function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, op
   return published ? findUnknownFields(body, published.schema, published.definitions, options) : [];
 }
 
+/**
+ * The object of a create or update. Missing apiVersion/kind come from the URL, as kube-apiserver
+ * decodes with the path's group/version/kind as defaults; ones that name something else are
+ * refused with the apiserver's wording.
+ */
 function decodeObject(req: ApiRequest): KubeObject {
   if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
   const doc = decodeBody(req.body, req.contentType);
-  assertObject(doc);
+  if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) assertObject(doc);
   const obj = doc as KubeObject;
-  const { info } = req.target;
-  if (obj.kind !== undefined && obj.kind !== info.kind && !(req.target.subresource && obj.kind)) {
-    throw errors.badRequest(`the kind of the provided object (${String(obj.kind)}) does not match the resource (${info.kind})`);
-  }
+  // Subresource bodies (Binding, Eviction, Scale) are other kinds; their handlers check them.
+  if (!req.target.subresource || req.target.subresource === 'status') defaultTypeMeta(req, obj);
   if (typeof obj.metadata !== 'object' || obj.metadata === null) obj.metadata = {};
   return obj;
+}
+
+function defaultTypeMeta(req: ApiRequest, obj: KubeObject): void {
+  const { info } = req.target;
+  const version = req.version ?? info.version;
+  const expected = info.group ? `${info.group}/${version}` : version;
+  const apiVersion = typeof obj.apiVersion === 'string' && obj.apiVersion !== '' ? obj.apiVersion : expected;
+  const kind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : info.kind;
+  const slash = apiVersion.lastIndexOf('/');
+  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
+  const dataVersion = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
+  if (group !== info.group) {
+    // The decoder knows no such kind in another group.
+    throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: no kind ${JSON.stringify(kind)} is registered for version ${JSON.stringify(apiVersion)} in scheme "pkg/api/legacyscheme/scheme.go:30"`);
+  }
+  if (kind !== info.kind) {
+    // Another kind of the same group decodes, then cannot be converted to this one.
+    const internalPackage = info.group === '' ? 'core' : info.group.split('.')[0];
+    throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: converting (${dataVersion}.${kind}) to (${internalPackage}.${info.kind}): unknown conversion`);
+  }
+  // Same group and kind at another version (apps/v1beta1, a CRD's other served version) decodes,
+  // then the handler refuses a version other than the path's.
+  if (apiVersion !== expected) {
+    throw errors.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${expected})`);
+  }
+  obj.apiVersion = apiVersion;
+  obj.kind = kind;
 }
 
 async function patchObject(registry: Registry, req: ApiRequest, name: string, dryRun: boolean): Promise<HandlerResult> {
@@ -143,14 +180,13 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
   if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
   const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
   const patch = decodeBody(req.body, type);
-  const opts = { dryRun, subresource, user: req.user, fieldManager: managerOf(req) };
-
   if (type === 'application/apply-patch+yaml') return serverSideApplyRequest(registry, req, name, patch, dryRun);
 
   // Merge and strategic-merge patches are partial objects, checked like one; a JSON patch's
   // operations are not (its values could only be judged against the paths they land on).
   const mergeLike = type === 'application/merge-patch+json' || type === 'application/strategic-merge-patch+json';
-  const warnings = mergeLike && isPlainObject(patch) ? checkFields(registry, req, patch as KubeObject, { patch: true }) : undefined;
+  const warnings = mergeLike && isPlainObject(patch) ? checkFields(registry, req, patch as KubeObject, { patch: true }) : [];
+  const opts = { dryRun, subresource, user: req.user, fieldManager: managerOf(req), warnings };
 
   let apply: (current: KubeObject) => KubeObject;
   switch (type) {
@@ -174,7 +210,12 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
     if (typeof next !== 'object' || next === null || Array.isArray(next)) throw errors.badRequest('the patch did not produce an object');
     return next;
   }, opts);
-  return { code: 200, body: result, warnings };
+  return { code: 200, body: result, warnings: distinct(warnings) };
+}
+
+/** A write retried on conflict runs admission again; its warnings are sent once. */
+function distinct(warnings: string[]): string[] {
+  return [...new Set(warnings)];
 }
 
 function isPlainObject(v: unknown): boolean {
@@ -204,10 +245,10 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   }
   if (!exists) {
     const { object } = serverSideApply({ ...common, live: undefined });
-    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user }), warnings };
+    return { code: 201, body: await registry.create(info, namespace, object, { dryRun, user: req.user, warnings }), warnings: distinct(warnings) };
   }
-  const body = await registry.modify(info, namespace, name, (cur) => serverSideApply({ ...common, live: cur }).object, { dryRun, subresource, user: req.user });
-  return { code: 200, body, warnings };
+  const body = await registry.modify(info, namespace, name, (cur) => serverSideApply({ ...common, live: cur }).object, { dryRun, subresource, user: req.user, warnings });
+  return { code: 200, body, warnings: distinct(warnings) };
 }
 
 function deleteOptions(req: ApiRequest): DeleteOptions {

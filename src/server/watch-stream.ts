@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { ApiError, errors } from '../api/errors.js';
 import type { KubeObject, WatchEvent } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
+import { readConsistency } from '../registry/list-options.js';
 import type { ResourceTarget } from './request-path.js';
 
 export interface WatchStreamOptions {
@@ -12,17 +13,20 @@ export interface WatchStreamOptions {
   render?: (obj: KubeObject) => unknown;
   /** every open stream registers here so the server can end them on shutdown */
   open: Set<() => void>;
+  /** apiVersion of BOOKMARK objects (the version the client asked for) */
+  apiVersion: string;
+  /** how often a watch with allowWatchBookmarks=true gets a BOOKMARK (Kubernetes: about a minute) */
+  bookmarkIntervalMs?: number;
 }
+
+export const DEFAULT_BOOKMARK_INTERVAL_MS = 60_000;
+
+/** Marks the BOOKMARK that ends the initial events of a sendInitialEvents=true watch. */
+export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
 
 /** A client that reads slower than events arrive is cut off past this many buffered bytes. */
 const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 
-/**
- * Serve `?watch=true` as newline-delimited `{type, object}` JSON on a chunked response.
- * Events come from the registry's in-memory fan-out. A revision that was compacted away
- * ends the stream with one ERROR event carrying a 410 Status, as kube-apiserver does, so
- * clients know to relist.
- */
 /** Many watchers get the same event object: serialize it once per event type. */
 const linesOnce = new WeakMap<object, Map<string, string>>();
 function serialized(ev: WatchEvent<unknown>): string {
@@ -34,12 +38,32 @@ function serialized(ev: WatchEvent<unknown>): string {
   return line;
 }
 
+/**
+ * Serve `?watch=true` as newline-delimited `{type, object}` JSON on a chunked response.
+ * Events come from the registry's in-memory fan-out. A revision that was compacted away
+ * ends the stream with one ERROR event carrying a 410 Status, as kube-apiserver does, so
+ * clients know to relist. Invalid parameters are refused before the stream starts.
+ * With allowWatchBookmarks=true the client also gets periodic BOOKMARKs carrying the revision
+ * the watch has reached, and with sendInitialEvents=true one that marks the end of the initial
+ * ADDED events.
+ */
 export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void {
   const { registry, target, query } = opts;
+  let consistency: ReturnType<typeof readConsistency>;
+  try {
+    consistency = readConsistency(query, { watch: true });
+  } catch (e) {
+    // Refused parameters get a plain error response, not a stream.
+    const err = e instanceof ApiError ? e : errors.internal(String(e));
+    res.writeHead(err.code, { 'content-type': 'application/json' });
+    res.end(JSON.stringify(err.toStatus()));
+    return;
+  }
   res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'cache-control': 'no-cache' });
   res.flushHeaders();
   let watcher: { close(): void } | undefined;
   let timer: NodeJS.Timeout | undefined;
+  let bookmarks: NodeJS.Timeout | undefined;
   let ended = false;
 
   const end = () => {
@@ -47,6 +71,7 @@ export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void 
     ended = true;
     watcher?.close();
     if (timer) clearTimeout(timer);
+    if (bookmarks) clearInterval(bookmarks);
     opts.open.delete(end);
     res.end();
   };
@@ -66,17 +91,29 @@ export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void 
   const timeoutSeconds = query.timeoutSeconds ? Number(query.timeoutSeconds) : 0;
   if (timeoutSeconds > 0) timer = setTimeout(end, timeoutSeconds * 1000);
 
+  const bookmark = (revision: number, annotations?: Record<string, string>) => {
+    send({ type: 'BOOKMARK', object: { kind: target.info.kind, apiVersion: opts.apiVersion, metadata: { resourceVersion: String(revision), ...(annotations ? { annotations } : {}) } } });
+  };
   try {
     watcher = registry.watch(target.info, target.namespace, {
       labelSelector: query.labelSelector,
       fieldSelector: query.fieldSelector,
-      resourceVersion: query.resourceVersion,
+      resourceVersion: consistency.resourceVersion,
+      sendInitialEvents: consistency.sendInitialEvents,
       onEvent: (ev) => {
         if (target.name !== undefined && ev.object.metadata.name !== target.name) return;
         send({ type: ev.type, object: opts.render ? opts.render(ev.object) : ev.object });
       },
+      onInitialEventsEnd: (revision) => {
+        if (consistency.allowWatchBookmarks) bookmark(revision, { [INITIAL_EVENTS_END_ANNOTATION]: 'true' });
+      },
     });
     if (ended) watcher.close();
+    else if (consistency.allowWatchBookmarks) {
+      // Store events reach watchers in a microtask after their commit, so when a timer fires every
+      // committed event has been delivered and the current revision is safe to resume from.
+      bookmarks = setInterval(() => bookmark(registry.currentRevision()), opts.bookmarkIntervalMs ?? DEFAULT_BOOKMARK_INTERVAL_MS);
+    }
   } catch (e) {
     sendError(e instanceof ApiError ? e : errors.internal(String(e)));
   }

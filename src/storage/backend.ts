@@ -48,7 +48,11 @@ export interface StoreEvent {
   prev?: KeyValue;
 }
 
-export type StorageErrorCode = 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Compacted' | 'TooLarge' | 'Failed';
+/**
+ * NoSpace: the store is out of space (etcd's NOSPACE alarm); creates and updates are refused until
+ * space is freed, while reads and deletes keep working so space can be freed through the API.
+ */
+export type StorageErrorCode = 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Compacted' | 'TooLarge' | 'NoSpace' | 'Failed';
 
 export class StorageError extends Error {
   constructor(
@@ -87,7 +91,7 @@ export interface Backend {
   create(key: string, value: string): KeyValue;
   /** fails with NotFound, or Conflict when the key's modRevision is not `expectedRevision` */
   update(key: string, value: string, expectedRevision: number): KeyValue;
-  /** fails with NotFound, or Conflict when expectedRevision is given and differs; returns the deleted value */
+  /** fails with NotFound, or Conflict when expectedRevision is given and differs; returns the deleted value with modRevision = the deletion's revision */
   delete(key: string, expectedRevision?: number): KeyValue;
 
   /**

@@ -1,3 +1,4 @@
+import { randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -30,9 +31,24 @@ export interface SqliteBackendOptions {
   exclusive?: boolean;
   /** how long to wait for a lock held by another process before failing (default 5000 ms) */
   busyTimeoutMs?: number;
-  /** optional cap on the database size; writes beyond it fail with StorageError 'Failed' */
+  /** optional cap on the database size (a quota below the disk); reaching it raises the NOSPACE alarm */
   maxSizeBytes?: number;
+  /**
+   * Bytes kept in a preallocated file next to the database (`<file>.reserve`, default 0 = none).
+   * When the filesystem fills up the file is deleted, so deletes and compaction still have room to
+   * write while creates and updates are refused (the NOSPACE alarm); it is re-created, and the alarm
+   * cleared, once the filesystem again has room for twice the reserve.
+   */
+  reserveBytes?: number;
 }
+
+/** pages handed back to the filesystem per step while reclaiming space (1 MiB of 4 KiB pages) */
+const VACUUM_SLICE_PAGES = 256;
+
+/** the message of every write refused for lack of space (kube-apiserver says "etcdserver: mvcc: database space exceeded") */
+export const NO_SPACE_MESSAGE =
+  'database space exceeded (storage alarm NOSPACE): the filesystem holding the data directory is full; ' +
+  'reads and deletes still work, so delete objects (or free disk space) and writes resume by themselves';
 
 /** One row of the log table; one row per write, its id is the write's revision. */
 interface LogRow {
@@ -115,11 +131,20 @@ export class SqliteBackend implements Backend {
   private revision = 0;
   private compacted = 0;
   private closed = false;
+  private readonly reserveBytes: number;
+  private readonly reserveFile: string | undefined;
+  private readonly maxSizeBytes: number | undefined;
+  /** the NOSPACE alarm: set when a write hit a full disk (or the size cap) until space is back */
+  private noSpace = false;
 
   constructor(opts: SqliteBackendOptions) {
     this.file = opts.file;
     this.logger = opts.logger;
     this.fanout = new EventFanout({ logger: opts.logger });
+    const inMemory = opts.file === ':memory:' || opts.file === '';
+    this.reserveBytes = inMemory ? 0 : Math.max(0, Math.floor(opts.reserveBytes ?? 0));
+    this.reserveFile = this.reserveBytes > 0 ? `${opts.file}.reserve` : undefined;
+    this.maxSizeBytes = opts.maxSizeBytes;
     this.db = openDatabase(opts);
     try {
       this.db.exec(SCHEMA);
@@ -130,10 +155,37 @@ export class SqliteBackend implements Backend {
       this.db.close();
       throw storageFailure(`cannot initialise SQLite store ${opts.file}: ${errorMessage(err)}`, err);
     }
+    if (!inMemory && (this.db.pragma('auto_vacuum', { simple: true }) as number) !== 2) {
+      // A file from before incremental vacuum: converting needs one VACUUM (room for a copy of the
+      // file). Without it everything still works; deletes then free pages inside the file only.
+      try {
+        this.db.pragma('auto_vacuum = INCREMENTAL');
+        this.db.exec('VACUUM');
+      } catch (err) {
+        this.logger?.warn({ err, file: opts.file }, 'storage could not switch to incremental vacuum');
+      }
+    }
+    if (this.reserveFile) {
+      // Pages in the WAL need room again in the database file when they are checkpointed. Keeping
+      // the WAL at a quarter of the reserve (SQLite's default is 1000 pages) means that, once the
+      // reserve is released, the WAL can always be checkpointed and emptied.
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      this.db.pragma(`wal_autocheckpoint = ${Math.max(16, Math.min(1000, Math.floor(this.reserveBytes / 4 / pageSize)))}`);
+    }
+    if (this.reserveFile && (!this.fillReserve() || this.freeBytes() < this.reserveBytes / 4)) {
+      // Starting on a full disk: the WAL starts empty, so even a delete needs new room. Release the
+      // reserve now and serve reads and deletes rather than failing later (or refusing to start).
+      this.raiseAlarm('startup');
+    }
     this.logger?.info(
-      { file: opts.file, revision: this.revision, compactedRevision: this.compacted },
+      { file: opts.file, revision: this.revision, compactedRevision: this.compacted, noSpace: this.noSpace },
       'storage opened',
     );
+  }
+
+  /** true while the NOSPACE alarm is raised (creates and updates refused) */
+  spaceAlarm(): boolean {
+    return this.noSpace;
   }
 
   currentRevision(): number {
@@ -178,7 +230,7 @@ export class SqliteBackend implements Backend {
 
   create(key: string, value: string): KeyValue {
     this.checkValueSize(key, value);
-    const event = this.write('create', () => {
+    const event = this.write('create', 'grows', () => {
       const latest = this.latestRow(key);
       if (latest && !latest.deleted) {
         throw new StorageError('AlreadyExists', `key "${key}" already exists`, rowToKeyValue(latest));
@@ -192,7 +244,7 @@ export class SqliteBackend implements Backend {
 
   update(key: string, value: string, expectedRevision: number): KeyValue {
     this.checkValueSize(key, value);
-    const event = this.write('update', () => {
+    const event = this.write('update', 'grows', () => {
       const prev = this.liveKeyValue(key);
       if (prev.modRevision !== expectedRevision) {
         throw new StorageError(
@@ -221,7 +273,7 @@ export class SqliteBackend implements Backend {
    * currentRevision() right after this call, and the watch event carries it.
    */
   delete(key: string, expectedRevision?: number): KeyValue {
-    const event = this.write('delete', () => {
+    const event = this.write('delete', 'frees', () => {
       const prev = this.liveKeyValue(key);
       if (expectedRevision !== undefined && prev.modRevision !== expectedRevision) {
         throw new StorageError(
@@ -247,7 +299,9 @@ export class SqliteBackend implements Backend {
       };
       return ev;
     });
-    return { ...event.prev! };
+    if (this.noSpace) this.reclaimSpace();
+    // The value as it was, at the revision of the deletion (what watchers get on DELETED).
+    return { ...event.kv };
   }
 
   watch(prefix: string, opts: WatchOptions): Watcher {
@@ -311,6 +365,19 @@ export class SqliteBackend implements Backend {
     return this.fanout.size;
   }
 
+  /** the database, WAL and reserve file sizes in bytes (for metrics and tests) */
+  fileSizes(): { database: number; wal: number; reserve: number } {
+    const size = (f: string | undefined) => {
+      if (!f) return 0;
+      try {
+        return fs.statSync(f).size;
+      } catch {
+        return 0;
+      }
+    };
+    return { database: size(this.file), wal: size(`${this.file}-wal`), reserve: size(this.reserveFile) };
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
@@ -321,12 +388,144 @@ export class SqliteBackend implements Backend {
 
   // --- internals -------------------------------------------------------------------------------
 
-  /** Runs one write as one IMMEDIATE transaction, then publishes its event only after commit. */
-  private write(what: string, body: () => StoreEvent): StoreEvent {
-    const event = this.guard(what, () => this.db.transaction(body).immediate());
+  /**
+   * Runs one write as one IMMEDIATE transaction, then publishes its event only after commit.
+   * Writes that grow the store are refused while the NOSPACE alarm is up; a delete that meets a
+   * full disk raises the alarm (releasing the reserve) and tries once more in the room it frees.
+   */
+  private write(what: string, kind: 'grows' | 'frees', body: () => StoreEvent): StoreEvent {
+    if (kind === 'grows' && this.noSpace && !this.tryClearAlarm()) throw new StorageError('NoSpace', NO_SPACE_MESSAGE);
+    const run = () => this.guard(what, () => this.db.transaction(body).immediate());
+    let event: StoreEvent;
+    try {
+      event = run();
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      this.raiseAlarm(what);
+      if (kind === 'grows') throw new StorageError('NoSpace', NO_SPACE_MESSAGE);
+      event = run();
+    }
     this.revision = event.kv.modRevision;
     this.fanout.publish(deepFreeze(event));
     return event;
+  }
+
+  private raiseAlarm(what: string): void {
+    const first = !this.noSpace;
+    this.noSpace = true;
+    if (this.reserveFile) {
+      fs.rmSync(this.reserveFile, { force: true });
+      // Empty the WAL into the room just freed, so the deletes that follow write into a short WAL.
+      try {
+        this.db.pragma('wal_checkpoint(TRUNCATE)');
+      } catch (err) {
+        this.logger?.warn({ err, file: this.file }, 'storage checkpoint after releasing the reserve failed');
+      }
+    }
+    if (this.maxSizeBytes !== undefined) {
+      // Past the cap, deletes need room as well: lift it by the reserve while the alarm is up.
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      const pages = this.db.pragma('page_count', { simple: true }) as number;
+      const headroom = Math.max(this.reserveBytes, 1024 * 1024);
+      this.db.pragma(`max_page_count = ${pages + Math.ceil(headroom / pageSize)}`);
+    }
+    if (first) {
+      this.logger?.warn(
+        { file: this.file, write: what, reserveBytes: this.reserveBytes },
+        'storage alarm NOSPACE raised: creates and updates are refused until space is freed; reads and deletes still work',
+      );
+    }
+  }
+
+  /**
+   * After a delete under the alarm: drop all history (what a delete frees is only reusable once the
+   * rows are gone), hand free pages back to the filesystem, empty the WAL, then see if the alarm can
+   * be cleared. Watchers resuming from before this point relist (410 Gone), as after any compaction.
+   *
+   * Every step writes into the WAL before a checkpoint lets the files shrink, so the steps are small
+   * and each is followed by a truncating checkpoint: the peak stays within what the reserve freed.
+   */
+  private reclaimSpace(): void {
+    const step = (what: string, fn: () => unknown): boolean => {
+      try {
+        fn();
+        return true;
+      } catch (err) {
+        this.logger?.warn({ err, file: this.file, step: what }, 'storage could not reclaim space under the NOSPACE alarm');
+        return false;
+      }
+    };
+    const checkpoint = () => step('checkpoint', () => this.db.pragma('wal_checkpoint(TRUNCATE)'));
+    checkpoint();
+    if (step('compact', () => this.compact(this.revision))) checkpoint();
+    for (let slices = 0; slices < 100_000; slices++) {
+      if ((this.db.pragma('freelist_count', { simple: true }) as number) === 0) break;
+      if (!step('incremental vacuum', () => this.db.pragma(`incremental_vacuum(${VACUUM_SLICE_PAGES})`)) || !checkpoint()) break;
+    }
+    this.tryClearAlarm();
+  }
+
+  /** bytes the filesystem holding the database has free for this process (Infinity when unknown) */
+  private freeBytes(): number {
+    try {
+      const st = fs.statfsSync(path.dirname(path.resolve(this.file)));
+      return st.bavail * st.bsize;
+    } catch {
+      return Infinity;
+    }
+  }
+
+  /** Clears the alarm when there is room again: the reserve is back in place and the size cap has headroom. */
+  private tryClearAlarm(): boolean {
+    if (!this.noSpace) return true;
+    if (this.maxSizeBytes !== undefined) {
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      const used = ((this.db.pragma('page_count', { simple: true }) as number) - (this.db.pragma('freelist_count', { simple: true }) as number)) * pageSize;
+      const headroom = this.reserveBytes > 0 ? this.reserveBytes : this.maxSizeBytes / 10;
+      if (used > this.maxSizeBytes - headroom) return false;
+    }
+    if (this.reserveFile) {
+      const free = this.freeBytes();
+      // Room for the reserve and as much again, so the next write does not trip the alarm at once.
+      if (free < 2 * this.reserveBytes) return false;
+      if (!this.fillReserve()) return false;
+    }
+    if (this.maxSizeBytes !== undefined) {
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      this.db.pragma(`max_page_count = ${Math.max(1, Math.floor(this.maxSizeBytes / pageSize))}`);
+    }
+    this.noSpace = false;
+    this.logger?.info({ file: this.file }, 'storage alarm NOSPACE cleared: writes accepted again');
+    return true;
+  }
+
+  /** Makes the reserve file its full size with real blocks; false (and no partial file) when the disk has no room. */
+  private fillReserve(): boolean {
+    const file = this.reserveFile!;
+    try {
+      if (fs.statSync(file).size >= this.reserveBytes) return true;
+    } catch {
+      // not there yet
+    }
+    // Random rather than zero bytes: a compressing filesystem would store zeros in no space at all.
+    const chunk = randomFillSync(Buffer.alloc(Math.min(this.reserveBytes, 1024 * 1024)));
+    let fd: number | undefined;
+    try {
+      fd = fs.openSync(file, 'w', 0o600);
+      for (let written = 0; written < this.reserveBytes; ) {
+        const n = Math.min(chunk.length, this.reserveBytes - written);
+        written += fs.writeSync(fd, chunk, 0, n);
+      }
+      fs.fsyncSync(fd);
+      fs.closeSync(fd);
+      return true;
+    } catch (err) {
+      if (fd !== undefined) fs.closeSync(fd);
+      fs.rmSync(file, { force: true });
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOSPC' || code === 'EDQUOT') return false;
+      throw err;
+    }
   }
 
   private guard<T>(what: string, fn: () => T): T {
@@ -473,6 +672,16 @@ export class SqliteBackend implements Backend {
   }
 }
 
+/** SQLITE_FULL: the disk (or max_page_count) is full; it may arrive wrapped in a StorageError. */
+function isDiskFull(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'SQLITE_FULL') return true;
+    if (typeof code === 'string' && code.startsWith('SQLITE_IOERR') && /ENOSPC|disk is full/i.test(String((e as Error).message))) return true;
+  }
+  return false;
+}
+
 function deepFreeze<T extends StoreEvent>(ev: T): T {
   // Events are shared by every watcher; freezing keeps one handler from altering another's view.
   Object.freeze(ev.kv);
@@ -483,7 +692,15 @@ function deepFreeze<T extends StoreEvent>(ev: T): T {
 function openDatabase(opts: SqliteBackendOptions): Database.Database {
   const file = opts.file;
   const inMemory = file === ':memory:' || file === '';
-  if (!inMemory) fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (!inMemory) {
+    fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+    // SQLite creates the WAL and shared-memory files with the database file's mode, so making the
+    // database 0600 before SQLite first opens it keeps all of them owner-only; chmod fixes older files.
+    fs.closeSync(fs.openSync(file, 'a', 0o600));
+    for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+      if (fs.existsSync(f)) fs.chmodSync(f, 0o600);
+    }
+  }
   let db: Database.Database;
   try {
     db = new Database(file);
@@ -491,6 +708,9 @@ function openDatabase(opts: SqliteBackendOptions): Database.Database {
     throw storageFailure(`cannot open SQLite store ${file}: ${errorMessage(err)}`, err);
   }
   try {
+    // Before any table exists (a no-op on an existing file): lets a delete hand pages back to the
+    // filesystem (PRAGMA incremental_vacuum) without VACUUM, which needs room for a second copy.
+    db.pragma('auto_vacuum = INCREMENTAL');
     db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? 5000))}`);
     // Must precede the switch to WAL so SQLite keeps the WAL index in process memory (no -shm).
     if (opts.exclusive ?? true) db.pragma('locking_mode = EXCLUSIVE');

@@ -30,6 +30,9 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
     c = await startCluster({ agentArgs: ['--relist-interval-ms', '2000', '--log-level', 'debug'], serverArgs: ['--log-level', 'debug'] });
     node = c.nodeNames[0]!;
     agentDir = path.join(c.dir, `agent-${node}`);
+    // These pods exercise hostPath, host namespaces and privileged on purpose: the namespace opts
+    // out of Pod Security's baseline default the way Kubernetes documents it.
+    await c.kubectl(['label', 'namespace', 'default', 'pod-security.kubernetes.io/enforce=privileged']);
   });
   after(async () => {
     await c?.stop();

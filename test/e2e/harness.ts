@@ -3,12 +3,13 @@
  * Docker engine, real HTTPS. Each cluster lives in its own temp dir with uniquely named nodes, and
  * `stop()` removes every container its agents labeled, even after a failed test.
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
@@ -40,7 +41,11 @@ export interface Cluster {
   kubeconfig: string;
   nodeNames: string[];
   client: HttpClient;
-  kubectl(args: string[], opts?: { input?: string; allowFail?: boolean }): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** the kubectl binary `kubectl()` runs; `forKubectl` picks another */
+  kubectlBin: string;
+  kubectl(args: string[], opts?: KubectlRunOptions): Promise<{ stdout: string; stderr: string; code: number }>;
+  /** this cluster, with `kubectl()` running the given binary */
+  forKubectl(k: Kubectl): Cluster;
   /** writes `text` to `name` in the cluster's temp dir (a manifest for `kubectl -f`) and returns its path */
   writeFile(name: string, text: string): string;
   startAgent(nodeName: string): Promise<void>;
@@ -119,14 +124,18 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
 
   for (const n of nodeNames) await startAgent(n);
 
-  return {
+  const cluster: Cluster = {
     dir,
     url,
     kubeconfig,
     nodeNames,
     client,
+    kubectlBin: 'kubectl',
     async kubectl(args, kopts = {}) {
-      return runKubectl(kubeconfig, args, kopts);
+      return runKubectl(kubeconfig, args, { bin: this.kubectlBin, ...kopts });
+    },
+    forKubectl(k) {
+      return { ...this, kubectlBin: k.path };
     },
     writeFile(name, text) {
       const file = path.join(dir, name);
@@ -152,18 +161,29 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+  return cluster;
 }
 
-export async function runKubectl(kubeconfig: string, args: string[], opts: { input?: string; allowFail?: boolean } = {}) {
+export interface KubectlRunOptions {
+  input?: string;
+  allowFail?: boolean;
+  /** the kubectl binary; default `kubectl` on PATH */
+  bin?: string;
+  /** extra environment (KUBE_EDITOR, …) */
+  env?: Record<string, string>;
+}
+
+export async function runKubectl(kubeconfig: string, args: string[], opts: KubectlRunOptions = {}) {
   return new Promise<{ stdout: string; stderr: string; code: number }>((resolve, reject) => {
-    const child = spawn('kubectl', args, { env: { ...process.env, KUBECONFIG: kubeconfig } });
+    const bin = opts.bin ?? 'kubectl';
+    const child = spawn(bin, args, { env: { ...process.env, KUBECONFIG: kubeconfig, ...opts.env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
     child.on('close', (code) => {
-      if (code !== 0 && !opts.allowFail) reject(new Error(`kubectl ${args.join(' ')} exited ${code}: ${stderr}`));
+      if (code !== 0 && !opts.allowFail) reject(new Error(`${bin} ${args.join(' ')} exited ${code}: ${stderr}`));
       else resolve({ stdout, stderr, code: code ?? -1 });
     });
     if (opts.input !== undefined) child.stdin.end(opts.input);
@@ -225,4 +245,115 @@ export async function waitForPod(client: HttpClient, namespace: string, name: st
 
 export function podManifest(name: string, spec: Partial<Pod['spec']> & Pick<Pod['spec'], 'containers'>, meta: Partial<Pod['metadata']> = {}): Pod {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, ...meta }, spec: { ...spec } };
+}
+
+// ---------- kubectl versions ----------
+
+/** One kubectl binary the e2e tests can run, with its client version. */
+export interface Kubectl {
+  path: string;
+  /** major.minor, e.g. "1.32" */
+  version: string;
+  /** as the binary reports it, e.g. "v1.20.2" */
+  gitVersion: string;
+}
+
+/** Debian's kubectl (package kubernetes-client, 1.20.2): every kubectl-driven e2e file runs with it too. */
+export const DEBIAN_KUBECTL_VERSION = '1.20';
+/** Where scripts/kubectl-versions.sh leaves Debian's kubectl. */
+export const DEBIAN_KUBECTL_PATH = path.join(REPO_ROOT, '.cache', `kubectl-${DEBIAN_KUBECTL_VERSION}`, 'usr', 'bin', 'kubectl');
+
+/**
+ * The client version of a kubectl binary, from `kubectl version --client -o json`: `clientVersion`
+ * carries `gitVersion` in every release (1.20 prints only that object, 1.28+ adds
+ * kustomizeVersion); the plain-text fallback covers both the Go-struct form of ≤1.27
+ * (`GitVersion:"v1.20.2"`) and the `Client Version: v1.32.4` form of newer ones.
+ */
+export function parseKubectlClientVersion(output: string): { version: string; gitVersion: string } | undefined {
+  let gitVersion: string | undefined;
+  try {
+    gitVersion = (JSON.parse(output) as { clientVersion?: { gitVersion?: string } }).clientVersion?.gitVersion;
+  } catch {
+    gitVersion = /GitVersion:"(v[^"]+)"/.exec(output)?.[1] ?? /Client Version: (v\S+)/.exec(output)?.[1];
+  }
+  const m = gitVersion ? /^v(\d+)\.(\d+)\./.exec(gitVersion) : null;
+  return m && gitVersion ? { version: `${m[1]}.${m[2]}`, gitVersion } : undefined;
+}
+
+function probeKubectl(bin: string): Kubectl | undefined {
+  try {
+    const out = execFileSync(bin, ['version', '--client', '-o', 'json'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], timeout: 20_000 });
+    const v = parseKubectlClientVersion(out);
+    return v && { path: bin, ...v };
+  } catch {
+    return undefined;
+  }
+}
+
+let kubectlCache: Kubectl[] | undefined;
+
+/**
+ * Every kubectl on this machine the tests run with, one per minor version, newest first:
+ * BERTH_KUBECTLS (colon-separated, set by scripts/test.sh) or else `kubectl` on PATH, plus
+ * Debian's 1.20 at KUBECTL_1_20 or .cache/kubectl-1.20/.
+ */
+export function availableKubectls(): Kubectl[] {
+  if (kubectlCache) return kubectlCache;
+  const candidates = process.env.BERTH_KUBECTLS
+    ? process.env.BERTH_KUBECTLS.split(':').filter(Boolean)
+    : ['kubectl', process.env.KUBECTL_1_20 ?? DEBIAN_KUBECTL_PATH];
+  const byVersion = new Map<string, Kubectl>();
+  for (const bin of candidates) {
+    const k = probeKubectl(bin);
+    if (k && !byVersion.has(k.version)) byVersion.set(k.version, k);
+  }
+  kubectlCache = [...byVersion.values()].sort((a, b) => compareVersions(b.version, a.version));
+  return kubectlCache;
+}
+
+/** Negative, zero or positive as major.minor `a` is older than, equal to or newer than `b`. */
+export function compareVersions(a: string, b: string): number {
+  const [am = 0, an = 0] = a.split('.').map(Number);
+  const [bm = 0, bn = 0] = b.split('.').map(Number);
+  return am - bm || an - bn;
+}
+
+/**
+ * The kubectls a kubectl-driven e2e file runs its cases with, each under `describe(\`kubectl ${version}\`)`.
+ * Debian's 1.20 is always one of them: when it is missing here, `missingDebianKubectl` says so as a
+ * skipped case, so a run without it is never silently green.
+ */
+export function kubectlsUnderTest(): { present: Kubectl[]; missingDebianKubectl?: string } {
+  const present = availableKubectls();
+  if (present.some((k) => k.version === DEBIAN_KUBECTL_VERSION)) return { present };
+  return {
+    present,
+    missingDebianKubectl: `needs Debian's kubectl ${DEBIAN_KUBECTL_VERSION} (kubernetes-client); not present here: run scripts/kubectl-versions.sh or set BERTH_KUBECTLS/KUBECTL_1_20`,
+  };
+}
+
+/**
+ * For `it(name, { skip: needsKubectl(k, '1.27', 'what the feature is') }, …)`: false when `k` is at
+ * least `minimum`, else the skip message naming the version the feature needs, and whether any
+ * kubectl on this machine has it.
+ */
+export function needsKubectl(k: Kubectl, minimum: string, feature: string): string | false {
+  if (compareVersions(k.version, minimum) >= 0) return false;
+  const elsewhere = availableKubectls().find((x) => compareVersions(x.version, minimum) >= 0);
+  return `needs kubectl ≥ ${minimum} (${feature}); kubectl ${k.version} lacks it` +
+    (elsewhere ? ` (tested with kubectl ${elsewhere.version} instead)` : `, and no kubectl ≥ ${minimum} is present here`);
+}
+
+/**
+ * Runs `body` once per kubectl under test, each inside `describe(\`${title}: kubectl ${version}\`)`;
+ * when Debian's 1.20 is not on this machine, a skipped case says so instead of its suite.
+ */
+export function describeEachKubectl(title: string, body: (k: Kubectl) => void): void {
+  const { present, missingDebianKubectl } = kubectlsUnderTest();
+  for (const k of present) describe(`${title}: kubectl ${k.version} (${k.gitVersion})`, () => body(k));
+  if (missingDebianKubectl) {
+    describe(`${title}: kubectl ${DEBIAN_KUBECTL_VERSION}`, () => {
+      it(`runs this file's kubectl cases with kubectl ${DEBIAN_KUBECTL_VERSION}`, { skip: missingDebianKubectl }, () => undefined);
+    });
+  }
 }

@@ -1,14 +1,15 @@
 /**
  * Workloads end to end: Deployments and ReplicaSets driving real pods on real Docker through stock
  * kubectl, and garbage collection in every propagation mode. Each case would fail without the
- * behaviour it names.
+ * behaviour it names. Rollouts and scaling run once with each kubectl under test (PATH's and
+ * Debian's 1.20).
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
 import { APPS, type Deployment, type ReplicaSet } from '../../src/registry/kinds/apps.js';
-import { startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { describeEachKubectl, startCluster, TEST_IMAGE, waitFor, type Cluster, type Kubectl } from './harness.js';
 
 const ROLLOUT_TIMEOUT = '180s';
 
@@ -125,10 +126,10 @@ async function getOrUndefined<T extends KubeObject>(c: Cluster, res: typeof APPS
   }
 }
 
-describe('workloads on real Docker', () => {
+describeEachKubectl('workloads on real Docker through kubectl', (k: Kubectl) => {
   let c: Cluster;
   before(async () => {
-    c = await startCluster({ agents: ['wl'] });
+    c = (await startCluster({ agents: ['wl'] })).forKubectl(k);
   });
   after(async () => {
     await c?.stop();
@@ -206,6 +207,49 @@ describe('workloads on real Docker', () => {
     const scale = (await c.kubectl(['get', '--raw', '/apis/apps/v1/namespaces/default/deployments/scaled/scale'])).stdout;
     assert.deepEqual(JSON.parse(scale).spec, { replicas: 2 });
     await c.kubectl(['delete', 'deployment', 'scaled', '--wait=false']);
+  });
+
+
+  it('DaemonSet and StatefulSet: `rollout status`, `history` and `undo`', { timeout: 300_000 }, async () => {
+    const setYaml = (kind: 'DaemonSet' | 'StatefulSet', name: string, version: string) => `apiVersion: apps/v1
+kind: ${kind}
+metadata: {name: ${name}}
+spec:
+${kind === 'StatefulSet' ? `  serviceName: ${name}\n  replicas: 1\n` : ''}  selector: {matchLabels: {app: ${name}}}
+  template:
+    metadata: {labels: {app: ${name}}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers:
+      - name: main
+        image: ${TEST_IMAGE}
+        command: ["sleep", "3600"]
+        env: [{name: VERSION, value: "${version}"}]
+`;
+    const sets = [['DaemonSet', 'daemonset/dset', 'dset'], ['StatefulSet', 'statefulset/sset', 'sset']] as const;
+    for (const [kind, ref, name] of sets) {
+      await c.kubectl(['apply', '-f', '-'], { input: setYaml(kind, name, '1') });
+      await c.kubectl(['rollout', 'status', ref, `--timeout=${ROLLOUT_TIMEOUT}`]);
+      await c.kubectl(['apply', '-f', '-'], { input: setYaml(kind, name, '2') });
+      await c.kubectl(['rollout', 'status', ref, `--timeout=${ROLLOUT_TIMEOUT}`]);
+      await waitFor(async () => (await podsOf(c, name)).filter(isReady).map(versionOf).join() === '2', 120_000, `${name} at VERSION=2`);
+      const history = (await c.kubectl(['rollout', 'history', ref])).stdout;
+      assert.match(history, /^1\s[\s\S]*^2\s/m, `${kind} history: ${history}`);
+      assert.match((await c.kubectl(['rollout', 'undo', ref])).stdout, /rolled back/);
+      await c.kubectl(['rollout', 'status', ref, `--timeout=${ROLLOUT_TIMEOUT}`]);
+      await waitFor(async () => (await podsOf(c, name)).filter(isReady).map(versionOf).join() === '1', 120_000, `${name} back at VERSION=1`);
+      await c.kubectl(['delete', ref, '--wait=false']);
+    }
+  });
+});
+
+describe('workloads on real Docker: garbage collection', () => {
+  let c: Cluster;
+  before(async () => {
+    c = await startCluster({ agents: ['wl'] });
+  });
+  after(async () => {
+    await c?.stop();
   });
 
   it('cascading delete: background removes everything after the owner, foreground before it, orphan leaves dependents running', { timeout: 400_000 }, async () => {

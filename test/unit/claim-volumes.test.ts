@@ -89,6 +89,12 @@ describe('claim volumes', () => {
     assert.deepEqual([...volumes.keys()].sort(), ['berth-pvc-ns-busy', 'berth-pvc-ns-live', 'berth-pvc-ns-other-cluster', 'berth-pvc-ns-other-node']);
   });
 
+  it('keeps the volume of a claim that exists but that no pod on this node uses (the node may not read it)', async () => {
+    const { docker, volumes } = fakeDocker([{ Name: 'berth-pvc-ns-a', Mountpoint: '/a', Labels: { 'berth.claim': 'ns/a', 'berth.claim-uid': 'u', 'berth.claim-cluster': 'c1', 'berth.claim-node': 'n1' } }]);
+    assert.deepEqual(await removeOrphanClaimVolumes({ docker, nodeName: 'n1', clusterId: 'c1', claimUidOf: async () => null }), []);
+    assert.equal(volumes.size, 1);
+  });
+
   it('removes nothing when the claims cannot be read', async () => {
     const { docker, volumes } = fakeDocker([{ Name: 'berth-pvc-ns-a', Mountpoint: '/a', Labels: { 'berth.claim': 'ns/a', 'berth.claim-uid': 'u', 'berth.claim-cluster': 'c1', 'berth.claim-node': 'n1' } }]);
     await assert.rejects(removeOrphanClaimVolumes({ docker, nodeName: 'n1', clusterId: 'c1', claimUidOf: async () => Promise.reject(new Error('connection refused')) }), /connection refused/);

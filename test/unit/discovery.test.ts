@@ -165,7 +165,8 @@ describe('legacy discovery', () => {
     assert.equal(groups.kind, 'APIGroupList');
     assert.deepEqual(
       groups.groups.map((g) => g.name),
-      ['example.com', 'apps'],
+      // policy and autoscaling: the kinds of pods/eviction and deployments/scale, listed as the apiserver lists them
+      ['example.com', 'apps', 'policy', 'autoscaling'],
     );
     const example = groups.groups[0];
     assert.deepEqual(example?.versions, [
@@ -173,7 +174,18 @@ describe('legacy discovery', () => {
       { groupVersion: 'example.com/v1beta1', version: 'v1beta1' },
     ]);
     assert.deepEqual(example?.preferredVersion, { groupVersion: 'example.com/v1', version: 'v1' });
-    assert.deepEqual(apiGroupList(BUILTIN_RESOURCES.filter((r) => r.group === '')).groups, []);
+    assert.deepEqual(apiGroupList([]).groups, []);
+  });
+
+  it('/apis lists policy/v1 because pods/eviction takes a policy/v1 Eviction (kubectl 1.20 drain evicts only then)', () => {
+    const core = BUILTIN_RESOURCES.filter((r) => r.group === '');
+    const policy = apiGroupList(core).groups.find((g) => g.name === 'policy');
+    assert.deepEqual(policy?.preferredVersion, { groupVersion: 'policy/v1', version: 'v1' });
+    assert.equal(apiGroup('policy', core)?.name, 'policy');
+    assert.equal(servesGroupVersion('policy', 'v1', core), true);
+    assert.deepEqual(groupResourceList('policy', 'v1', core).resources, []);
+    const aggregated = aggregatedDiscovery(core, 'apis').items.find((g) => g.metadata.name === 'policy');
+    assert.deepEqual(aggregated?.versions.map((v) => [v.version, v.resources.length]), [['v1', 0]]);
   });
 
   it('/apis/<group> and /apis/<group>/<version>', () => {
@@ -237,7 +249,7 @@ describe('aggregatedDiscovery', () => {
     const doc = aggregatedDiscovery(MIXED, 'apis');
     assert.deepEqual(
       doc.items.map((g) => g.metadata.name),
-      ['example.com', 'apps'],
+      ['example.com', 'apps', 'policy', 'autoscaling'],
     );
     assert.deepEqual(
       doc.items[0]?.versions.map((v) => v.version),
@@ -269,7 +281,7 @@ describe('aggregatedDiscovery', () => {
     const doc = aggregatedDiscovery(BUILTIN_RESOURCES, 'api');
     const names = doc.items[0]?.versions[0]?.resources.map((r) => r.resource) ?? [];
     for (const plural of ['pods', 'nodes', 'namespaces']) assert.ok(names.includes(plural), plural);
-    assert.deepEqual(aggregatedDiscovery(BUILTIN_RESOURCES, 'apis').items, []);
+    assert.deepEqual(aggregatedDiscovery(BUILTIN_RESOURCES, 'apis').items.map((g) => g.metadata.name), ['policy']);
   });
 
   it('registerSubresource teaches new subresources', () => {

@@ -25,6 +25,7 @@ import { chooseProtocol, exitStatus } from '../../agent/server/remote-command.js
 import type { Pod } from '../../src/api/types.js';
 import { ensurePki, issueNodeServingCert } from '../../src/auth/pki.js';
 import { proxyUpgrade } from '../../src/server/agent-proxy.js';
+import { spdyUpgrade, type TestSpdyClient } from './spdy-client.js';
 import { logContainerID, pickContainer } from '../../src/server/pod-streams.js';
 
 const log = pino({ level: 'silent' });
@@ -227,7 +228,7 @@ describe('agent endpoint', () => {
     assert.deepEqual(execs.at(-1), { command: ['cat'], stdin: true, stdout: true, stderr: true, tty: false });
   });
 
-  it('refuses upgrades without the secret, with an old subprotocol, or as SPDY', async () => {
+  it('refuses upgrades without the secret, with an old subprotocol, or in another protocol', async () => {
     const refused = (ws: WebSocket) =>
       new Promise<number>((resolve) => {
         ws.on('unexpected-response', (_req, res) => {
@@ -241,21 +242,73 @@ describe('agent endpoint', () => {
     assert.equal(await refused(openExec({ token: 'wrong' })), 401);
     assert.equal(await refused(openExec({ token: SECRET, protocols: ['channel.k8s.io'] })), 400);
     assert.equal(await refused(openExec({ token: SECRET, query: 'stdout=true' })), 400, 'no command');
-    const spdy = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const other = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = https.request(
-        { host: '127.0.0.1', port, method: 'POST', path: '/exec/default/web/c?command=id&stdout=true', ca, servername: NODE, headers: { authorization: `Bearer ${SECRET}`, connection: 'Upgrade', upgrade: 'SPDY/3.1', 'x-stream-protocol-version': 'v4.channel.k8s.io' } },
+        { host: '127.0.0.1', port, method: 'POST', path: '/exec/default/web/c?command=id&stdout=true', ca, servername: NODE, headers: { authorization: `Bearer ${SECRET}`, connection: 'Upgrade', upgrade: 'h2c' } },
         (res) => {
           let body = '';
           res.on('data', (d: Buffer) => (body += d.toString()));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
         },
       );
-      req.on('upgrade', () => reject(new Error('SPDY must not be upgraded')));
+      req.on('upgrade', () => reject(new Error('h2c must not be upgraded')));
       req.on('error', reject);
       req.end();
     });
-    assert.equal(spdy.status, 400);
-    assert.match(spdy.body, /SPDY is not/);
+    assert.equal(other.status, 400);
+    assert.match(other.body, /websocket or SPDY\/3\.1/);
+  });
+
+  const spdyExec = (headers: Record<string, string | string[]>, query = 'command=cat&stdin=true&stdout=true&stderr=true') =>
+    spdyUpgrade({ host: '127.0.0.1', port, path: `/exec/default/web/c?${query}`, tls: { ca, servername: NODE }, headers: { authorization: `Bearer ${SECRET}`, ...headers } });
+
+  /** kubectl's v4 session: error stream first, then stdin/stdout/stderr; stdin's FIN is EOF. */
+  const runSpdySession = async (client: TestSpdyClient, input: string[]) => {
+    const error = await client.open({ streamtype: ['error'] });
+    const stdin = await client.open({ streamtype: ['stdin'] });
+    const stdout = await client.open({ streamtype: ['stdout'] });
+    const stderr = await client.open({ streamtype: ['stderr'] });
+    for (const chunk of input) await client.send(stdin, Buffer.from(chunk));
+    await client.send(stdin, Buffer.alloc(0), true);
+    await client.closed;
+    return { error, stdin, stdout, stderr };
+  };
+
+  it('runs an exec session over SPDY/3.1: v4 negotiated, streams replied, stdin EOF, exit code in the error stream', async () => {
+    const r = await spdyExec({ 'x-stream-protocol-version': ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io', 'channel.k8s.io'] });
+    assert.ok(r.upgraded, `not upgraded: ${JSON.stringify(r)}`);
+    assert.equal(r.headers['x-stream-protocol-version'], 'v4.channel.k8s.io');
+    assert.match(String(r.headers.upgrade), /^SPDY\/3\.1$/);
+    const c = r.client;
+    await c.ping(1);
+    const ids = await runSpdySession(c, ['hello ', 'spdy']);
+    assert.deepEqual(c.pings, [1], 'a client PING is echoed');
+    for (const id of Object.values(ids)) assert.ok(c.streams.get(id)!.replied, `stream ${id} replied`);
+    assert.equal(c.text(ids.stdout), 'hello spdy');
+    assert.equal(c.text(ids.stderr), 'read 10\n');
+    const status = JSON.parse(c.text(ids.error)) as { status: string; reason: string; details: { causes: Array<{ reason: string; message: string }> } };
+    assert.equal(status.reason, 'NonZeroExitCode');
+    assert.deepEqual(status.details.causes, [{ reason: 'ExitCode', message: '7' }]);
+    for (const id of [ids.error, ids.stdout, ids.stderr]) assert.ok(c.streams.get(id)!.fin, `stream ${id} half-closed by the server`);
+    assert.ok(c.goAway, 'the session ends with GOAWAY');
+  });
+
+  it('refuses SPDY clients offering only protocols without exit codes, and unknown stream types', async () => {
+    const old = await spdyExec({ 'x-stream-protocol-version': ['v3.channel.k8s.io', 'channel.k8s.io'] });
+    assert.ok(!old.upgraded);
+    assert.equal(old.status, 403);
+    assert.match(old.body, /unable to negotiate protocol.*server accepts \[v4\.channel\.k8s\.io\]/);
+
+    const r = await spdyExec({ 'x-stream-protocol-version': 'v4.channel.k8s.io' }, 'command=cat&stdin=true&stdout=true');
+    assert.ok(r.upgraded);
+    const bogus = await r.client.open({ streamtype: ['bogus'] });
+    const error = await r.client.open({ streamtype: ['error'] });
+    // FIN on the SYN_STREAM itself: stdin is empty.
+    await r.client.open({ streamtype: ['stdin'] }, true);
+    const stdout = await r.client.open({ streamtype: ['stdout'] });
+    await r.client.closed;
+    assert.ok(r.client.streams.get(bogus)!.reset, 'an unknown stream type is reset');
+    assert.ok(r.client.streams.get(error)!.fin && r.client.streams.get(stdout)!.fin);
   });
 
   it('is reached through the control plane proxy: spliced after a 101, refused and closed otherwise', async () => {
@@ -286,6 +339,16 @@ describe('agent endpoint', () => {
         req.end();
       });
       assert.match(raw, /^500 close .*rejected the control plane's credential/);
+
+      // SPDY through the same proxy (what kubectl before 1.30 speaks): spliced like WebSocket.
+      const spdy = await spdyUpgrade({ host: '127.0.0.1', port: frontPort, path: '/?command=cat&stdin=true&stdout=true&stderr=true', headers: { 'x-stream-protocol-version': 'v4.channel.k8s.io' } });
+      assert.ok(spdy.upgraded);
+      assert.equal(spdy.headers['x-stream-protocol-version'], 'v4.channel.k8s.io');
+      const big = 'z'.repeat(300_000);
+      const ids = await runSpdySession(spdy.client, [big.slice(0, 150_000), big.slice(150_000)]);
+      assert.equal(spdy.client.text(ids.stdout).length, big.length, 'all output arrives, the end included');
+      assert.equal(spdy.client.text(ids.stderr), `read ${big.length}\n`);
+      assert.match(spdy.client.text(ids.error), /"ExitCode","message":"7"/);
     } finally {
       front.close();
     }

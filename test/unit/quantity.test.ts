@@ -197,6 +197,20 @@ describe('formatQuantity (canonical form)', () => {
     ['-1.5', '-1500m'],
     ['1000E', '1000E'],
     ['1e21', '1e21'],
+    // apimachinery's TestQuantityParseEmit, each also negated
+    ['1024Mi', '1Gi'],
+    ['1000M', '1G'],
+    ['.001Ki', '1024m'],
+    ['.000001Ki', '1024u'],
+    ['.000000001Ki', '1024n'],
+    ['.000000000001Ki', '2n'],
+    ['-1024Mi', '-1Gi'],
+    ['-1000M', '-1G'],
+    ['-.001Ki', '-1024m'],
+    ['-.000000000001Ki', '-2n'],
+    ['1024Ki', '1Mi'],
+    ['100M', '100M'],
+    ['1000m', '1'],
   ];
   for (const [input, expected] of cases) {
     it(`${input} → ${expected}`, () => assert.equal(canonicalizeQuantity(input), expected));

@@ -33,7 +33,7 @@ describe('registry', () => {
   it('fills server metadata and defaults on create, and refuses a duplicate', async () => {
     const { registry } = await fresh();
     const p = (await registry.create(PODS, 'default', pod('a'))) as Pod;
-    assert.equal(p.metadata.generation, 1);
+    assert.equal(p.metadata.generation, undefined, 'pods have no generation before Kubernetes 1.33');
     assert.equal(p.metadata.creationTimestamp, '2026-01-01T00:00:00Z');
     assert.equal(p.spec.restartPolicy, 'Always');
     assert.equal(p.spec.containers[0]!.imagePullPolicy, 'IfNotPresent');
@@ -42,16 +42,14 @@ describe('registry', () => {
     await assert.rejects(registry.create(PODS, 'nowhere', pod('b')), (e) => reason(e) === 'NotFound');
   });
 
-  it('bumps generation on spec changes only, keeps status on the main resource, and only status on /status', async () => {
+  it('keeps status on the main resource, and only status on /status', async () => {
     const { registry } = await fresh();
     const p = (await registry.create(PODS, 'default', pod('a'))) as Pod;
     const labelled = (await registry.update(PODS, 'default', 'a', { ...p, metadata: { ...p.metadata, labels: { x: 'y' } } })) as Pod;
-    assert.equal(labelled.metadata.generation, 1);
     const imageChanged = structuredClone(labelled);
     imageChanged.spec.containers[0]!.image = 'img:2';
     imageChanged.status = { phase: 'Running' };
     const u = (await registry.update(PODS, 'default', 'a', imageChanged)) as Pod;
-    assert.equal(u.metadata.generation, 2);
     assert.equal(u.status?.phase, 'Pending', 'status is not writable through the main resource');
     const viaStatus = structuredClone(u);
     viaStatus.status = { phase: 'Running' };
@@ -179,5 +177,205 @@ describe('scheduler fit', () => {
     assert.ok(tolerates([{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }], { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }));
     assert.ok(tolerates([{ operator: 'Exists' }], { key: 'anything', effect: 'NoExecute' }));
     assert.ok(!tolerates([{ key: 'dedicated', operator: 'Equal', value: 'cpu' }], { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }));
+  });
+});
+
+const infoOf = (plural: string) => ALL_STRATEGIES.find((s) => s.info.plural === plural)!.info;
+const DEPLOYMENTS = infoOf('deployments');
+const CONFIGMAPS = infoOf('configmaps');
+const PVCS = infoOf('persistentvolumeclaims');
+
+async function withBackend() {
+  const backend = openSqliteBackend({ file: ':memory:' });
+  const registry = new Registry({ backend, clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } });
+  for (const s of ALL_STRATEGIES) registry.register(s);
+  await registry.create(NS, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+  return { registry, backend };
+}
+
+const deployment = (name: string, image = 'img:1'): KubeObject => ({
+  apiVersion: 'apps/v1',
+  kind: 'Deployment',
+  metadata: { name },
+  spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image }] } } },
+});
+const cm = (name: string, extra: Record<string, unknown> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...extra }, data: { k: 'v' } });
+const statusOf = (e: unknown) => ({ code: (e as ApiError).code, reason: (e as ApiError).reason, message: (e as ApiError).message });
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('registry: metadata.generation per kind', () => {
+  it('workloads start at 1 and count spec changes; ConfigMaps, Namespaces and Pods have none', async () => {
+    const { registry } = await withBackend();
+    const d = await registry.create(DEPLOYMENTS, 'default', deployment('web'));
+    assert.equal(d.metadata.generation, 1);
+    const relabelled = await registry.update(DEPLOYMENTS, 'default', 'web', { ...d, metadata: { ...d.metadata, labels: { a: 'b' }, generation: 7 } });
+    assert.equal(relabelled.metadata.generation, 1, 'a client cannot write generation; labels are not spec');
+    const changed = await registry.update(DEPLOYMENTS, 'default', 'web', { ...deployment('web', 'img:2'), metadata: { name: 'web' } });
+    assert.equal(changed.metadata.generation, 2);
+
+    const c = await registry.create(CONFIGMAPS, 'default', cm('c'));
+    assert.equal(c.metadata.generation, undefined);
+    const c2 = await registry.update(CONFIGMAPS, 'default', 'c', { ...c, data: { k: 'w' } });
+    assert.equal(c2.metadata.generation, undefined);
+    const ns = registry.get(NS, undefined, 'default');
+    assert.equal(ns.metadata.generation, undefined);
+  });
+
+  it('marking an object with a generation for deletion bumps it once', async () => {
+    const { registry } = await withBackend();
+    await registry.create(DEPLOYMENTS, 'default', { ...deployment('held'), metadata: { name: 'held', finalizers: ['example.com/hold'] } });
+    const { object } = await registry.delete(DEPLOYMENTS, 'default', 'held');
+    assert.equal(object.metadata.generation, 2);
+    assert.ok(object.metadata.deletionTimestamp);
+    const again = await registry.delete(DEPLOYMENTS, 'default', 'held');
+    assert.equal(again.object.metadata.generation, 2);
+  });
+});
+
+describe('registry: DELETE answers with the deletion resourceVersion', () => {
+  it('an immediate delete returns the revision the watch DELETED event carries', async () => {
+    const { registry } = await withBackend();
+    const created = await registry.create(CONFIGMAPS, 'default', cm('gone'));
+    const events: WatchEvent[] = [];
+    const w = registry.watch(CONFIGMAPS, 'default', { resourceVersion: created.metadata.resourceVersion, onEvent: (e) => events.push(e) });
+    const { object, removed } = await registry.delete(CONFIGMAPS, 'default', 'gone');
+    await settle();
+    w.close();
+    assert.equal(removed, true);
+    assert.equal(events.length, 1);
+    assert.equal(events[0]!.type, 'DELETED');
+    assert.notEqual(object.metadata.resourceVersion, created.metadata.resourceVersion);
+    assert.equal(object.metadata.resourceVersion, events[0]!.object.metadata.resourceVersion);
+    assert.equal(object.metadata.resourceVersion, String(registry.currentRevision()));
+  });
+
+  it('removing the last finalizer of a terminating object returns the deletion revision too', async () => {
+    const { registry } = await withBackend();
+    await registry.create(CONFIGMAPS, 'default', cm('fin', { finalizers: ['example.com/x'] }));
+    const marked = (await registry.delete(CONFIGMAPS, 'default', 'fin')).object;
+    assert.equal(marked.metadata.resourceVersion, String(registry.currentRevision()), 'graceful: the updated object');
+    const released = await registry.update(CONFIGMAPS, 'default', 'fin', { ...marked, metadata: { ...marked.metadata, finalizers: [] } });
+    assert.equal(released.metadata.resourceVersion, String(registry.currentRevision()));
+    assert.notEqual(released.metadata.resourceVersion, marked.metadata.resourceVersion);
+  });
+});
+
+describe('registry: quantities are stored in canonical form', () => {
+  it('pods: container and init container resources and emptyDir sizeLimit; unquoted numbers become strings', async () => {
+    const { registry } = await withBackend();
+    const p = (await registry.create(PODS, 'default', {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'q' },
+      spec: {
+        containers: [{ name: 'c', image: 'img:1', resources: { requests: { cpu: '0.0001', memory: '1.5Gi' }, limits: { cpu: 1 as unknown as string, memory: '1536Mi' } } }],
+        initContainers: [{ name: 'i', image: 'img:1', resources: { requests: { cpu: '0.5', memory: '1024Ki' } } }],
+        volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '1000M' } }],
+      },
+    } as unknown as Pod)) as Pod;
+    const c = p.spec.containers[0]!.resources!;
+    assert.deepEqual(c.requests, { cpu: '100u', memory: '1536Mi' });
+    assert.deepEqual(c.limits, { cpu: '1', memory: '1536Mi' });
+    assert.deepEqual(p.spec.initContainers![0]!.resources!.requests, { cpu: '500m', memory: '1Mi' });
+    assert.equal((p.spec.volumes![0] as unknown as { emptyDir: { sizeLimit: string } }).emptyDir.sizeLimit, '1G');
+  });
+
+  it('pod templates of workloads and PVC requests', async () => {
+    const { registry } = await withBackend();
+    const d = deployment('tpl');
+    (d.spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources = { requests: { cpu: '1000m' } };
+    const stored = await registry.create(DEPLOYMENTS, 'default', d);
+    assert.equal((stored.spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources!.requests!.cpu, '1');
+    const claim = await registry.create(PVCS, 'default', { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '0.5Gi' } } } });
+    assert.equal((claim.spec as { resources: { requests: { storage: string } } }).resources.requests.storage, '512Mi');
+    // Re-writing the same value in another spelling is not a spec change.
+    const same = await registry.update(DEPLOYMENTS, 'default', 'tpl', { ...d, metadata: { name: 'tpl' } });
+    const again = structuredClone(same);
+    (again.spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources = { requests: { cpu: '1' } };
+    assert.equal((await registry.update(DEPLOYMENTS, 'default', 'tpl', again)).metadata.generation, 1);
+  });
+});
+
+describe('registry: resourceVersion semantics for get, list and watch', () => {
+  it('list: unset and "0" read the latest state, NotOlderThan too, Exact (or paging) the state at that revision', async () => {
+    const { registry } = await withBackend();
+    const first = await registry.create(CONFIGMAPS, 'default', cm('one'));
+    await registry.create(CONFIGMAPS, 'default', cm('two'));
+    const rv = first.metadata.resourceVersion!;
+    const names = (l: { items: KubeObject[] }) => l.items.map((i) => i.metadata.name);
+    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default')), ['one', 'two']);
+    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: '0' })), ['one', 'two']);
+    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: rv })), ['one', 'two'], 'unset match without limit is NotOlderThan');
+    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, resourceVersionMatch: 'NotOlderThan' })), ['one', 'two']);
+    const exact = registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, resourceVersionMatch: 'Exact' });
+    assert.deepEqual(names(exact), ['one']);
+    assert.equal(exact.metadata.resourceVersion, rv);
+    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, limit: 10 })), ['one'], 'paging with a resourceVersion is Exact');
+  });
+
+  it('a resourceVersion newer than the store is 504 "Too large resource version" for get, list and watch', async () => {
+    const { registry } = await withBackend();
+    await registry.create(CONFIGMAPS, 'default', cm('one'));
+    const future = String(registry.currentRevision() + 10);
+    const expected = { code: 504, reason: 'Timeout', message: `Too large resource version: ${future}, current: ${registry.currentRevision()}` };
+    assert.throws(() => registry.list(CONFIGMAPS, 'default', { resourceVersion: future, resourceVersionMatch: 'NotOlderThan' }), (e) => (assert.deepEqual(statusOf(e), expected), true));
+    assert.throws(() => registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: future }), (e) => (assert.deepEqual(statusOf(e), expected), true));
+    assert.throws(() => registry.watch(CONFIGMAPS, 'default', { resourceVersion: future, sendInitialEvents: true, onEvent: () => {} }), (e) => (assert.deepEqual(statusOf(e), expected), true));
+  });
+
+  it('compacted: an exact list is 410 "too old"; an expired continue is 410 with a token that goes on at the latest state', async () => {
+    const { registry, backend } = await withBackend();
+    const a = await registry.create(CONFIGMAPS, 'default', cm('a'));
+    await registry.create(CONFIGMAPS, 'default', cm('b'));
+    await registry.create(CONFIGMAPS, 'default', cm('c'));
+    const page = registry.list(CONFIGMAPS, 'default', { limit: 1 });
+    assert.ok(page.metadata.continue);
+    await registry.update(CONFIGMAPS, 'default', 'c', { ...cm('c'), data: { k: 'changed' } });
+    backend.compact(backend.currentRevision());
+    assert.throws(
+      () => registry.list(CONFIGMAPS, 'default', { resourceVersion: a.metadata.resourceVersion, resourceVersionMatch: 'Exact' }),
+      (e) => (assert.deepEqual(statusOf(e), { code: 410, reason: 'Expired', message: 'The resourceVersion for the provided list is too old.' }), true),
+    );
+    let token: string | undefined;
+    assert.throws(
+      () => registry.list(CONFIGMAPS, 'default', { limit: 1, continue: page.metadata.continue }),
+      (e) => {
+        const status = (e as ApiError).toStatus();
+        assert.equal(status.code, 410);
+        assert.match(status.message!, /^The provided continue parameter is too old to display a consistent list result\. You can start a new list without the continue parameter, or use the continue token in this response/);
+        token = (status.metadata as { continue?: string }).continue;
+        return true;
+      },
+    );
+    assert.ok(token, 'the Status carries a continue token');
+    const rest = registry.list(CONFIGMAPS, 'default', { continue: token });
+    assert.deepEqual(rest.items.map((i) => [i.metadata.name, i.data]), [['b', { k: 'v' }], ['c', { k: 'changed' }]]);
+  });
+
+  it('watch: unset/"0" start with ADDED for what exists, an exact revision only with later changes, sendInitialEvents=false with none', async () => {
+    const { registry } = await withBackend();
+    const first = await registry.create(CONFIGMAPS, 'default', cm('one'));
+    await registry.create(CONFIGMAPS, 'default', cm('two', { labels: { pick: 'yes' } }));
+    const collect = (opts: Partial<Parameters<Registry['watch']>[2]>) => {
+      const events: string[] = [];
+      let end: number | undefined;
+      const w = registry.watch(CONFIGMAPS, 'default', { ...opts, onEvent: (e) => events.push(`${e.type} ${e.object.metadata.name}`), onInitialEventsEnd: (rv) => (end = rv) });
+      return { events, close: () => w.close(), end: () => end };
+    };
+    const unset = collect({});
+    const zero = collect({ resourceVersion: '0', labelSelector: 'pick=yes' });
+    const exact = collect({ resourceVersion: first.metadata.resourceVersion });
+    const none = collect({ sendInitialEvents: false });
+    const initial = collect({ sendInitialEvents: true, resourceVersion: first.metadata.resourceVersion });
+    await registry.create(CONFIGMAPS, 'default', cm('three'));
+    await settle();
+    assert.deepEqual(unset.events, ['ADDED one', 'ADDED two', 'ADDED three']);
+    assert.deepEqual(zero.events, ['ADDED two']);
+    assert.deepEqual(exact.events, ['ADDED two', 'ADDED three']);
+    assert.deepEqual(none.events, ['ADDED three']);
+    assert.deepEqual(initial.events, ['ADDED one', 'ADDED two', 'ADDED three']);
+    assert.equal(initial.end(), registry.currentRevision() - 1, 'the initial events end at the revision they were read at');
+    assert.equal(unset.end(), undefined, 'only sendInitialEvents=true marks the end');
+    for (const w of [unset, zero, exact, none, initial]) w.close();
   });
 });

@@ -65,7 +65,7 @@ describe('sqlite backend: key semantics', () => {
 
       throwsStorage(() => s.delete('/a', 1), 'Conflict');
       const deleted = s.delete('/a', 2);
-      assert.deepEqual(deleted, a2, 'delete returns the value as it was');
+      assert.deepEqual(deleted, { ...a2, modRevision: 3 }, 'delete returns the value as it was, at the deletion revision');
       assert.equal(s.currentRevision(), 3);
       assert.equal(s.get('/a'), undefined);
       throwsStorage(() => s.delete('/a'), 'NotFound');
@@ -111,7 +111,7 @@ describe('sqlite backend: key semantics', () => {
     }
   });
 
-  test('a disk-full failure is StorageError Failed and leaves no partial record', () => {
+  test('a disk-full failure is StorageError NoSpace and leaves no partial record', () => {
     const file = tempDbFile();
     const s = openSqliteBackend({ file, logger: silent, maxSizeBytes: 256 * 1024 });
     let failedAt = -1;
@@ -121,7 +121,7 @@ describe('sqlite backend: key semantics', () => {
         try {
           s.create(`/full/${i}`, chunk);
         } catch (err) {
-          assert.ok(err instanceof StorageError && err.code === 'Failed', String(err));
+          assert.ok(err instanceof StorageError && err.code === 'NoSpace', String(err));
           failedAt = i;
           break;
         }
@@ -527,5 +527,101 @@ describe('sqlite backend: compaction and restart', () => {
     } finally {
       raw.close();
     }
+  });
+});
+
+describe('sqlite backend: file permissions', () => {
+  test('the database and its WAL are readable by the owner only, also when an older file was 0644', () => {
+    const file = tempDbFile();
+    const b = open(file);
+    b.create('/registry/core/configmaps/default/a', '{"data":1}');
+    const mode = (f: string) => (fs.statSync(f).mode & 0o777).toString(8);
+    assert.equal(mode(file), '600');
+    assert.equal(mode(`${file}-wal`), '600');
+    b.close();
+    fs.chmodSync(file, 0o644);
+    const reopened = open(file);
+    reopened.create('/registry/core/configmaps/default/b', '{"data":2}');
+    assert.equal(mode(file), '600');
+    for (const f of [`${file}-wal`, `${file}-shm`]) if (fs.existsSync(f)) assert.equal(mode(f), '600', f);
+    reopened.close();
+  });
+});
+
+describe('sqlite backend: NOSPACE alarm', () => {
+  // max_page_count fills the store the way a full disk does (SQLITE_FULL), without a filesystem to fill.
+  const capped = () => openSqliteBackend({ file: tempDbFile(), logger: silent, maxSizeBytes: 2 * 1024 * 1024 });
+  const value = (i: number) => JSON.stringify({ i, pad: 'p'.repeat(100_000) });
+
+  test('once full: creates and updates are refused with NoSpace, reads and deletes work, and writes resume after deletes', () => {
+    const b = capped();
+    let stored = 0;
+    let refused: StorageError | undefined;
+    for (; stored < 100; stored++) {
+      try {
+        b.create(`/registry/core/configmaps/default/c${stored}`, value(stored));
+      } catch (err) {
+        refused = err as StorageError;
+        break;
+      }
+    }
+    assert.ok(refused instanceof StorageError && refused.code === 'NoSpace', `expected NoSpace after ${stored} creates, got ${String(refused)}`);
+    assert.match(refused.message, /database space exceeded/);
+    assert.ok(stored >= 5, `only ${stored} values fit`);
+    assert.equal(b.spaceAlarm(), true);
+    const first = b.get('/registry/core/configmaps/default/c0')!;
+    assert.equal(JSON.parse(first.value).i, 0);
+    throwsStorage(() => b.update(first.key, '{"small":true}', first.modRevision), 'NoSpace');
+    throwsStorage(() => b.create('/registry/core/configmaps/default/tiny', '{}'), 'NoSpace');
+    assert.equal(b.list('/registry/core/configmaps/').items.length, stored);
+
+    const revisionBefore = b.currentRevision();
+    for (let i = 0; i < stored && b.spaceAlarm(); i++) b.delete(`/registry/core/configmaps/default/c${i}`);
+    assert.equal(b.spaceAlarm(), false, 'deleting every value did not clear the alarm');
+    assert.ok(b.currentRevision() > revisionBefore);
+    const created = b.create('/registry/core/configmaps/default/after', value(-1));
+    assert.equal(b.get('/registry/core/configmaps/default/after')!.modRevision, created.modRevision);
+    b.close();
+  });
+
+  test('a delete that itself meets the full store raises the alarm and still succeeds', () => {
+    const file = tempDbFile();
+    const opts = { file, maxSizeBytes: 256 * 1024 };
+    const filler = openSqliteBackend({ ...opts, logger: silent });
+    let n = 0;
+    // Small rows fill every page to the brim, so a tombstone needs a new page.
+    for (; n < 10_000; n++) {
+      try {
+        filler.create(`/registry/core/configmaps/default/s${String(n).padStart(5, '0')}`, JSON.stringify({ n, pad: 'q'.repeat(900) }));
+      } catch (err) {
+        assert.ok(err instanceof StorageError && err.code === 'NoSpace', String(err));
+        break;
+      }
+    }
+    filler.close();
+    // Top up the last bits of room inside existing pages with tiny rows, so that any insert needs a new page.
+    const raw = new Database(file);
+    raw.pragma(`max_page_count = ${raw.pragma('page_count', { simple: true }) as number}`);
+    const pad = raw.prepare("INSERT INTO kv (name, created, deleted, create_revision, prev_revision, value) VALUES (?, 1, 0, 0, 0, '')");
+    for (let i = 0; i < 100_000; i++) {
+      try {
+        pad.run(`/pad/${i}`);
+      } catch (err) {
+        assert.equal((err as { code?: string }).code, 'SQLITE_FULL', String(err));
+        break;
+      }
+    }
+    raw.close();
+    // A fresh process on the full store: no alarm yet, so the delete is the first write to meet SQLITE_FULL.
+    const warnings: string[] = [];
+    const logger = { warn: (_o: object, msg?: string) => void warnings.push(msg ?? ''), info: () => {} };
+    const b = openSqliteBackend({ ...opts, logger });
+    assert.equal(b.spaceAlarm(), false);
+    const key = `/registry/core/configmaps/default/s${String(n - 1).padStart(5, '0')}`;
+    const deleted = b.delete(key);
+    assert.equal(JSON.parse(deleted.value).n, n - 1);
+    assert.equal(b.get(key), undefined);
+    assert.ok(warnings.some((w) => w.startsWith('storage alarm NOSPACE raised')), `the delete did not meet a full store: ${JSON.stringify(warnings)}`);
+    b.close();
   });
 });

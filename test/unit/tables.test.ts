@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ContainerStatus, KubeObject, Node, Pod } from '../../src/api/types.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
+import { renderTable, tableRowRenderer } from '../../src/server/kubectl-routes.js';
 import {
   ageSince,
   columnProviderFor,
@@ -447,5 +448,16 @@ describe('toTable', () => {
       ['Name', 0], ['Replicas', 0], ['Ready', 0], ['First', 1], ['Names', 0], ['Missing', 0], ['Age', 0],
     ]);
     assert.deepEqual(provider.cells(obj, { now: NOW }), ['w', 3, 'True', 'a', 'a,b', null, '120m']);
+  });
+});
+
+describe('renderTable (the HTTP layer\'s Table responses)', () => {
+  const nsInfo = BUILTIN_RESOURCES.find((r) => r.kind === 'Namespace')!;
+  const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'lab', resourceVersion: '7', creationTimestamp: new Date().toISOString() } } as KubeObject;
+
+  it('stamps the Table version the client asked for: meta.k8s.io/v1beta1 to a client that only takes v1beta1', () => {
+    assert.equal((renderTable(nsInfo, ns, {}) as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1');
+    assert.equal((renderTable(nsInfo, ns, {}, 'v1beta1') as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1beta1');
+    assert.equal((tableRowRenderer(nsInfo, {}, 'v1beta1')(ns) as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1beta1');
   });
 });

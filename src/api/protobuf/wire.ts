@@ -1,8 +1,9 @@
 /**
- * A generic reader for the protobuf wire format: splits one message's bytes into (field number,
- * wire type, payload) records without knowing the schema. Schema-aware conversion lives in
- * decode.ts. Every malformed input raises WireFormatError; nothing here allocates more than the
- * input holds, so hostile bytes cost at most one pass.
+ * The protobuf wire format without a schema. Reading: splits one message's bytes into (field
+ * number, wire type, payload) records; schema-aware conversion lives in decode.ts. Every malformed
+ * input raises WireFormatError; nothing here allocates more than the input holds, so hostile bytes
+ * cost at most one pass. Writing: MessageWriter appends fields in proto3 form and nests messages
+ * without copying them until the final bytes are taken.
  */
 
 /** The encodings a field's payload can have on the wire. Groups (3, 4) are obsolete and refused. */
@@ -104,4 +105,90 @@ export function readPacked(bytes: Uint8Array, elementWireType: WireType): Array<
     else throw new WireFormatError('only scalar fields can be packed');
   }
   return out;
+}
+
+const utf8 = new TextEncoder();
+
+/**
+ * Builds one message's bytes field by field. Nested messages are other writers whose parts are
+ * adopted, not copied, so a deep document is concatenated exactly once, in finish(). Scalars at
+ * their proto3 default are the caller's choice to skip (oneof members must still be written).
+ */
+export class MessageWriter {
+  private readonly parts: Uint8Array[] = [];
+  private length = 0;
+
+  /** Bytes written so far. */
+  get byteLength(): number {
+    return this.length;
+  }
+
+  private push(bytes: Uint8Array): void {
+    this.parts.push(bytes);
+    this.length += bytes.length;
+  }
+
+  private pushVarint(value: bigint): void {
+    let v = BigInt.asUintN(64, value);
+    const out: number[] = [];
+    do {
+      let byte = Number(v & 0x7fn);
+      v >>= 7n;
+      if (v !== 0n) byte |= 0x80;
+      out.push(byte);
+    } while (v !== 0n);
+    this.push(Uint8Array.from(out));
+  }
+
+  private tag(field: number, wireType: WireType): void {
+    this.pushVarint((BigInt(field) << 3n) | BigInt(wireType));
+  }
+
+  /** A varint field (int32/int64/uint64/bool/enum); negative numbers take ten bytes, as protobuf's int64 does. */
+  varint(field: number, value: number | bigint | boolean): this {
+    this.tag(field, WIRE_TYPE.varint);
+    this.pushVarint(typeof value === 'boolean' ? (value ? 1n : 0n) : BigInt(value));
+    return this;
+  }
+
+  /** A `double` field: 8 bytes little-endian. */
+  double(field: number, value: number): this {
+    this.tag(field, WIRE_TYPE.fixed64);
+    const bytes = new Uint8Array(8);
+    new DataView(bytes.buffer).setFloat64(0, value, true);
+    this.push(bytes);
+    return this;
+  }
+
+  /** A `bytes` field. */
+  bytes(field: number, value: Uint8Array): this {
+    this.tag(field, WIRE_TYPE.lengthDelimited);
+    this.pushVarint(BigInt(value.length));
+    this.push(value);
+    return this;
+  }
+
+  /** A `string` field, UTF-8 encoded. */
+  string(field: number, value: string): this {
+    return this.bytes(field, utf8.encode(value));
+  }
+
+  /** An embedded message field; an empty message is still written (it marks the field as set). */
+  message(field: number, value: MessageWriter): this {
+    this.tag(field, WIRE_TYPE.lengthDelimited);
+    this.pushVarint(BigInt(value.length));
+    for (const part of value.parts) this.push(part);
+    return this;
+  }
+
+  /** The message's bytes. */
+  finish(): Uint8Array {
+    const out = new Uint8Array(this.length);
+    let offset = 0;
+    for (const part of this.parts) {
+      out.set(part, offset);
+      offset += part.length;
+    }
+    return out;
+  }
 }

@@ -119,6 +119,6 @@ export const MUTATING_WEBHOOKS = info('MutatingWebhookConfiguration', 'mutatingw
 export const VALIDATING_WEBHOOKS = info('ValidatingWebhookConfiguration', 'validatingwebhookconfigurations');
 
 export const ADMISSIONREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [
-  { info: MUTATING_WEBHOOKS, hasStatus: false, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, true) },
-  { info: VALIDATING_WEBHOOKS, hasStatus: false, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, false) },
+  { info: MUTATING_WEBHOOKS, hasStatus: false, generation: true, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, true) },
+  { info: VALIDATING_WEBHOOKS, hasStatus: false, generation: true, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, false) },
 ];

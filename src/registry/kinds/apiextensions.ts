@@ -82,6 +82,7 @@ function validateCRD(crd: CustomResourceDefinition): FieldError[] {
 export const crdStrategy: KindStrategy<CustomResourceDefinition> = {
   info: CRD_RESOURCE,
   hasStatus: true,
+  generation: true,
   applyDefaults(crd) {
     const n = crd.spec?.names;
     if (n && typeof n === 'object') {
@@ -142,6 +143,7 @@ export function customResourceStrategy(crd: CustomResourceDefinition): KindStrat
   return {
     info,
     hasStatus: info.subresources.includes('status'),
+    generation: true,
     ...(scale ? { scalePaths: scale } : {}),
     applyDefaults(obj) {
       applySchema(obj as Record<string, unknown>, schema);

@@ -239,6 +239,7 @@ function selectorImmutable(obj: { spec: { selector?: unknown } }, old: { spec: {
 export const daemonSetStrategy: KindStrategy<DaemonSet> = {
   info: DAEMONSET_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(ds) {
     if (!isRecord(ds.spec)) return;
     ds.spec.revisionHistoryLimit ??= 10;
@@ -263,6 +264,7 @@ export const daemonSetStrategy: KindStrategy<DaemonSet> = {
 export const statefulSetStrategy: KindStrategy<StatefulSet> = {
   info: STATEFULSET_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(sts) {
     if (!isRecord(sts.spec)) return;
     const spec = sts.spec;

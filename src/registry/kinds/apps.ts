@@ -340,6 +340,7 @@ function validateSelectorImmutable(obj: { spec: { selector?: unknown } }, old: {
 export const replicaSetStrategy: KindStrategy<ReplicaSet> = {
   info: REPLICASET_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(rs) {
     if (!isRecord(rs.spec)) return;
     rs.spec.replicas ??= 1;
@@ -353,6 +354,7 @@ export const replicaSetStrategy: KindStrategy<ReplicaSet> = {
 export const deploymentStrategy: KindStrategy<Deployment> = {
   info: DEPLOYMENT_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(d) {
     if (!isRecord(d.spec)) return;
     const spec = d.spec;

@@ -160,6 +160,9 @@ export const JOB_INFO: ResourceInfo = {
 export const CRONJOB_INFO: ResourceInfo = {
   group: 'batch',
   version: 'v1',
+  // batch/v1beta1 is the same object under another apiVersion, as the apiserver served it from 1.21
+  // to 1.24: kubectl ≤ 1.20 knows CronJob only as v1beta1, so `create job --from` needs it.
+  servedVersions: ['v1', 'v1beta1'],
   kind: 'CronJob',
   listKind: 'CronJobList',
   plural: 'cronjobs',
@@ -448,6 +451,7 @@ export function validateCronJob(cj: CronJob): FieldError[] {
 export const jobStrategy: KindStrategy<Job> = {
   info: JOB_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(job) {
     if (!isRecord(job.spec)) return;
     const templateLabels = isRecord(job.spec.template) && isRecord(job.spec.template.metadata) ? job.spec.template.metadata.labels : undefined;
@@ -466,6 +470,7 @@ export const jobStrategy: KindStrategy<Job> = {
 export const cronJobStrategy: KindStrategy<CronJob> = {
   info: CRONJOB_INFO,
   hasStatus: true,
+  generation: true,
   applyDefaults(cj) {
     if (!isRecord(cj.spec)) return;
     const spec = cj.spec;

@@ -1,0 +1,145 @@
+/**
+ * Owns the Node authorizer's graph: which objects each node may reach because a pod bound to it uses
+ * them (as Kubernetes' node authorizer graph, with the pod → node edge and the secret, configmap,
+ * persistentvolumeclaim and serviceaccount → pod edges). It is an index kept from a watch on pods,
+ * so an authorization decision is two map lookups, allowed or refused alike. The index is as current
+ * as the store for every request: the store delivers watch events in a microtask right after the
+ * commit, and a request is handled in an I/O callback, which runs only after pending microtasks —
+ * so a pod written by one request is indexed before the next request is authorized.
+ */
+import type { Pod } from '../api/types.js';
+import type { Registry } from '../registry/registry.js';
+
+/** The kinds a pod reaches, by their resource (plural) name. */
+export type NodeReachableResource = 'pods' | 'secrets' | 'configmaps' | 'persistentvolumeclaims' | 'serviceaccounts';
+
+/** `<resource>/<namespace>/<name>`, the index's key. */
+export function reachKey(resource: NodeReachableResource, namespace: string, name: string): string {
+  return `${resource}/${namespace}/${name}`;
+}
+
+/**
+ * Every object the pod reaches, keys as reachKey makes them: the pod itself, its service account, and
+ * each Secret, ConfigMap and PersistentVolumeClaim its spec names (volumes, projections, env, envFrom,
+ * image pull secrets, volume plugins' secret references, generic ephemeral volumes' claims).
+ */
+export function podReferences(pod: Pod): string[] {
+  const ns = pod.metadata.namespace ?? 'default';
+  const refs = new Set<string>();
+  const add = (resource: NodeReachableResource, name: unknown) => {
+    if (typeof name === 'string' && name) refs.add(reachKey(resource, ns, name));
+  };
+  add('pods', pod.metadata.name);
+  const spec = pod.spec as unknown as Record<string, unknown> & { volumes?: Array<Record<string, any>>; imagePullSecrets?: Array<{ name?: string }> };
+  add('serviceaccounts', spec.serviceAccountName ?? spec.serviceAccount ?? 'default');
+  for (const s of spec.imagePullSecrets ?? []) add('secrets', s?.name);
+  for (const v of spec.volumes ?? []) {
+    if (!v || typeof v !== 'object') continue;
+    add('secrets', v.secret?.secretName);
+    add('configmaps', v.configMap?.name);
+    add('persistentvolumeclaims', v.persistentVolumeClaim?.claimName);
+    if (v.ephemeral) add('persistentvolumeclaims', `${pod.metadata.name}-${v.name}`);
+    for (const source of (v.projected?.sources ?? []) as Array<Record<string, any>>) {
+      add('secrets', source?.secret?.name);
+      add('configmaps', source?.configMap?.name);
+    }
+    // Volume plugins that take credentials from a Secret in the pod's namespace.
+    add('secrets', v.azureFile?.secretName);
+    for (const plugin of ['cephfs', 'cinder', 'flexVolume', 'rbd', 'scaleIO', 'iscsi', 'storageos']) add('secrets', v[plugin]?.secretRef?.name);
+    add('secrets', v.csi?.nodePublishSecretRef?.name);
+  }
+  const containers = [...((spec.initContainers ?? []) as unknown[]), ...((spec.containers ?? []) as unknown[]), ...((spec.ephemeralContainers ?? []) as unknown[])] as Array<Record<string, any>>;
+  for (const c of containers) {
+    for (const from of (c?.envFrom ?? []) as Array<Record<string, any>>) {
+      add('configmaps', from?.configMapRef?.name);
+      add('secrets', from?.secretRef?.name);
+    }
+    for (const e of (c?.env ?? []) as Array<Record<string, any>>) {
+      add('configmaps', e?.valueFrom?.configMapKeyRef?.name);
+      add('secrets', e?.valueFrom?.secretKeyRef?.name);
+    }
+  }
+  return [...refs];
+}
+
+export interface NodeGraphOptions {
+  registry: Registry;
+}
+
+interface IndexedPod {
+  nodeName: string;
+  refs: string[];
+}
+
+/** What node → reachable objects the cluster's pods imply; start() before the first lookup, stop() to end the watch. */
+export class NodeGraph {
+  /** `namespace/name` → the pod's node and references, for pods bound to a node */
+  private readonly pods = new Map<string, IndexedPod>();
+  /** node → reach key → how many of its pods reach it */
+  private readonly reach = new Map<string, Map<string, number>>();
+  private watch: { close(): void } | undefined;
+
+  constructor(private readonly opts: NodeGraphOptions) {}
+
+  /** Indexes the pods that exist now (synchronously) and follows every later change. */
+  start(): void {
+    if (this.watch) return;
+    const info = this.opts.registry.lookup('', 'pods')?.info;
+    if (!info) return;
+    this.watch = this.opts.registry.watch(info, undefined, {
+      onEvent: (ev) => {
+        const pod = ev.object as Pod;
+        const key = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+        if (ev.type === 'DELETED') this.remove(key);
+        else this.put(key, pod);
+      },
+    });
+  }
+
+  stop(): void {
+    this.watch?.close();
+    this.watch = undefined;
+  }
+
+  /** Does a pod bound to `nodeName` reach the object? False for everything until start(). */
+  reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean {
+    return (this.reach.get(nodeName)?.get(reachKey(resource, namespace, name)) ?? 0) > 0;
+  }
+
+  /** Is the object stored at all (whoever may read it)? */
+  exists(resource: NodeReachableResource, namespace: string, name: string): boolean {
+    const info = this.opts.registry.lookup('', resource)?.info;
+    if (!info) return false;
+    try {
+      this.opts.registry.get(info, namespace, name);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private put(key: string, pod: Pod): void {
+    this.remove(key);
+    const nodeName = pod.spec?.nodeName;
+    if (!nodeName) return;
+    const refs = podReferences(pod);
+    this.pods.set(key, { nodeName, refs });
+    let counts = this.reach.get(nodeName);
+    if (!counts) this.reach.set(nodeName, (counts = new Map()));
+    for (const r of refs) counts.set(r, (counts.get(r) ?? 0) + 1);
+  }
+
+  private remove(key: string): void {
+    const old = this.pods.get(key);
+    if (!old) return;
+    this.pods.delete(key);
+    const counts = this.reach.get(old.nodeName);
+    if (!counts) return;
+    for (const r of old.refs) {
+      const n = (counts.get(r) ?? 0) - 1;
+      if (n > 0) counts.set(r, n);
+      else counts.delete(r);
+    }
+    if (!counts.size) this.reach.delete(old.nodeName);
+  }
+}

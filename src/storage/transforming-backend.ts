@@ -1,0 +1,145 @@
+/**
+ * A Backend that transforms values between the registry and the store, keyed by storage key — where
+ * kube-apiserver applies encryption at rest. Values under keys with a transformer are written in
+ * their stored (encrypted) form and read back in plain form, including in watch events, conflict
+ * reports and deleted values; keys without one pass through untouched. Revisions, keys and the rest
+ * of the Backend contract are the inner store's.
+ */
+import {
+  StorageError,
+  type Backend,
+  type KeyValue,
+  type ListOptions,
+  type ListResult,
+  type StoreEvent,
+  type Watcher,
+  type WatchOptions,
+} from './backend.js';
+import type { ValueTransformer } from './encryption.js';
+
+export interface TransformingBackendOptions {
+  inner: Backend;
+  /** the transformer for a key, or undefined to store its value as is; called often, so keep it cheap */
+  transformerFor: (key: string) => ValueTransformer | undefined;
+}
+
+export class TransformingBackend implements Backend {
+  private readonly inner: Backend;
+  private readonly transformerFor: (key: string) => ValueTransformer | undefined;
+
+  constructor(opts: TransformingBackendOptions) {
+    this.inner = opts.inner;
+    this.transformerFor = opts.transformerFor;
+  }
+
+  currentRevision(): number {
+    return this.inner.currentRevision();
+  }
+
+  compactedRevision(): number {
+    return this.inner.compactedRevision();
+  }
+
+  get(key: string): KeyValue | undefined {
+    const kv = this.inner.get(key);
+    return kv && this.reveal(kv);
+  }
+
+  list(prefix: string, opts?: ListOptions): ListResult {
+    const result = this.inner.list(prefix, opts);
+    return { ...result, items: result.items.map((kv) => this.reveal(kv)) };
+  }
+
+  count(prefix: string): number {
+    return this.inner.count(prefix);
+  }
+
+  create(key: string, value: string): KeyValue {
+    const kv = this.passErrors(() => this.inner.create(key, this.conceal(key, value)));
+    return { ...kv, value };
+  }
+
+  update(key: string, value: string, expectedRevision: number): KeyValue {
+    const kv = this.passErrors(() => this.inner.update(key, this.conceal(key, value), expectedRevision));
+    return { ...kv, value };
+  }
+
+  delete(key: string, expectedRevision?: number): KeyValue {
+    return this.reveal(this.passErrors(() => this.inner.delete(key, expectedRevision)));
+  }
+
+  watch(prefix: string, opts: WatchOptions): Watcher {
+    return this.inner.watch(prefix, {
+      fromRevision: opts.fromRevision,
+      onEvent: (ev) => opts.onEvent(this.revealEvent(ev)),
+    });
+  }
+
+  compact(revision: number): void {
+    this.inner.compact(revision);
+  }
+
+  close(): void {
+    this.inner.close();
+  }
+
+  /** the store underneath (for storage metrics and tests that inspect stored forms) */
+  get innerBackend(): Backend {
+    return this.inner;
+  }
+
+  private conceal(key: string, value: string): string {
+    const t = this.transformerFor(key);
+    if (!t) return value;
+    try {
+      return t.toStorage(value, key);
+    } catch (err) {
+      throw transformFailure(`cannot encrypt the value of ${key}`, err);
+    }
+  }
+
+  private reveal(kv: KeyValue): KeyValue {
+    const t = this.transformerFor(kv.key);
+    // A tombstone-derived value can be empty; there is nothing to open.
+    if (!t || kv.value === '') return kv;
+    try {
+      return { ...kv, value: t.fromStorage(kv.value, kv.key) };
+    } catch (err) {
+      throw transformFailure(`cannot read ${kv.key}`, err);
+    }
+  }
+
+  private revealEvent(ev: StoreEvent): StoreEvent {
+    if (!this.transformerFor(ev.kv.key)) return ev;
+    // Events are shared and frozen by the inner fan-out; each watcher gets its own plain copy.
+    const out: StoreEvent = { type: ev.type, kv: this.reveal(ev.kv) };
+    if (ev.prev) out.prev = this.reveal(ev.prev);
+    return out;
+  }
+
+  /** Errors that carry the current value (AlreadyExists, Conflict) must not hand out its stored form. */
+  private passErrors<T>(fn: () => T): T {
+    try {
+      return fn();
+    } catch (err) {
+      if (err instanceof StorageError && err.current) {
+        let current: KeyValue | undefined;
+        try {
+          current = this.reveal(err.current);
+        } catch {
+          current = undefined;
+        }
+        const e = new StorageError(err.code, err.message, current);
+        e.cause = err.cause;
+        throw e;
+      }
+      throw err;
+    }
+  }
+}
+
+function transformFailure(message: string, cause: unknown): StorageError {
+  const e = new StorageError('Failed', `${message}: ${cause instanceof Error ? cause.message : String(cause)}`);
+  e.cause = cause;
+  return e;
+}
