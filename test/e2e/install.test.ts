@@ -230,6 +230,11 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
 
   it('the installed unit files pass systemd-analyze verify', async () => {
     const units = ['berth-server.service', 'berth-agent.service'].map((u) => path.join(dirs.units, u));
+    // A fresh machine has no systemd-analyze until something installs it; install it the way
+    // check-packaging.sh does, so this test does not depend on running after that one.
+    const lib = path.join(REPO_ROOT, 'scripts', 'lib.sh');
+    const ensured = await run('bash', ['-c', '. "$1" && berth_ensure_tool systemd-analyze systemd', 'ensure-tool', lib], INSTALL_TIMEOUT_MS);
+    assert.equal(ensured.code, 0, `systemd-analyze is missing and could not be installed: ${ensured.output}`);
     const r = await run('systemd-analyze', ['verify', ...units], 60_000);
     assert.equal(r.code, 0, r.output);
     assert.doesNotMatch(r.output, /berth-(server|agent)\.service/, r.output);
