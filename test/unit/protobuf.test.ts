@@ -509,12 +509,14 @@ async function recordingServer(): Promise<{ url: string; requests: Captured[]; c
   };
 }
 
-async function kubectlAvailable(): Promise<boolean> {
+/** The minor version of the kubectl on PATH; undefined when there is none. */
+async function kubectlMinor(): Promise<number | undefined> {
   try {
-    await execFileP('kubectl', ['version', '--client'], { timeout: 20_000 });
-    return true;
+    const { stdout } = await execFileP('kubectl', ['version', '--client', '-o', 'json'], { timeout: 20_000 });
+    const minor = Number.parseInt(String((JSON.parse(stdout) as { clientVersion?: { minor?: string } }).clientVersion?.minor), 10);
+    return Number.isFinite(minor) ? minor : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -545,8 +547,15 @@ describe('bodies captured from the real kubectl', () => {
   ];
 
   it('decodes what kubectl create sends to the same object kubectl renders as JSON', async (t) => {
-    if (!(await kubectlAvailable())) {
+    const minor = await kubectlMinor();
+    if (minor === undefined) {
       t.skip('kubectl is not installed');
+      return;
+    }
+    // This recording server answers no discovery, which kubectl 1.20 needs before any create, and 1.20
+    // posts CronJobs to batch/v1beta1; its typed creates against Berth itself are in test/e2e/kubectl.test.ts.
+    if (minor < 21) {
+      t.skip(`needs kubectl >= 1.21 on PATH (found 1.${minor}): kubectl 1.20 needs discovery before a create`);
       return;
     }
     const server = await recordingServer();
