@@ -104,6 +104,16 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
     assert.equal((await c.kubectl(['logs', '-l', 'run=talker', '--tail=1'])).stdout, 'second\n');
   });
 
+  it('typed creates of ConfigMaps and Secrets (sent as protobuf) are stored as written', async () => {
+    await c.kubectl(['create', 'configmap', 'typed', '--from-literal=a=1', '--from-literal=b=two words']);
+    await c.kubectl(['create', 'secret', 'generic', 'typed', '--from-literal=password=hunter2']);
+    const cm = JSON.parse((await c.kubectl(['get', 'configmap', 'typed', '-o', 'json'])).stdout) as { data: Record<string, string> };
+    assert.deepEqual(cm.data, { a: '1', b: 'two words' });
+    const secret = JSON.parse((await c.kubectl(['get', 'secret', 'typed', '-o', 'json'])).stdout) as { data: Record<string, string> };
+    assert.equal(Buffer.from(secret.data.password ?? '', 'base64').toString(), 'hunter2');
+    await c.kubectl(['delete', 'configmap/typed', 'secret/typed']);
+  });
+
   it('explain, set env, rollout pause|resume|restart and wait on a Deployment', async () => {
     assert.match((await c.kubectl(['explain', 'deployment.spec.replicas'])).stdout, /FIELD:\s+replicas <integer>/);
     await c.kubectl(['create', 'deployment', 'tool', '--image=berth/busybox:test', '--', 'sleep', '3600']);
