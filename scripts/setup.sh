@@ -193,6 +193,9 @@ docker_version="$(berth_docker version --format '{{.Server.Version}}' 2>/dev/nul
 kubectl_version="$(kubectl version --client 2>/dev/null || true)"
 kubectl_version="$(berth_first_line "$kubectl_version")"
 kubectl_version="${kubectl_version#Client Version: }"
+# kubectl before 1.28 prints a Go struct: version.Info{Major:"1", …, GitVersion:"v1.20.2", …}
+git_version_field='GitVersion:"([^"]+)"'
+if [[ "$kubectl_version" =~ $git_version_field ]]; then kubectl_version="${BASH_REMATCH[1]}"; fi
 echo
 echo "Berth setup done in ${elapsed}s"
 echo "  node     $(node --version)"
