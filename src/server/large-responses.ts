@@ -14,7 +14,8 @@ import type { FastifyReply } from 'fastify';
 export const RESPONSE_SLICE_BYTES = 64 * 1024;
 
 export function sendJsonBytes(reply: FastifyReply, code: number, bytes: Buffer): FastifyReply {
-  void reply.code(code).type('application/json').header('content-length', String(bytes.length));
+  // The same header fastify gives the JSON it serializes itself.
+  void reply.code(code).type('application/json; charset=utf-8').header('content-length', String(bytes.length));
   if (bytes.length <= RESPONSE_SLICE_BYTES) return reply.send(bytes);
   // A pull stream: Readable.from asks for the next slice only when the consumer (the socket, through
   // pipe) wants more, so backpressure reaches all the way here. Slices share the buffer's memory.
