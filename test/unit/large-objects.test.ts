@@ -10,7 +10,7 @@ import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { SerializedObjectCache } from '../../src/registry/serialized-objects.js';
 import { buildApp } from '../../src/server/app.js';
-import { RESPONSE_SLICE_BYTES } from '../../src/server/large-responses.js';
+import { RESPONSE_SLICE_BYTES, SlicedBody, TurnScheduler } from '../../src/server/large-responses.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const info = (plural: string) => BUILTIN_RESOURCES.find((r) => r.plural === plural)!;
@@ -95,6 +95,39 @@ describe('registry getSerialized', () => {
     assert.notEqual(registry.getSerialized(PODS, 'default', 'small'), a);
     assert.deepEqual(JSON.parse(a.toString('utf8')), registry.get(PODS, 'default', 'small'));
     assert.throws(() => registry.getSerialized(PODS, 'default', 'nope'), (e: { reason?: string }) => e.reason === 'NotFound');
+  });
+});
+
+describe('large response slicing', () => {
+  const turn = () => new Promise((r) => setImmediate(r));
+
+  it('runs at most its quota of jobs per event-loop turn, in arrival order, the rest on later turns', async () => {
+    const scheduler = new TurnScheduler(3);
+    const ran: number[] = [];
+    for (let i = 0; i < 7; i++) scheduler.enqueue(() => ran.push(i));
+    assert.deepEqual(ran, [], 'nothing runs synchronously');
+    await turn();
+    assert.deepEqual(ran, [0, 1, 2]);
+    await turn();
+    assert.deepEqual(ran, [0, 1, 2, 3, 4, 5]);
+    await turn();
+    assert.deepEqual(ran, [0, 1, 2, 3, 4, 5, 6]);
+  });
+
+  it('gives a body back whole, one slice per request, and stops producing once destroyed', async () => {
+    const bytes = Buffer.alloc(RESPONSE_SLICE_BYTES * 2 + 10, 'x');
+    const chunks: Buffer[] = [];
+    for await (const c of new SlicedBody(bytes, new TurnScheduler(1))) chunks.push(c as Buffer);
+    assert.deepEqual(chunks.map((c) => c.length), [RESPONSE_SLICE_BYTES, RESPONSE_SLICE_BYTES, 10]);
+    assert.ok(Buffer.concat(chunks).equals(bytes));
+
+    const scheduler = new TurnScheduler(1);
+    const body = new SlicedBody(bytes, scheduler);
+    body.read(0); // asks for the first slice; it is produced on the next turn
+    body.destroy();
+    await turn();
+    await turn();
+    assert.equal(body.readableLength, 0);
   });
 });
 
