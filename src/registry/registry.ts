@@ -122,7 +122,8 @@ export class Registry {
    */
   getSerialized(info: ResourceInfo, namespace: string | undefined, name: string): Buffer {
     const key = keyOf(info, namespace, name);
-    const revision = this.backend.modRevisionOf?.(key);
+    // Only a key already held is worth the index lookup; small objects go straight to the read.
+    const revision = this.serialized.holds(key) ? this.backend.modRevisionOf?.(key) : undefined;
     const held = revision === undefined ? undefined : this.serialized.get(key, revision);
     if (held) return held;
     const kv = this.backend.get(key);

@@ -34,6 +34,11 @@ export class SerializedObjectCache {
     return valueLength >= this.opts.minBytes && valueLength <= this.opts.maxBytes;
   }
 
+  /** whether some revision of the key is held */
+  holds(key: string): boolean {
+    return this.entries.has(key);
+  }
+
   /** the bytes for exactly this revision of the key, if held */
   get(key: string, modRevision: number): Buffer | undefined {
     const entry = this.entries.get(key);

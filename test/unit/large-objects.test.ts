@@ -41,6 +41,8 @@ describe('serialized object cache', () => {
     const a = Buffer.alloc(40, 'a');
     cache.set('/a', 5, a);
     assert.equal(cache.get('/a', 5), a);
+    assert.equal(cache.holds('/a'), true);
+    assert.equal(cache.holds('/b'), false);
     assert.equal(cache.get('/a', 6), undefined);
     cache.set('/b', 1, Buffer.alloc(40, 'b'));
     cache.get('/a', 5); // /a is now the most recently used
