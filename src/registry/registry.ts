@@ -11,6 +11,7 @@ import { builtinPatchSchema } from '../api/patch.js';
 import { recordUpdate } from './field-manager.js';
 import { parseResourceVersion, tooLargeResourceVersion, type ResourceVersionMatch } from './list-options.js';
 import { canonicalizeQuantities } from '../api/quantity-fields.js';
+import { SerializedObjectCache } from './serialized-objects.js';
 
 export interface Clock {
   now(): number;
@@ -90,6 +91,7 @@ export class Registry {
   private readonly clock: Clock;
   private readonly strategies = new Map<string, KindStrategy>();
   private admission: Admission | undefined;
+  private readonly serialized = new SerializedObjectCache();
 
   constructor(opts: RegistryOptions) {
     this.backend = opts.backend;
@@ -130,6 +132,24 @@ export class Registry {
     const kv = this.backend.get(keyOf(info, namespace, name));
     if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
     return decode(info, kv);
+  }
+
+  /**
+   * `get`'s answer as JSON bytes, what a GET without any transformation sends. A large object is
+   * serialized once per revision and shared by every reader until it changes (serialized-objects.ts).
+   */
+  getSerialized(info: ResourceInfo, namespace: string | undefined, name: string): Buffer {
+    const key = keyOf(info, namespace, name);
+    // Only a key already held is worth the index lookup; small objects go straight to the read.
+    const revision = this.serialized.holds(key) ? this.backend.modRevisionOf?.(key) : undefined;
+    const held = revision === undefined ? undefined : this.serialized.get(key, revision);
+    if (held) return held;
+    const kv = this.backend.get(key);
+    if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
+    const bytes = Buffer.from(JSON.stringify(decode(info, kv)));
+    if (this.serialized.keeps(kv.value.length)) this.serialized.set(key, kv.modRevision, bytes);
+    else this.serialized.drop(key);
+    return bytes;
   }
 
   list(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): KubeList {

@@ -10,6 +10,7 @@ import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
 import { resolveResourcePath } from './request-path.js';
 import { handleResourceRequest } from './resource-handlers.js';
+import { sendJsonBytes } from './large-responses.js';
 import { registerPodStreams } from './pod-streams.js';
 import { serveWatch } from './watch-stream.js';
 import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFTER_SECONDS, type ConnectionLimits } from '../net/connection-hygiene.js';
@@ -147,6 +148,10 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         render: table ? tableRowRenderer(target.info, query, table) : version === target.info.version ? undefined : asVersion,
       });
       return;
+    }
+    // A plain GET of one object is sent as stored: serialized once per revision, written with backpressure.
+    if (req.method === 'GET' && target.name !== undefined && !target.subresource && !table && version === target.info.version) {
+      return sendJsonBytes(reply, 200, opts.registry.getSerialized(target.info, target.namespace, target.name));
     }
     const result = await handleResourceRequest(opts.registry, {
       method: req.method,

@@ -84,6 +84,12 @@ export interface Backend {
   compactedRevision(): number;
 
   get(key: string): KeyValue | undefined;
+  /**
+   * The live key's modRevision without reading its value (undefined when absent or deleted). Lets
+   * readers that keep a serialized copy per revision skip reading a large value that has not changed.
+   * Optional: without it, callers read the value with `get`.
+   */
+  modRevisionOf?(key: string): number | undefined;
   list(prefix: string, opts?: ListOptions): ListResult;
   count(prefix: string): number;
 

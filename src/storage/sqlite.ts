@@ -203,6 +203,16 @@ export class SqliteBackend implements Backend {
     });
   }
 
+  modRevisionOf(key: string): number | undefined {
+    return this.guard('get', () => {
+      // Answered from the (name, id) index alone: the value column, possibly megabytes, is not read.
+      const row = this.statement('SELECT id, deleted FROM kv WHERE name = ? ORDER BY id DESC LIMIT 1').get(key) as
+        | { id: number; deleted: number }
+        | undefined;
+      return row && !row.deleted ? row.id : undefined;
+    });
+  }
+
   list(prefix: string, opts: ListOptions = {}): ListResult {
     return this.guard('list', () => {
       const revision = this.readableRevision(opts.revision);

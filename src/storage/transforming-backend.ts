@@ -40,6 +40,11 @@ export class TransformingBackend implements Backend {
     return this.inner.compactedRevision();
   }
 
+  /** A revision needs no opening: it comes from the inner store's index. */
+  modRevisionOf(key: string): number | undefined {
+    return this.inner.modRevisionOf ? this.inner.modRevisionOf(key) : this.inner.get(key)?.modRevision;
+  }
+
   get(key: string): KeyValue | undefined {
     const kv = this.inner.get(key);
     return kv && this.reveal(kv);

@@ -1,0 +1,83 @@
+/**
+ * Sending response bodies that are already JSON bytes, in a way large ones cannot stall the server.
+ *
+ * `end(buffer)` on a TLS socket encrypts the whole body in one go on the event loop and queues all
+ * of the ciphertext in memory, however slowly the client reads: for a 1.4 MB object that is
+ * milliseconds of blocking per response and a second full copy per slow reader. A large body is
+ * instead written a slice at a time, the next slice only when the socket has drained the last.
+ *
+ * Many large responses at once would still encrypt one slice each in the same event-loop turn, so
+ * slices are handed out by one scheduler, a few per turn, round robin: whatever the number of large
+ * responses in flight, other requests wait for at most that many slices before they are read.
+ * A client that stops reading only stops asking for slices; it holds up no one else.
+ */
+import { Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
+
+/** Bodies up to this size go out in one write; larger ones in slices of this size. */
+export const RESPONSE_SLICE_BYTES = 64 * 1024;
+/** Slices written per event-loop turn across all large responses (≈ 0.1 ms of encryption each). */
+export const SLICES_PER_TURN = 4;
+
+export function sendJsonBytes(reply: FastifyReply, code: number, bytes: Buffer): FastifyReply {
+  // The same header fastify gives the JSON it serializes itself.
+  void reply.code(code).type('application/json; charset=utf-8').header('content-length', String(bytes.length));
+  if (bytes.length <= RESPONSE_SLICE_BYTES) return reply.send(bytes);
+  return reply.send(new SlicedBody(bytes, sliceTurns));
+}
+
+/**
+ * Runs queued jobs a bounded number per turn, in arrival order; the rest wait for the next turn
+ * (setImmediate, so the I/O that arrived meanwhile — other requests — is handled in between).
+ */
+export class TurnScheduler {
+  private readonly queue: Array<() => void> = [];
+  private scheduled = false;
+
+  constructor(private readonly perTurn: number) {}
+
+  enqueue(job: () => void): void {
+    this.queue.push(job);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(this.runTurn);
+    }
+  }
+
+  private readonly runTurn = (): void => {
+    this.scheduled = false;
+    for (let n = 0; n < this.perTurn && this.queue.length > 0; n++) this.queue.shift()!();
+    if (this.queue.length > 0) {
+      this.scheduled = true;
+      setImmediate(this.runTurn);
+    }
+  };
+}
+
+const sliceTurns = new TurnScheduler(SLICES_PER_TURN);
+
+/**
+ * A pull stream over a buffer: the next slice is produced only when the consumer (the socket,
+ * through pipe) asks for more, and only when the scheduler gives it a turn. Slices share the buffer.
+ */
+export class SlicedBody extends Readable {
+  private offset = 0;
+
+  constructor(
+    private readonly bytes: Buffer,
+    private readonly scheduler: TurnScheduler,
+  ) {
+    // One slice buffered ahead at most: the stream never holds more than the socket asked for.
+    super({ highWaterMark: RESPONSE_SLICE_BYTES });
+  }
+
+  override _read(): void {
+    this.scheduler.enqueue(() => {
+      if (this.destroyed) return;
+      const slice = this.bytes.subarray(this.offset, this.offset + RESPONSE_SLICE_BYTES);
+      this.offset += slice.length;
+      this.push(slice);
+      if (this.offset >= this.bytes.length) this.push(null);
+    });
+  }
+}
