@@ -78,6 +78,8 @@ export class CRDController {
     const crd = this.crds.get(name);
     if (!crd) return;
     if (crd.metadata.deletionTimestamp) return this.cleanUp(crd);
+    // Level-triggered as well: serving does not depend on having seen the event that queued this.
+    this.serve(crd);
     const established = crd.status?.conditions as Array<{ type: string; status: string }> | undefined;
     if (established?.some((c) => c.type === 'Established' && c.status === 'True') && JSON.stringify(crd.status?.acceptedNames) === JSON.stringify(crd.spec.names)) return;
     const now = new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
