@@ -15,7 +15,7 @@ import { TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
-import { CONTROLLER_NAMES } from './controller-names.js';
+import { disabledControllerSet } from './controller-names.js';
 import { ALL_STRATEGIES } from './registry/kinds/index.js';
 import './registry/kinds/apps-sets-presentation.js';
 import { Registry } from './registry/registry.js';
@@ -86,7 +86,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   if (opts.insecureHttp && !isLoopback(bind)) {
     throw new Error(`--insecure-http is only allowed on a loopback address, not ${bind}`);
   }
-  const disabled = validDisabledControllers(opts.disabledControllers ?? []);
+  const disabled = disabledControllerSet(opts.disabledControllers ?? []);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
   const backend = openSqliteBackend({ file: path.join(opts.dataDir, 'state.db'), logger: log.child({ component: 'storage' }) });
@@ -172,15 +172,6 @@ async function ensureSystemNamespaces(registry: Registry): Promise<void> {
   }
 }
 
-
-/** The names given, refused with the valid ones listed when one is not a controller that can be left off. */
-function validDisabledControllers(names: readonly string[]): Set<string> {
-  const known = new Set<string>(CONTROLLER_NAMES);
-  for (const name of names) {
-    if (!known.has(name)) throw new Error(`--disable-controllers: unknown controller "${name}" (choose from ${CONTROLLER_NAMES.join(', ')})`);
-  }
-  return new Set(names);
-}
 
 function isLoopback(addr: string): boolean {
   return addr === 'localhost' || addr === '::1' || addr.startsWith('127.');
