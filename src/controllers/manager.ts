@@ -27,7 +27,8 @@ export type ControllerStage = 'serving' | 'background';
 export interface ControllerRegistration<S = void, N extends string = string> {
   /** its name in --disable-controllers and in logs */
   name: N;
-  build: (ctx: ControllerContext, settings: S) => ManagedController;
+  /** may load the controller's code first (so reading the names costs no controller code) */
+  build: (ctx: ControllerContext, settings: S) => ManagedController | Promise<ManagedController>;
   stage?: ControllerStage;
   /** false: part of the API itself, never left off (default true) */
   canDisable?: boolean;
@@ -72,8 +73,8 @@ export class ControllerManager<S = void> {
 
   /** Add a controller; returns false (and builds nothing) when its name is disabled. */
   register(reg: ControllerRegistration<S>): boolean;
-  register(name: string, build: (ctx: ControllerContext, settings: S) => ManagedController): boolean;
-  register(regOrName: ControllerRegistration<S> | string, build?: (ctx: ControllerContext, settings: S) => ManagedController): boolean {
+  register(name: string, build: ControllerRegistration<S>['build']): boolean;
+  register(regOrName: ControllerRegistration<S> | string, build?: ControllerRegistration<S>['build']): boolean {
     const reg = typeof regOrName === 'string' ? { name: regOrName, build: build! } : regOrName;
     if (this.registrations.some((r) => r.name === reg.name)) throw new Error(`controller ${reg.name} registered twice`);
     if (this.disabled.has(reg.name) && reg.canDisable !== false) return false;
@@ -101,7 +102,9 @@ export class ControllerManager<S = void> {
     for (const r of this.registrations) {
       if (this.started.has(r.name) || (stage && (r.stage ?? 'background') !== stage)) continue;
       this.started.add(r.name);
-      const controller = r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
+      // Built one at a time, in order: handlers added after an informer's first list still get
+      // every cached object replayed, so a controller built later misses nothing.
+      const controller = await r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
       batch.push({ name: r.name, controller });
     }
     this.running.push(...batch);
