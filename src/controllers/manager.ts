@@ -43,8 +43,6 @@ export interface ControllerManagerOptions<S = void> {
   resyncMs?: number;
   /** passed to every factory */
   settings?: S;
-  /** informers to share (default: a new set); tests pass the bench's */
-  informers?: SharedInformers;
 }
 
 /**
@@ -68,7 +66,7 @@ export class ControllerManager<S = void> {
 
   constructor(private readonly opts: ControllerManagerOptions<S>) {
     this.disabled = new Set(opts.disabled ?? []);
-    this.informers = opts.informers ?? new SharedInformers({ client: opts.client, log: opts.log, resyncMs: opts.resyncMs });
+    this.informers = new SharedInformers({ client: opts.client, log: opts.log, resyncMs: opts.resyncMs });
   }
 
   /** Add a controller; returns false (and builds nothing) when its name is disabled. */
@@ -106,8 +104,9 @@ export class ControllerManager<S = void> {
       // every cached object replayed, so a controller built later misses nothing.
       const controller = await r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
       batch.push({ name: r.name, controller });
+      // Running from the moment it exists, so stop() reaches it even if a later build fails.
+      this.running.push({ name: r.name, controller });
     }
-    this.running.push(...batch);
     await this.informers.start();
     for (const r of batch) await r.controller.start();
   }
