@@ -27,8 +27,7 @@ export type ControllerStage = 'serving' | 'background';
 export interface ControllerRegistration<S = void, N extends string = string> {
   /** its name in --disable-controllers and in logs */
   name: N;
-  /** may load the controller's code first (so reading the names costs no controller code) */
-  build: (ctx: ControllerContext, settings: S) => ManagedController | Promise<ManagedController>;
+  build: (ctx: ControllerContext, settings: S) => ManagedController;
   stage?: ControllerStage;
   /** false: part of the API itself, never left off (default true) */
   canDisable?: boolean;
@@ -100,9 +99,7 @@ export class ControllerManager<S = void> {
     for (const r of this.registrations) {
       if (this.started.has(r.name) || (stage && (r.stage ?? 'background') !== stage)) continue;
       this.started.add(r.name);
-      // Built one at a time, in order: handlers added after an informer's first list still get
-      // every cached object replayed, so a controller built later misses nothing.
-      const controller = await r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
+      const controller = r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
       batch.push({ name: r.name, controller });
       // Running from the moment it exists, so stop() reaches it even if a later build fails.
       this.running.push({ name: r.name, controller });

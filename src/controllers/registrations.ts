@@ -2,12 +2,23 @@
  * Every controller the control plane runs, in start order, as registrations for the
  * ControllerManager: the one list both the wiring (src/control-plane.ts) and the names accepted by
  * --disable-controllers (src/controller-names.ts) come from. All of them read the manager's shared
- * informers, so each resource is listed, watched and cached once. Each factory imports its
- * controller when called: the CLI reads the names for every command (the agent's too) without
- * loading any controller code.
+ * informers, so each resource is listed, watched and cached once.
  */
 import type { Registry } from '../registry/registry.js';
+import { CRDController } from './crd/crd-controller.js';
+import { CronJobController } from './cronjob/cronjob-controller.js';
+import { DaemonSetController } from './daemonset/daemonset-controller.js';
+import { DeploymentController } from './deployment/deployment-controller.js';
+import { EventTTLController } from './event-ttl/event-ttl.js';
+import { GarbageCollector } from './gc/garbage-collector.js';
+import { JobController } from './job/job-controller.js';
 import type { ControllerRegistration } from './manager.js';
+import { NamespaceController } from './namespace/namespace-controller.js';
+import { NodeIpamController } from './node-ipam/node-ipam.js';
+import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
+import { ReplicaSetController } from './replicaset/replicaset-controller.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { StatefulSetController } from './statefulset/statefulset-controller.js';
 
 /** What the controllers need from the control plane's configuration. */
 export interface ControllerSettings {
@@ -27,17 +38,17 @@ function controller<N extends string>(reg: ControllerRegistration<ControllerSett
 export const CONTROLLER_REGISTRATIONS = [
   // Serving custom resources is part of the API, not an optional controller: it starts before the
   // server listens (also right after a restart) and cannot be disabled.
-  controller({ name: 'crd', stage: 'serving', canDisable: false, build: async (ctx, s) => new (await import('./crd/crd-controller.js')).CRDController({ ...ctx, registry: s.registry }) }),
-  controller({ name: 'scheduler', build: async (ctx) => new (await import('./scheduler/scheduler.js')).Scheduler(ctx) }),
-  controller({ name: 'node-lifecycle', build: async (ctx, s) => new (await import('./node-lifecycle/node-lifecycle.js')).NodeLifecycleController({ ...ctx, gracePeriodMs: s.nodeGracePeriodMs, monitorPeriodMs: s.nodeMonitorPeriodMs }) }),
-  controller({ name: 'node-ipam', build: async (ctx, s) => new (await import('./node-ipam/node-ipam.js')).NodeIpamController({ ...ctx, clusterCidr: s.clusterCidr, nodeCidrMaskSize: s.nodeCidrMaskSize }) }),
-  controller({ name: 'namespace', build: async (ctx, s) => new (await import('./namespace/namespace-controller.js')).NamespaceController({ ...ctx, resources: () => s.registry.resources() }) }),
-  controller({ name: 'replicaset', build: async (ctx) => new (await import('./replicaset/replicaset-controller.js')).ReplicaSetController(ctx) }),
-  controller({ name: 'deployment', build: async (ctx) => new (await import('./deployment/deployment-controller.js')).DeploymentController(ctx) }),
-  controller({ name: 'garbage-collector', build: async (ctx, s) => new (await import('./gc/garbage-collector.js')).GarbageCollector({ ...ctx, resources: () => s.registry.resources() }) }),
-  controller({ name: 'event-ttl', build: async (ctx, s) => new (await import('./event-ttl/event-ttl.js')).EventTTLController({ ...ctx, ttlMs: s.eventTTLMs }) }),
-  controller({ name: 'job', build: async (ctx, s) => new (await import('./job/job-controller.js')).JobController({ ...ctx, backoffBaseMs: s.jobBackoffBaseMs }) }),
-  controller({ name: 'cronjob', build: async (ctx) => new (await import('./cronjob/cronjob-controller.js')).CronJobController(ctx) }),
-  controller({ name: 'daemonset', build: async (ctx) => new (await import('./daemonset/daemonset-controller.js')).DaemonSetController(ctx) }),
-  controller({ name: 'statefulset', build: async (ctx) => new (await import('./statefulset/statefulset-controller.js')).StatefulSetController(ctx) }),
+  controller({ name: 'crd', stage: 'serving', canDisable: false, build: (ctx, s) => new CRDController({ ...ctx, registry: s.registry }) }),
+  controller({ name: 'scheduler', build: (ctx) => new Scheduler(ctx) }),
+  controller({ name: 'node-lifecycle', build: (ctx, s) => new NodeLifecycleController({ ...ctx, gracePeriodMs: s.nodeGracePeriodMs, monitorPeriodMs: s.nodeMonitorPeriodMs }) }),
+  controller({ name: 'node-ipam', build: (ctx, s) => new NodeIpamController({ ...ctx, clusterCidr: s.clusterCidr, nodeCidrMaskSize: s.nodeCidrMaskSize }) }),
+  controller({ name: 'namespace', build: (ctx, s) => new NamespaceController({ ...ctx, resources: () => s.registry.resources() }) }),
+  controller({ name: 'replicaset', build: (ctx) => new ReplicaSetController(ctx) }),
+  controller({ name: 'deployment', build: (ctx) => new DeploymentController(ctx) }),
+  controller({ name: 'garbage-collector', build: (ctx, s) => new GarbageCollector({ ...ctx, resources: () => s.registry.resources() }) }),
+  controller({ name: 'event-ttl', build: (ctx, s) => new EventTTLController({ ...ctx, ttlMs: s.eventTTLMs }) }),
+  controller({ name: 'job', build: (ctx, s) => new JobController({ ...ctx, backoffBaseMs: s.jobBackoffBaseMs }) }),
+  controller({ name: 'cronjob', build: (ctx) => new CronJobController(ctx) }),
+  controller({ name: 'daemonset', build: (ctx) => new DaemonSetController(ctx) }),
+  controller({ name: 'statefulset', build: (ctx) => new StatefulSetController(ctx) }),
 ] as const;
