@@ -5,7 +5,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { CONTROLLER_NAMES } from './controller-names.js';
 import { NODE_FLAGS } from './node-flags.js';
 
 const HELP: Record<string, string> = {
@@ -24,7 +23,7 @@ Flags:
   --port PORT             HTTPS port (default 6443)
   --bind-address ADDR     listen address (default 0.0.0.0)
   --insecure-http         serve plain HTTP (only allowed with a loopback --bind-address)
-  --disable-controllers L comma-separated controllers to leave off (${CONTROLLER_NAMES.join(', ')})
+  --disable-controllers L comma-separated controllers to leave off ({controllers})
   --node-grace-period S   seconds without heartbeat before a node is Ready=Unknown (default 40)
   --node-monitor-period S how often node heartbeats are checked (default 5)
   --cluster-cidr CIDR     pod addresses of the cluster; each node gets a subnet (default 10.244.0.0/16)
@@ -132,7 +131,8 @@ async function runServer(argv: string[]): Promise<void> {
       help: { type: 'boolean', short: 'h' },
     },
   });
-  if (values.help) return void console.log(HELP.server);
+  // The names come from the controller registrations, which load every controller: only for this help.
+  if (values.help) return void console.log(HELP.server!.replace('{controllers}', (await import('./controller-names.js')).CONTROLLER_NAMES.join(', ')));
   const num = (s: string | undefined, flag: string) => {
     if (s === undefined) return undefined;
     const n = Number(s);

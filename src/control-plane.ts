@@ -4,6 +4,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
+import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
@@ -13,21 +14,9 @@ import type { KubeObject } from './api/types.js';
 import { ensurePki, writeSecret } from './auth/pki.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
-import { DeploymentController } from './controllers/deployment/deployment-controller.js';
-import { DaemonSetController } from './controllers/daemonset/daemonset-controller.js';
-import { StatefulSetController } from './controllers/statefulset/statefulset-controller.js';
-import { EventTTLController } from './controllers/event-ttl/event-ttl.js';
-import { GarbageCollector } from './controllers/gc/garbage-collector.js';
 import { ControllerManager } from './controllers/manager.js';
-import { CronJobController } from './controllers/cronjob/cronjob-controller.js';
-import { JobController } from './controllers/job/job-controller.js';
-import { CRDController } from './controllers/crd/crd-controller.js';
-import { NamespaceController } from './controllers/namespace/namespace-controller.js';
-import { ReplicaSetController } from './controllers/replicaset/replicaset-controller.js';
-import { NodeLifecycleController } from './controllers/node-lifecycle/node-lifecycle.js';
-import { defaultTolerationSeconds } from './controllers/node-lifecycle/default-tolerations.js';
-import { NodeIpamController } from './controllers/node-ipam/node-ipam.js';
-import { Scheduler } from './controllers/scheduler/scheduler.js';
+import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
+import { disabledControllerSet } from './controller-names.js';
 import { ALL_STRATEGIES } from './registry/kinds/index.js';
 import './registry/kinds/apps-sets-presentation.js';
 import { Registry } from './registry/registry.js';
@@ -110,6 +99,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   if (opts.insecureHttp && !isLoopback(bind)) {
     throw new Error(`--insecure-http is only allowed on a loopback address, not ${bind}`);
   }
+  const disabled = disabledControllerSet(opts.disabledControllers ?? []);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
   const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
@@ -137,10 +127,21 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
-  // CRDs are part of serving the API, not an optional controller: their resources must be live
-  // before the first request, also right after a restart.
-  const crdController = new CRDController({ registry, client: new LocalClient(registry), log: log.child({ component: 'crd-controller' }) });
-  await crdController.start();
+  // One manager runs every controller and the scheduler over shared informers. The 'serving' stage
+  // (CRDs: their resources must be live before the first request, also right after a restart)
+  // starts here, before the server listens; the rest start once it does.
+  const settings: ControllerSettings = {
+    registry,
+    clusterCidr: opts.clusterCidr,
+    nodeCidrMaskSize: opts.nodeCidrMaskSize,
+    nodeGracePeriodMs: opts.nodeGracePeriodMs,
+    nodeMonitorPeriodMs: opts.nodeMonitorPeriodMs,
+    eventTTLMs: opts.eventTTLMs,
+    jobBackoffBaseMs: opts.jobBackoffBaseMs,
+  };
+  const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
+  for (const reg of CONTROLLER_REGISTRATIONS) manager.register(reg);
+  await manager.start('serving');
 
   const pki = await ensurePki({ dataDir: opts.dataDir });
   const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
@@ -163,45 +164,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const kubeconfigPath = path.join(opts.dataDir, 'kubeconfig.yaml');
   writeSecret(kubeconfigPath, kubeconfig({ url, caCert: opts.insecureHttp ? undefined : pki.caCert, token: auth.adminToken }));
 
-  const client = new LocalClient(registry);
-  const disabled = new Set(opts.disabledControllers ?? []);
-  const stops: Array<() => Promise<void> | void> = [];
-  if (!disabled.has('scheduler')) {
-    const scheduler = new Scheduler({ client, log: log.child({ component: 'scheduler' }) });
-    await scheduler.start();
-    stops.push(() => scheduler.stop());
-  }
-  if (!disabled.has('node-ipam')) {
-    const ipam = new NodeIpamController({ client, log: log.child({ component: 'node-ipam' }), clusterCidr: opts.clusterCidr, nodeCidrMaskSize: opts.nodeCidrMaskSize });
-    await ipam.start();
-    stops.push(() => ipam.stop());
-  }
-  if (!disabled.has('node-lifecycle')) {
-    const nodeLifecycle = new NodeLifecycleController({ client, log: log.child({ component: 'node-lifecycle' }), gracePeriodMs: opts.nodeGracePeriodMs, monitorPeriodMs: opts.nodeMonitorPeriodMs });
-    await nodeLifecycle.start();
-    stops.push(() => nodeLifecycle.stop());
-  }
-  if (!disabled.has('namespace')) {
-    const namespaces = new NamespaceController({ client, log: log.child({ component: 'namespace-controller' }), resources: () => registry.resources() });
-    await namespaces.start();
-    stops.push(() => namespaces.stop());
-  }
-  if (!disabled.has('event-ttl')) {
-    const eventTTL = new EventTTLController({ client, log: log.child({ component: 'event-ttl' }), ttlMs: opts.eventTTLMs });
-    eventTTL.start();
-    stops.push(() => eventTTL.stop());
-  }
-  // Workload controllers and garbage collection share informers under one manager.
-  const manager = new ControllerManager({ client, log, disabled });
-  manager.register('replicaset', (ctx) => new ReplicaSetController(ctx));
-  manager.register('deployment', (ctx) => new DeploymentController(ctx));
-  manager.register('garbage-collector', (ctx) => new GarbageCollector({ ...ctx, resources: () => registry.resources() }));
-  manager.register('job', (ctx) => new JobController({ ...ctx, backoffBaseMs: opts.jobBackoffBaseMs }));
-  manager.register('cronjob', (ctx) => new CronJobController(ctx));
-  manager.register('daemonset', (ctx) => new DaemonSetController(ctx));
-  manager.register('statefulset', (ctx) => new StatefulSetController(ctx));
-  await manager.start();
-  stops.push(() => manager.stop());
+  await manager.start('background');
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
   return {
@@ -213,8 +176,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     caCert: pki.caCert,
     registry,
     async stop() {
-      for (const s of stops.reverse()) await s();
-      await crdController.stop();
+      await manager.stop();
       await app.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();

@@ -16,57 +16,96 @@ export interface ControllerContext {
   log: Logger;
 }
 
-export interface ControllerManagerOptions {
+/**
+ * When a controller starts: `serving` ones are part of serving the API (CustomResourceDefinitions:
+ * their resources must be live before the first request) and start before the server listens;
+ * `background` ones (the default) start after it.
+ */
+export type ControllerStage = 'serving' | 'background';
+
+/** One controller the manager can run; `S` is what the factory needs besides the context (settings). */
+export interface ControllerRegistration<S = void, N extends string = string> {
+  /** its name in --disable-controllers and in logs */
+  name: N;
+  build: (ctx: ControllerContext, settings: S) => ManagedController;
+  stage?: ControllerStage;
+  /** false: part of the API itself, never left off (default true) */
+  canDisable?: boolean;
+}
+
+export interface ControllerManagerOptions<S = void> {
   client: Client;
   log: Logger;
   /** names (as in --disable-controllers) of controllers to leave off */
   disabled?: Iterable<string>;
   /** periodic resync of the shared informers (default none) */
   resyncMs?: number;
+  /** passed to every factory */
+  settings?: S;
 }
 
 /**
  * Runs a set of named controllers over shared informers, so each resource is listed and watched
  * once however many controllers read it. Controllers are built in registration order (each one
- * registers its informers and handlers in its constructor), then all start together; stop is in
- * reverse order. A disabled name is skipped entirely.
+ * registers its informers and handlers in its constructor), then start together stage by stage;
+ * stop is in reverse order. A disabled name is skipped entirely.
  *
  * ```ts
  * const manager = new ControllerManager({ client, log, disabled: ['deployment'] });
- * manager.register('replicaset', (ctx) => new ReplicaSetController(ctx));
+ * manager.register({ name: 'replicaset', build: (ctx) => new ReplicaSetController(ctx) });
  * await manager.start();
  * ```
  */
-export class ControllerManager {
+export class ControllerManager<S = void> {
   readonly informers: SharedInformers;
   private readonly disabled: Set<string>;
-  private readonly factories: Array<{ name: string; build: (ctx: ControllerContext) => ManagedController }> = [];
+  private readonly registrations: Array<ControllerRegistration<S>> = [];
   private readonly running: Array<{ name: string; controller: ManagedController }> = [];
+  private readonly started = new Set<string>();
 
-  constructor(private readonly opts: ControllerManagerOptions) {
+  constructor(private readonly opts: ControllerManagerOptions<S>) {
     this.disabled = new Set(opts.disabled ?? []);
     this.informers = new SharedInformers({ client: opts.client, log: opts.log, resyncMs: opts.resyncMs });
   }
 
   /** Add a controller; returns false (and builds nothing) when its name is disabled. */
-  register(name: string, build: (ctx: ControllerContext) => ManagedController): boolean {
-    if (this.disabled.has(name)) return false;
-    this.factories.push({ name, build });
+  register(reg: ControllerRegistration<S>): boolean;
+  register(name: string, build: ControllerRegistration<S>['build']): boolean;
+  register(regOrName: ControllerRegistration<S> | string, build?: ControllerRegistration<S>['build']): boolean {
+    const reg = typeof regOrName === 'string' ? { name: regOrName, build: build! } : regOrName;
+    if (this.registrations.some((r) => r.name === reg.name)) throw new Error(`controller ${reg.name} registered twice`);
+    if (this.disabled.has(reg.name) && reg.canDisable !== false) return false;
+    this.registrations.push(reg);
     return true;
   }
 
   /** Names of the controllers that will run. */
   enabled(): string[] {
-    return this.factories.map((f) => f.name);
+    return this.registrations.map((r) => r.name);
   }
 
-  async start(): Promise<void> {
-    for (const f of this.factories) {
-      const controller = f.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: f.name }) });
-      this.running.push({ name: f.name, controller });
+  /** The running controller of a name (tests, debugging). */
+  controller(name: string): ManagedController | undefined {
+    return this.running.find((r) => r.name === name)?.controller;
+  }
+
+  /**
+   * Build and start the controllers of `stage` (all not yet started when omitted): their
+   * informers' first lists complete before any of their workers start. Informers asked for by an
+   * earlier stage are shared, not listed again.
+   */
+  async start(stage?: ControllerStage): Promise<void> {
+    const batch: Array<{ name: string; controller: ManagedController }> = [];
+    for (const r of this.registrations) {
+      if (this.started.has(r.name) || (stage && (r.stage ?? 'background') !== stage)) continue;
+      this.started.add(r.name);
+      const controller = r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
+      batch.push({ name: r.name, controller });
+      // Running from the moment it exists, so stop() reaches it even if a later build fails.
+      this.running.push({ name: r.name, controller });
     }
     await this.informers.start();
-    for (const r of this.running) await r.controller.start();
+    for (const r of batch) await r.controller.start();
   }
 
   async stop(): Promise<void> {

@@ -45,7 +45,7 @@ export class RecordingClient implements Client {
     return this.inner.list<T>(res, query);
   }
   async create<T extends KubeObject>(res: ResourceRef, obj: T, opts?: { namespace?: string; subresource?: string; name?: string }): Promise<T> {
-    this.record({ verb: 'create', plural: res.plural, namespace: opts?.namespace ?? obj.metadata.namespace, name: obj.metadata.name ?? obj.metadata.generateName, object: structuredClone(obj) });
+    this.record({ verb: 'create', plural: res.plural, namespace: opts?.namespace ?? obj.metadata.namespace, name: opts?.name ?? obj.metadata.name ?? obj.metadata.generateName, subresource: opts?.subresource, object: structuredClone(obj) });
     return this.inner.create(res, obj, opts);
   }
   async update<T extends KubeObject>(res: ResourceRef, obj: T, opts?: { subresource?: string }): Promise<T> {

@@ -2,18 +2,21 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
-import { Informer } from '../../client/informer.js';
+import type { Informer } from '../../client/informer.js';
 import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, customResourceInfo, customResourceStrategy, storageVersion, type CustomResourceDefinition } from '../../registry/kinds/apiextensions.js';
 import type { Registry } from '../../registry/registry.js';
 import { registerKindSchema } from '../../server/openapi.js';
 import { printerColumnsProvider, registerTableColumns } from '../../server/tables.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
+import type { SharedInformers } from '../runtime/informer-factory.js';
 
 export interface CRDControllerOptions {
   registry: Registry;
   client: Client;
+  informers: SharedInformers;
   log: Logger;
   recheckMs?: number;
+  now?: () => number;
 }
 
 const CRD_REF = { group: CRD_RESOURCE.group, version: CRD_RESOURCE.version, plural: CRD_RESOURCE.plural, namespaced: false };
@@ -28,9 +31,11 @@ const CRD_REF = { group: CRD_RESOURCE.group, version: CRD_RESOURCE.version, plur
 export class CRDController {
   readonly crds: Informer<CustomResourceDefinition>;
   private readonly controller: Controller;
+  private readonly now: () => number;
 
   constructor(private readonly opts: CRDControllerOptions) {
-    this.crds = new Informer<CustomResourceDefinition>({ client: opts.client, resource: CRD_REF, log: opts.log });
+    this.now = opts.now ?? Date.now;
+    this.crds = opts.informers.informerFor<CustomResourceDefinition>(CRD_REF);
     this.controller = new Controller({ name: 'crd', reconcile: (key) => this.reconcile(key), log: opts.log, workers: 2 });
     const seen = (crd: CustomResourceDefinition) => {
       if (!crd.metadata.deletionTimestamp) this.serve(crd);
@@ -45,7 +50,6 @@ export class CRDController {
   }
 
   async stop(): Promise<void> {
-    this.crds.stop();
     await this.controller.stop();
   }
 
@@ -74,9 +78,11 @@ export class CRDController {
     const crd = this.crds.get(name);
     if (!crd) return;
     if (crd.metadata.deletionTimestamp) return this.cleanUp(crd);
+    // Level-triggered as well: serving does not depend on having seen the event that queued this.
+    this.serve(crd);
     const established = crd.status?.conditions as Array<{ type: string; status: string }> | undefined;
     if (established?.some((c) => c.type === 'Established' && c.status === 'True') && JSON.stringify(crd.status?.acceptedNames) === JSON.stringify(crd.spec.names)) return;
-    const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const now = new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     const fresh = await this.opts.client.get<CustomResourceDefinition>(CRD_REF, { name });
     fresh.status = {
       ...(fresh.status ?? {}),

@@ -2,12 +2,14 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Namespace } from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
-import { Informer } from '../../client/informer.js';
+import type { Informer } from '../../client/informer.js';
 import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
+import type { SharedInformers } from '../runtime/informer-factory.js';
 
 export interface NamespaceControllerOptions {
   client: Client;
+  informers: SharedInformers;
   log: Logger;
   /** the served kinds, read on every pass so kinds added later are cleaned too */
   resources: () => ResourceInfo[];
@@ -26,7 +28,7 @@ export class NamespaceController {
   private readonly controller: Controller;
 
   constructor(private readonly opts: NamespaceControllerOptions) {
-    this.namespaces = new Informer<Namespace>({ client: opts.client, resource: CORE.namespaces, log: opts.log });
+    this.namespaces = opts.informers.informerFor<Namespace>(CORE.namespaces);
     this.controller = new Controller({ name: 'namespace', reconcile: (key) => this.reconcile(key), log: opts.log, workers: 2 });
     const maybe = (ns: Namespace) => {
       if (ns.metadata.deletionTimestamp) this.controller.queue.add(ns.metadata.name!);
@@ -40,7 +42,6 @@ export class NamespaceController {
   }
 
   async stop(): Promise<void> {
-    this.namespaces.stop();
     await this.controller.stop();
   }
 

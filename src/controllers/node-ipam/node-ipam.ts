@@ -8,7 +8,8 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Node } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
-import { Informer } from '../../client/informer.js';
+import type { Informer } from '../../client/informer.js';
+import type { SharedInformers } from '../runtime/informer-factory.js';
 import { ANNOTATION_CLUSTER_CIDR } from './annotations.js';
 import { formatCidr, parseCidr, subnetAt, subnetCount, subnetIndex, type Ipv4Cidr } from './cidr.js';
 
@@ -18,6 +19,7 @@ export const DEFAULT_NODE_CIDR_MASK_SIZE = 24;
 
 export interface NodeIpamOptions {
   client: Client;
+  informers: SharedInformers;
   log: Logger;
   /** the network every pod address comes from (default 10.244.0.0/16) */
   clusterCidr?: string;
@@ -39,7 +41,7 @@ export class NodeIpamController {
     if (subnetCount(this.cluster, this.nodePrefix) === 0) {
       throw new Error(`node CIDR mask size /${this.nodePrefix} does not fit in cluster CIDR ${formatCidr(this.cluster)}`);
     }
-    this.nodes = new Informer<Node>({ client: opts.client, resource: CORE.nodes, log: opts.log });
+    this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
     const kick = () => this.kick();
     this.nodes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
   }
@@ -55,9 +57,9 @@ export class NodeIpamController {
     await this.idle();
   }
 
-  stop(): void {
+  async stop(): Promise<void> {
     this.stopped = true;
-    this.nodes.stop();
+    await this.idle();
   }
 
   /** Resolves when no allocation pass is running (tests). */
@@ -72,7 +74,7 @@ export class NodeIpamController {
       this.again = true;
       return;
     }
-    this.running = this.allocateMissing()
+    this.running = this.allocate()
       .catch((e: unknown) => this.opts.log.warn({ err: (e as Error).message }, 'pod CIDR allocation failed'))
       .finally(() => {
         this.running = undefined;
@@ -83,8 +85,11 @@ export class NodeIpamController {
       });
   }
 
-  /** One pass: rebuild the in-use set from every node, then give each node without a subnet the lowest free one. */
-  private async allocateMissing(): Promise<void> {
+  /**
+   * One pass over the cached nodes: rebuild the in-use set from every node, then give each node
+   * without a subnet the lowest free one. Public so tests drive passes themselves.
+   */
+  async allocate(): Promise<void> {
     const used = new Set<number>();
     const waiting: string[] = [];
     for (const node of this.nodes.list()) {

@@ -2,12 +2,14 @@ import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Node, NodeCondition, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
-import { Informer } from '../../client/informer.js';
+import type { Informer } from '../../client/informer.js';
+import type { SharedInformers } from '../runtime/informer-factory.js';
 import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../registry/kinds/coordination.js';
 import { evictionDeadline, reconcileConditionTaints, TAINT_UNREACHABLE } from './taints.js';
 
 export interface NodeLifecycleOptions {
   client: Client;
+  informers: SharedInformers;
   log: Logger;
   /** a node with no heartbeat (Lease renewal or status) for this long becomes Ready=Unknown (Kubernetes: 40 s) */
   gracePeriodMs?: number;
@@ -47,10 +49,10 @@ export class NodeLifecycleController {
   constructor(private readonly opts: NodeLifecycleOptions) {
     this.gracePeriodMs = opts.gracePeriodMs ?? 40_000;
     this.now = opts.now ?? Date.now;
-    this.nodes = new Informer<Node>({ client: opts.client, resource: CORE.nodes, log: opts.log });
-    this.leases = new Informer<Lease>({ client: opts.client, resource: LEASES_REF, namespace: NODE_LEASE_NAMESPACE, log: opts.log });
-    this.pods = new Informer<Pod>({ client: opts.client, resource: CORE.pods, log: opts.log });
-    this.pods.addIndex(NODE_INDEX, (p) => (p.spec?.nodeName ? [p.spec.nodeName] : []));
+    this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
+    // The shared Lease cache is cluster-wide (as kube-controller-manager's); node leases are looked up in kube-node-lease.
+    this.leases = opts.informers.informerFor<Lease>(LEASES_REF);
+    this.pods = opts.informers.informerFor<Pod>(CORE.pods, { [NODE_INDEX]: (p) => ((p as Pod).spec?.nodeName ? [(p as Pod).spec.nodeName!] : []) });
   }
 
   async start(): Promise<void> {
@@ -66,9 +68,6 @@ export class NodeLifecycleController {
 
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
-    this.nodes.stop();
-    this.leases.stop();
-    this.pods.stop();
     await this.monitoring;
   }
 

@@ -3,11 +3,11 @@
  * and when a pod on a NoExecute-tainted node must be evicted given its tolerations. Kept free of I/O so
  * the timing rules are unit-tested directly.
  */
+import { TAINT_NOT_READY, TAINT_UNREACHABLE } from '../../api/taints.js';
 import type { Node, Pod, Taint } from '../../api/types.js';
 import { tolerates } from '../scheduler/fit.js';
 
-export const TAINT_UNREACHABLE = 'node.kubernetes.io/unreachable';
-export const TAINT_NOT_READY = 'node.kubernetes.io/not-ready';
+export { TAINT_NOT_READY, TAINT_UNREACHABLE };
 const CONDITION_TAINT_KEYS = new Set([TAINT_UNREACHABLE, TAINT_NOT_READY]);
 
 /** The condition taint key a node's Ready status calls for: unreachable (Unknown), not-ready (False), none (True or not yet reported). */

@@ -79,4 +79,4 @@ export {
   type InformerHandlers,
   type InformerOptions,
 } from '../../client/informer.js';
-export { ControllerManager, type ControllerContext, type ManagedController } from '../manager.js';
+export { ControllerManager, type ControllerContext, type ControllerRegistration, type ControllerStage, type ManagedController } from '../manager.js';

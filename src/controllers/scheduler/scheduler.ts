@@ -3,12 +3,14 @@ import { ApiError } from '../../api/errors.js';
 import type { Node, Pod, PodCondition } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
-import { Informer, keyOf } from '../../client/informer.js';
+import { keyOf, type Informer } from '../../client/informer.js';
 import { Controller } from '../runtime/controller.js';
+import type { SharedInformers } from '../runtime/informer-factory.js';
 import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
 
 export interface SchedulerOptions {
   client: Client;
+  informers: SharedInformers;
   log: Logger;
   now?: () => number;
 }
@@ -34,10 +36,10 @@ export class Scheduler {
 
   constructor(private readonly opts: SchedulerOptions) {
     this.now = opts.now ?? Date.now;
-    this.pods = new Informer<Pod>({ client: opts.client, resource: CORE.pods, log: opts.log });
-    this.nodes = new Informer<Node>({ client: opts.client, resource: CORE.nodes, log: opts.log });
+    this.pods = opts.informers.informerFor<Pod>(CORE.pods);
+    this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
     this.events = new EventRecorder({ client: opts.client, component: SCHEDULER_NAME, log: opts.log, now: this.now });
-    this.controller = new Controller({ name: 'scheduler', reconcile: (key) => this.scheduleOne(key), log: opts.log, workers: 1 });
+    this.controller = new Controller({ name: 'scheduler', reconcile: (key) => this.reconcile(key), log: opts.log, workers: 1 });
 
     this.pods.addHandlers({
       onAdd: (pod) => this.maybeQueue(pod),
@@ -57,14 +59,11 @@ export class Scheduler {
   }
 
   async start(): Promise<void> {
-    await this.nodes.start();
-    await this.pods.start();
+    await Promise.all([this.nodes.start(), this.pods.start()]);
     this.controller.start();
   }
 
   async stop(): Promise<void> {
-    this.pods.stop();
-    this.nodes.stop();
     await this.controller.stop();
   }
 
@@ -95,7 +94,8 @@ export class Scheduler {
     return usage;
   }
 
-  private async scheduleOne(key: string): Promise<void> {
+  /** Schedule one pod (`namespace/name`) from the caches: bind it, or record why it fits nowhere. */
+  async reconcile(key: string): Promise<void> {
     const pod = this.pods.get(key);
     if (!pod || !needsScheduling(pod) || this.assumed.has(key)) {
       this.unschedulable.delete(key);

@@ -5,9 +5,9 @@
  * makes the time configurable (`berth server --default-toleration-seconds`) and adds the two tolerations
  * to pods that have other tolerations but not these.
  */
-import type { AdmissionPlugin } from '../../admission/chain.js';
+import { TAINT_NOT_READY, TAINT_UNREACHABLE } from '../../api/taints.js';
 import type { Pod, Toleration } from '../../api/types.js';
-import { TAINT_NOT_READY, TAINT_UNREACHABLE } from './taints.js';
+import type { AdmissionPlugin } from '../chain.js';
 
 /** The tolerationSeconds pod defaulting uses (src/registry/kinds/core.ts). */
 const DEFAULTED_SECONDS = 300;

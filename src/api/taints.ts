@@ -1,0 +1,9 @@
+/**
+ * Well-known taint keys the control plane itself puts on nodes (node lifecycle) and that admission
+ * and pod defaulting tolerate on every pod's behalf.
+ */
+
+/** The node's Ready condition is Unknown: its agent stopped reporting. */
+export const TAINT_UNREACHABLE = 'node.kubernetes.io/unreachable';
+/** The node's Ready condition is False. */
+export const TAINT_NOT_READY = 'node.kubernetes.io/not-ready';

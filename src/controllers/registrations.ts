@@ -1,0 +1,54 @@
+/**
+ * Every controller the control plane runs, in start order, as registrations for the
+ * ControllerManager: the one list both the wiring (src/control-plane.ts) and the names accepted by
+ * --disable-controllers (src/controller-names.ts) come from. All of them read the manager's shared
+ * informers, so each resource is listed, watched and cached once.
+ */
+import type { Registry } from '../registry/registry.js';
+import { CRDController } from './crd/crd-controller.js';
+import { CronJobController } from './cronjob/cronjob-controller.js';
+import { DaemonSetController } from './daemonset/daemonset-controller.js';
+import { DeploymentController } from './deployment/deployment-controller.js';
+import { EventTTLController } from './event-ttl/event-ttl.js';
+import { GarbageCollector } from './gc/garbage-collector.js';
+import { JobController } from './job/job-controller.js';
+import type { ControllerRegistration } from './manager.js';
+import { NamespaceController } from './namespace/namespace-controller.js';
+import { NodeIpamController } from './node-ipam/node-ipam.js';
+import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
+import { ReplicaSetController } from './replicaset/replicaset-controller.js';
+import { Scheduler } from './scheduler/scheduler.js';
+import { StatefulSetController } from './statefulset/statefulset-controller.js';
+
+/** What the controllers need from the control plane's configuration. */
+export interface ControllerSettings {
+  registry: Registry;
+  clusterCidr?: string;
+  nodeCidrMaskSize?: number;
+  nodeGracePeriodMs?: number;
+  nodeMonitorPeriodMs?: number;
+  eventTTLMs?: number;
+  jobBackoffBaseMs?: number;
+}
+
+function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
+  return reg;
+}
+
+export const CONTROLLER_REGISTRATIONS = [
+  // Serving custom resources is part of the API, not an optional controller: it starts before the
+  // server listens (also right after a restart) and cannot be disabled.
+  controller({ name: 'crd', stage: 'serving', canDisable: false, build: (ctx, s) => new CRDController({ ...ctx, registry: s.registry }) }),
+  controller({ name: 'scheduler', build: (ctx) => new Scheduler(ctx) }),
+  controller({ name: 'node-lifecycle', build: (ctx, s) => new NodeLifecycleController({ ...ctx, gracePeriodMs: s.nodeGracePeriodMs, monitorPeriodMs: s.nodeMonitorPeriodMs }) }),
+  controller({ name: 'node-ipam', build: (ctx, s) => new NodeIpamController({ ...ctx, clusterCidr: s.clusterCidr, nodeCidrMaskSize: s.nodeCidrMaskSize }) }),
+  controller({ name: 'namespace', build: (ctx, s) => new NamespaceController({ ...ctx, resources: () => s.registry.resources() }) }),
+  controller({ name: 'replicaset', build: (ctx) => new ReplicaSetController(ctx) }),
+  controller({ name: 'deployment', build: (ctx) => new DeploymentController(ctx) }),
+  controller({ name: 'garbage-collector', build: (ctx, s) => new GarbageCollector({ ...ctx, resources: () => s.registry.resources() }) }),
+  controller({ name: 'event-ttl', build: (ctx, s) => new EventTTLController({ ...ctx, ttlMs: s.eventTTLMs }) }),
+  controller({ name: 'job', build: (ctx, s) => new JobController({ ...ctx, backoffBaseMs: s.jobBackoffBaseMs }) }),
+  controller({ name: 'cronjob', build: (ctx) => new CronJobController(ctx) }),
+  controller({ name: 'daemonset', build: (ctx) => new DaemonSetController(ctx) }),
+  controller({ name: 'statefulset', build: (ctx) => new StatefulSetController(ctx) }),
+] as const;

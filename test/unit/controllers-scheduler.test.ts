@@ -1,0 +1,123 @@
+/**
+ * Scheduler: reconcile against the bench's caches; bindings and conditions read back from the registry.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { Node, Pod, Taint } from '../../src/api/types.js';
+import { Scheduler } from '../../src/controllers/scheduler/scheduler.js';
+import { controllerEnv, type ControllerEnv } from './controllers-env.js';
+
+async function addNode(env: ControllerEnv, name: string, o: { labels?: Record<string, string>; taints?: Taint[]; ready?: 'True' | 'False' | 'Unknown'; cpu?: string; memory?: string; pods?: string } = {}) {
+  await env.create<Node>('', 'nodes', { apiVersion: 'v1', kind: 'Node', metadata: { name, labels: o.labels }, spec: o.taints ? { taints: o.taints } : {} });
+  await env.modify<Node>('', 'nodes', name, (n) => {
+    n.status = {
+      conditions: [{ type: 'Ready', status: o.ready ?? 'True' }],
+      allocatable: { cpu: o.cpu ?? '4', memory: o.memory ?? '8Gi', pods: o.pods ?? '110' },
+    };
+  }, 'status');
+}
+
+async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Record<string, string>; cpu?: string; tolerations?: Pod['spec']['tolerations']; schedulerName?: string } = {}) {
+  return env.create<Pod>('', 'pods', {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      containers: [{ name: 'main', image: 'berth/busybox:test', ...(o.cpu ? { resources: { requests: { cpu: o.cpu } } } : {}) }],
+      ...(o.nodeSelector ? { nodeSelector: o.nodeSelector } : {}),
+      ...(o.tolerations ? { tolerations: o.tolerations } : {}),
+      ...(o.schedulerName ? { schedulerName: o.schedulerName } : {}),
+    },
+  });
+}
+
+async function setup() {
+  const env = await controllerEnv();
+  const scheduler = new Scheduler({ client: env.client, informers: env.informers, log: env.log, now: env.now });
+  return { env, scheduler };
+}
+
+const nodeOf = (env: ControllerEnv, pod: string) => env.get<Pod>('', 'pods', pod).spec.nodeName;
+const scheduledCondition = (env: ControllerEnv, pod: string) => env.get<Pod>('', 'pods', pod).status?.conditions?.find((c) => c.type === 'PodScheduled');
+
+describe('Scheduler', () => {
+  it('binds a pod through the binding subresource to the least loaded node that fits', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'busy', { cpu: '2' });
+    await addNode(env, 'idle', { cpu: '2' });
+    await addPod(env, 'old', { cpu: '1' });
+    await env.modify<Pod>('', 'pods', 'old', (p) => void (p.spec.nodeName = 'busy'));
+    await addPod(env, 'web', { cpu: '500m' });
+    env.syncCaches();
+    env.clearActions();
+    await scheduler.reconcile('default/web');
+    assert.deepEqual(env.writes().map((a) => `${a.verb} ${a.plural}/${a.subresource}`), ['create pods/binding']);
+    assert.equal(nodeOf(env, 'web'), 'idle');
+  });
+
+  it('honours nodeSelector, taints (with tolerations) and readiness', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'a', { labels: { disk: 'hdd' } });
+    await addNode(env, 'b', { labels: { disk: 'ssd' }, taints: [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }] });
+    await addNode(env, 'c', { labels: { disk: 'ssd' }, ready: 'False' });
+    await addPod(env, 'plain', { nodeSelector: { disk: 'ssd' } });
+    await addPod(env, 'tolerant', { nodeSelector: { disk: 'ssd' }, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' }] });
+    env.syncCaches();
+    await scheduler.reconcile('default/plain');
+    await scheduler.reconcile('default/tolerant');
+    assert.equal(nodeOf(env, 'plain'), undefined);
+    const cond = scheduledCondition(env, 'plain');
+    assert.equal(cond?.status, 'False');
+    assert.equal(cond?.reason, 'Unschedulable');
+    assert.equal(cond?.message, "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.");
+    assert.equal(cond?.lastTransitionTime, '2026-01-01T00:00:00Z', 'stamped with the injected clock');
+    assert.equal(nodeOf(env, 'tolerant'), 'b');
+  });
+
+  it('counts resources of pods it bound before the cache shows them, and reports Insufficient cpu', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'small', { cpu: '1' });
+    await addPod(env, 'first', { cpu: '600m' });
+    await addPod(env, 'second', { cpu: '600m' });
+    env.syncCaches();
+    await scheduler.reconcile('default/first');
+    assert.equal(nodeOf(env, 'first'), 'small');
+    // The cache still shows "first" unbound: its binding must count anyway ("assumed").
+    await scheduler.reconcile('default/second');
+    assert.equal(nodeOf(env, 'second'), undefined);
+    assert.equal(scheduledCondition(env, 'second')?.message, '0/1 nodes are available: 1 Insufficient cpu.');
+    // Once "first" is gone, the retry binds "second".
+    await env.registry.delete(env.info('', 'pods'), 'default', 'first', { gracePeriodSeconds: 0 });
+    env.syncCaches();
+    assert.equal(env.tryGet('', 'pods', 'first'), undefined);
+    await scheduler.reconcile('default/second');
+    assert.equal(nodeOf(env, 'second'), 'small');
+  });
+
+  it('reports no nodes, and leaves bound, terminating and other schedulers\' pods alone', async () => {
+    const { env, scheduler } = await setup();
+    await addPod(env, 'lonely');
+    await addPod(env, 'custom', { schedulerName: 'my-scheduler' });
+    env.syncCaches();
+    await scheduler.reconcile('default/lonely');
+    assert.equal(scheduledCondition(env, 'lonely')?.message, 'no nodes available to schedule pods');
+    await addNode(env, 'n1');
+    env.syncCaches();
+    env.clearActions();
+    await scheduler.reconcile('default/custom');
+    await scheduler.reconcile('default/missing');
+    assert.deepEqual(env.writes(), []);
+    await scheduler.reconcile('default/lonely');
+    assert.equal(nodeOf(env, 'lonely'), 'n1');
+    env.syncCaches();
+    env.clearActions();
+    await scheduler.reconcile('default/lonely');
+    assert.deepEqual(env.writes(), [], 'already bound: nothing to do');
+  });
+
+  it('reads the same pod and node caches as the other controllers', async () => {
+    const { env, scheduler } = await setup();
+    assert.equal(scheduler.pods, env.informers.informerFor(env.info('', 'pods')));
+    assert.equal(scheduler.nodes, env.informers.informerFor(env.info('', 'nodes')));
+  });
+});
