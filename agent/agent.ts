@@ -113,7 +113,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     await nodeStatus.register();
   }
 
-  // [multihost] Pods evicted while this node was away are stopped before anything starts; then the pod
+  // Pods evicted while this node was away are stopped before anything starts; then the pod
   // network (own bridge on the node's podCIDR) unless a network was given or the runtime is not Docker.
   await stopUnboundPods({ client, runtime, nodeName: o.nodeName, log });
   const podNet = options.podNetwork === undefined && !o.runtime ? await startPodNetwork({ client, nodeName: o.nodeName, dockerSocket: o.dockerSocket, dataDir: o.dataDir, log }) : undefined;

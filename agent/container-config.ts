@@ -12,8 +12,8 @@ import {
   type ContainerType,
 } from './labels.js';
 import type { AppSpec, InfraSpec } from './runtime/runtime.js';
-import type { ContainerConfig } from './pod-config.js'; // [config helper]
-import { sandboxOptions } from './security-context.js'; // [config helper]
+import type { ContainerConfig } from './pod-config.js';
+import { sandboxOptions } from './security-context.js';
 
 /** Kubernetes' default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;
@@ -87,7 +87,7 @@ export function infraSpec(p: { pod: Pod; nodeName: string; network: string; atte
     hostname: podHostname(p.pod),
     network: p.network,
   };
-  const sandbox = sandboxOptions(p.pod); // [config helper] hostNetwork/hostPID/hostIPC, sysctls
+  const sandbox = sandboxOptions(p.pod); // hostNetwork/hostPID/hostIPC, sysctls
   if (sandbox) spec.sandbox = sandbox;
   return spec;
 }
@@ -159,7 +159,7 @@ export function containerResources(c: Container): Pick<AppSpec, 'memoryBytes' | 
 export function appSpec(p: { pod: Pod; container: Container; nodeName: string; infraId: string; restartCount: number; type?: ContainerType; config?: ContainerConfig | undefined }): AppSpec {
   const ref = podRef(p.pod);
   const c = p.container;
-  const { env, vars } = p.config ?? containerEnv(c); // [config helper] resolved env (valueFrom, envFrom) when given
+  const { env, vars } = p.config ?? containerEnv(c); // resolved env (valueFrom, envFrom) when given
   const spec: AppSpec = {
     name: dockerContainerName({ containerName: c.name, podName: ref.name, podNamespace: ref.namespace, podUid: ref.uid, attempt: p.restartCount }),
     labels: labels(p.pod, ref, p.nodeName, c.name, p.type ?? 'app', containerHash(c), p.restartCount),
@@ -172,6 +172,6 @@ export function appSpec(p: { pod: Pod; container: Container; nodeName: string; i
   if (c.command) spec.entrypoint = c.command.map((s) => expandVars(s, vars));
   if (c.args) spec.cmd = c.args.map((s) => expandVars(s, vars));
   if (c.workingDir) spec.workingDir = c.workingDir;
-  if (p.config) spec.options = p.config.options; // [config helper]
+  if (p.config) spec.options = p.config.options;
   return spec;
 }

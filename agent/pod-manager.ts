@@ -11,7 +11,7 @@ import type { EventRecorder } from '../src/client/events.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { stableStringify } from './container-config.js';
 import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
-import { PodConfigManager } from './pod-config.js'; // [config helper]
+import { PodConfigManager } from './pod-config.js';
 import { PodEvents } from './pod-events.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
@@ -100,7 +100,7 @@ export class PodManager {
       clock: opts.clock,
       log: opts.log.child({ component: 'pod-worker' }),
       retryMs: opts.retryMs,
-      // [config helper] env from ConfigMaps/Secrets, volumes, /etc/hosts, resolv.conf, securityContext
+      // env from ConfigMaps/Secrets, volumes, /etc/hosts, resolv.conf, securityContext
       podConfig: new PodConfigManager({
         client: opts.client,
         runtime: opts.runtime,
@@ -135,7 +135,7 @@ export class PodManager {
     if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
     for (const w of this.workers.values()) w.stop();
     this.prober.stop();
-    this.deps.podConfig?.stop(); // [config helper]
+    this.deps.podConfig?.stop();
     // A sync may be waiting out a container's grace period; don't hold shutdown hostage to it.
     let timer: TimerHandle | undefined;
     await Promise.race([
@@ -242,7 +242,7 @@ export class PodManager {
         this.log.info({ uid }, 'removing containers of a pod that is not bound to this node');
         this.worker(uid).kick();
       }
-      // [config helper] volumes of pods that went away while no container of theirs was left to notice
+      // volumes of pods that went away while no container of theirs was left to notice
       await this.deps.podConfig?.removeOrphans(new Set([...this.pods.keys(), ...this.workers.keys(), ...strays]));
     })()
       .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'housekeeping failed'))

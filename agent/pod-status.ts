@@ -250,7 +250,7 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
 
   const infra = containers.infra[0];
   const infraUp = isRunning(infra);
-  // [config helper] a hostNetwork pod has the node's address
+  // a hostNetwork pod has the node's address
   const liveIP = infraUp ? (input.pod.spec.hostNetwork === true ? input.hostIP : infra!.info.ips[input.network]) : undefined;
   const podIP = liveIP ?? previous?.podIP;
 

@@ -9,13 +9,13 @@ import type { Container, ContainerStateWaiting, Pod, PodStatus } from '../src/ap
 import { CORE, type Client } from '../src/client/client.js';
 import { checkActiveDeadline, DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON } from './active-deadline.js';
 import type { Clock, TimerHandle } from './clock.js';
-import { isContainerConfigError } from './config-error.js'; // [config helper]
+import { isContainerConfigError } from './config-error.js';
 import { appSpec, containerHash, graceSecondsOf, infraSpec } from './container-config.js';
 import { identityFromLabels, labelFilter } from './labels.js';
 import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
 import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
-import type { PodConfigManager } from './pod-config.js'; // [config helper]
+import type { PodConfigManager } from './pod-config.js';
 import { EventReason, type ContainerRef, type PodEvents } from './pod-events.js';
 import { computePodStatus, notReadyStatus } from './pod-status.js';
 import type { ProbeManager, ProbedContainer } from './prober/manager.js';
@@ -42,7 +42,7 @@ export interface PodWorkerDeps {
   hostIP: string;
   /** the agent's data dir: per-pod files (termination messages) live under pods/<uid>/ */
   dataDir: string;
-  /** [config helper] env from ConfigMaps/Secrets, volumes, pod files, securityContext (agent/pod-config.ts) */
+  /** env from ConfigMaps/Secrets, volumes, pod files, securityContext (agent/pod-config.ts) */
   podConfig?: PodConfigManager;
   runtime: ContainerRuntime;
   client: Client;
@@ -275,7 +275,7 @@ export class PodWorker {
 
   private podIPOf(containers: PodContainers): string | undefined {
     const infra = containers.infra[0];
-    if (isRunning(infra) && this.pod?.spec.hostNetwork === true) return this.deps.hostIP; // [config helper] hostNetwork: the node's address
+    if (isRunning(infra) && this.pod?.spec.hostNetwork === true) return this.deps.hostIP; // hostNetwork: the node's address
     return isRunning(infra) ? infra!.info.ips[this.deps.podNetwork] : undefined;
   }
 
@@ -358,11 +358,11 @@ export class PodWorker {
       this.expect('start', spec.name);
       const created = await runtime.runInfra(spec);
       infraId = created.id;
-      podIP = pod.spec.hostNetwork === true ? this.deps.hostIP : (await runtime.inspect(infraId))?.ips[this.deps.podNetwork]; // [config helper] hostNetwork
+      podIP = pod.spec.hostNetwork === true ? this.deps.hostIP : (await runtime.inspect(infraId))?.ips[this.deps.podNetwork]; // hostNetwork
       this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt, adopted: created.adopted }, 'infra container started');
     }
 
-    await this.deps.podConfig?.syncPod(pod, () => this.kick()); // [config helper] volumes set up / kept current
+    await this.deps.podConfig?.syncPod(pod, () => this.kick()); // volumes set up / kept current
 
     // Step 5
     for (const [name, waitMs] of actions.backoff) {
@@ -566,10 +566,10 @@ export class PodWorker {
     }
     let spec: AppSpec;
     try {
-      const config = await this.deps.podConfig?.forContainer({ pod, container: c, infraId }); // [config helper]
+      const config = await this.deps.podConfig?.forContainer({ pod, container: c, infraId });
       spec = appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type, config });
     } catch (err) {
-      const reason = isContainerConfigError(err) ? err.reason : WaitingReason.CreateContainerConfigError; // [config helper]
+      const reason = isContainerConfigError(err) ? err.reason : WaitingReason.CreateContainerConfigError;
       this.waiting.set(c.name, { reason, message: (err as Error).message });
       events.warning(pod, EventReason.Failed, `Error: ${(err as Error).message}`, ref);
       this.syncAfter(this.deps.retryMs * 10);
@@ -671,7 +671,7 @@ export class PodWorker {
     await Promise.all(all.map((c) => runtime.remove(c.info.id)));
     await Promise.all(containers.infra.map((c) => runtime.remove(c.info.id)));
     await removePodTerminationLogs(this.deps.dataDir, this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod files'));
-    await this.deps.podConfig?.cleanup(this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod volumes')); // [config helper]
+    await this.deps.podConfig?.cleanup(this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod volumes'));
 
     if (pod && !this.removed) {
       try {

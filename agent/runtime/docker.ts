@@ -10,7 +10,7 @@ import { loadDockerode } from './load-dockerode.js';
 import type { Logger } from 'pino';
 import type { PullPolicy } from '../../src/api/types.js';
 import { DockerStreams } from './docker-streams.js';
-import { applyContainerOptions, applySandboxOptions } from './docker-options.js'; // [config helper]
+import { applyContainerOptions, applySandboxOptions } from './docker-options.js';
 import { ensurePauseImage, PAUSE_IMAGE } from './pause-image.js';
 import {
   ImagePullError,
@@ -326,7 +326,7 @@ export class DockerRuntime implements ContainerRuntime {
   async runInfra(spec: InfraSpec): Promise<CreateResult> {
     await this.ensureInfraImage();
     const create = (oomScoreAdj: number) =>
-      this.createIdempotent(spec.name, applySandboxOptions({ // [config helper] host namespaces, sysctls
+      this.createIdempotent(spec.name, applySandboxOptions({ // host namespaces, sysctls
         name: spec.name,
         Image: this.pauseImage,
         Hostname: spec.hostname,
@@ -391,7 +391,7 @@ export class DockerRuntime implements ContainerRuntime {
     if (spec.entrypoint) create.Entrypoint = spec.entrypoint;
     if (spec.cmd) create.Cmd = spec.cmd;
     if (spec.workingDir) create.WorkingDir = spec.workingDir;
-    applyContainerOptions(create, spec.options); // [config helper]
+    applyContainerOptions(create, spec.options);
     // Last, and appended: other settings (volumes) may have put mounts there already.
     if (spec.mounts?.length) {
       const host = (create.HostConfig ??= {});

@@ -4,7 +4,7 @@
  * Everything above this interface is runtime-neutral: no Docker types leak past it.
  */
 import type { PullPolicy } from '../../src/api/types.js';
-import type { ContainerOptions, SandboxOptions } from './container-options.js'; // [config helper]
+import type { ContainerOptions, SandboxOptions } from './container-options.js';
 
 /** How a container ended, as the runtime recorded it. */
 export interface ExitResult {
@@ -55,7 +55,7 @@ export interface ImageRef {
   pulled?: boolean;
   /** ensureImage: bytes of the image, when known (the Pulled event mentions it) */
   size?: number;
-  /** [config helper] the image's configured user (`Config.User`), '' when unset: runAsNonRoot checks it */
+  /** the image's configured user (`Config.User`), '' when unset: runAsNonRoot checks it */
   user?: string;
 }
 
@@ -65,7 +65,7 @@ export interface InfraSpec {
   hostname: string;
   /** the network the pod's IP lives on */
   network: string;
-  /** [config helper] host namespaces and sysctls of the pod (agent/runtime/container-options.ts) */
+  /** host namespaces and sysctls of the pod (agent/runtime/container-options.ts) */
   sandbox?: SandboxOptions;
 }
 
@@ -101,7 +101,7 @@ export interface AppSpec {
   cpuShares?: number;
   /** extra mounts (termination-message file, volumes) */
   mounts?: MountSpec[];
-  /** [config helper] volumes, /etc/hosts, resolv.conf and securityContext (agent/pod-config.ts) */
+  /** volumes, /etc/hosts, resolv.conf and securityContext (agent/pod-config.ts) */
   options?: ContainerOptions;
 }
 

@@ -108,7 +108,7 @@ export class VolumeManager {
   private readonly claimMounts = new Map<string, Map<string, string>>();
   /** secret volumes fall back to disk once tmpfs turned out unavailable (not root) */
   private tmpfsUnavailable = false;
-  /** [sets helper] opened on first persistentVolumeClaim volume */
+  /** opened on first persistentVolumeClaim volume */
   private docker: Dockerode | undefined;
 
   constructor(private readonly opts: VolumeManagerOptions) {}
@@ -229,7 +229,7 @@ export class VolumeManager {
       const mount: BindMount = { source, target: m.mountPath, readOnly: vol.forceReadOnly || m.readOnly === true };
       const propagation = propagationOf(m);
       if (propagation) mount.propagation = propagation;
-      // [sets helper] Docker refuses private binds from inside its own root (where named volumes live).
+      // Docker refuses private binds from inside its own root (where named volumes live).
       else if (vol.kind === 'persistentVolumeClaim') mount.propagation = 'rslave';
       mounts.push(mount);
     }

@@ -24,8 +24,8 @@
  * every field of a definition (test/unit/unknown-fields.test.ts holds the upstream field lists),
  * or mark the definition `opaque()` where it is deliberately not modelled.
  *
- * Schemas are data: registerKindSchema() adds a kind (built-ins are registered below; the lead adds
- * more, CRDs pass their openAPIV3Schema), registerDefinitions() adds shared named schemas. Kinds
+ * Schemas are data: registerKindSchema() adds a kind (built-ins are registered below;
+ * CRDs pass their openAPIV3Schema), registerDefinitions() adds shared named schemas. Kinds
  * without a registration get a permissive schema that keeps unknown fields.
  */
 import { createHash } from 'node:crypto';
@@ -963,7 +963,7 @@ for (const [definition, fields] of Object.entries(FIELD_DESCRIPTIONS)) {
 
 // ---------- registry ----------
 
-/** One kind's schema as the lead (or a CRD) registers it. */
+/** One kind's schema as a built-in kind (or a CRD) registers it. */
 export interface KindSchemaRegistration {
   group: string;
   version: string;
