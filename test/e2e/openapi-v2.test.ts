@@ -9,12 +9,11 @@
  * are skipped with a message naming the path looked at.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { KubeObject } from '../../src/api/types.js';
-import { REPO_ROOT, startCluster, waitFor, type Cluster } from './harness.js';
+import { REPO_ROOT, runKubectl, startCluster, waitFor, type Cluster } from './harness.js';
 
 const KUBECTL_1_20 = process.env.KUBECTL_1_20 ?? path.join(REPO_ROOT, '.cache', 'kubectl-1.20', 'usr', 'bin', 'kubectl');
 const haveKubectl120 = fs.existsSync(KUBECTL_1_20);
@@ -27,20 +26,8 @@ const PROTOBUF_ACCEPT_OLD = 'application/com.github.proto-openapi.spec.v2@v1.0+p
 const PROTOBUF_TYPE = 'application/com.github.proto-openapi.spec.v2.v1.0+protobuf';
 
 function run(binary: string, kubeconfig: string, args: string[], opts: { allowFail?: boolean } = {}) {
-  return new Promise<{ stdout: string; stderr: string; code: number }>((resolve, reject) => {
-    // A fresh HOME keeps kubectl's discovery cache from leaking between clusters and versions.
-    const child = spawn(binary, args, { env: { ...process.env, KUBECONFIG: kubeconfig, HOME: path.dirname(kubeconfig) } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0 && !opts.allowFail) reject(new Error(`${binary} ${args.join(' ')} exited ${code}: ${stderr}`));
-      else resolve({ stdout, stderr, code: code ?? -1 });
-    });
-    child.stdin.end();
-  });
+  // A fresh HOME keeps kubectl's discovery cache from leaking between clusters and versions.
+  return runKubectl(kubeconfig, args, { bin: binary, env: { HOME: path.dirname(kubeconfig) }, allowFail: opts.allowFail });
 }
 
 const deployment = (opts: { image: string; env: Array<[string, string]>; extra?: string }) => `apiVersion: apps/v1
