@@ -33,7 +33,8 @@ Flags:
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
-  --max-requests-inflight N            reads one client may have in flight, then 429 (default 400)
+  --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
+                                       0 = no limit, here and in the four flags below)
   --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
   --max-connections N     open connections beyond this are closed at once (default 4096)
   --read-header-timeout-ms N   a connection's time to send a request's headers (default 32000)

@@ -19,6 +19,7 @@ import type { Socket } from 'node:net';
 import tls from 'node:tls';
 import { releaseFreedMemory } from './release-memory.js';
 
+/** Every limit below is off when set to 0, as kube-apiserver's max-in-flight flags are. */
 export interface ConnectionLimits {
   /** from accepting a connection (after its TLS handshake) or finishing a response, until the next request's headers are complete */
   readHeaderTimeoutMs: number;
@@ -105,7 +106,7 @@ export function guardConnections(server: http.Server, opts: GuardOptions): Conne
 
   // Counted on the raw TCP socket, so connections still in their TLS handshake count too.
   server.on('connection', (socket: Socket) => {
-    if (stats.open >= limits.maxConnections) {
+    if (limits.maxConnections > 0 && stats.open >= limits.maxConnections) {
       stats.refused++;
       if (now() - lastRefusalLog >= REFUSAL_LOG_PERIOD_MS) {
         lastRefusalLog = now();
@@ -142,6 +143,7 @@ export function guardConnections(server: http.Server, opts: GuardOptions): Conne
   // A socket that has begun a request is left to Node's own timeouts: from its first byte headersTimeout
   // bounds the headers, and between requests keepAliveTimeout bounds the idle time.
   function awaitFirstRequest(socket: Socket): void {
+    if (limits.readHeaderTimeoutMs <= 0) return;
     const timer = setTimeout(() => {
       if (socket.destroyed) return;
       stats.closedSilent++;
@@ -180,6 +182,7 @@ export class InflightLimiter {
   tryAcquire(client: string, mutating: boolean): (() => void) | undefined {
     const counts = mutating ? this.mutations : this.reads;
     const max = mutating ? this.limits.maxMutationsInFlight : this.limits.maxReadsInFlight;
+    if (max <= 0) return () => {};
     const current = counts.get(client) ?? 0;
     if (current >= max) return undefined;
     counts.set(client, current + 1);

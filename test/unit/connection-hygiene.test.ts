@@ -65,6 +65,19 @@ describe('connection hygiene', { timeout: 20_000 }, () => {
     assert.equal(resolveConnectionLimits({ readHeaderTimeoutMs: 5000 }).tlsHandshakeTimeoutMs, 5000);
   });
 
+  it('a limit of 0 is no limit, as kube-apiserver reads its max-in-flight flags', async () => {
+    const limiter = new InflightLimiter({ maxReadsInFlight: 0, maxMutationsInFlight: 0 });
+    for (let i = 0; i < 1000; i++) assert.ok(limiter.tryAcquire('alice', i % 2 === 0));
+    const limits = resolveConnectionLimits({ maxConnections: 0, readHeaderTimeoutMs: 0 });
+    const { server, guard, port } = await serve(limits, []);
+    const sockets = await Promise.all([0, 1, 2].map(() => connect(port)));
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(sockets.some((s) => s.destroyed), false);
+    assert.equal(guard.refused, 0);
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+
   it('counts reads and mutations per client, and a release is idempotent', () => {
     const limiter = new InflightLimiter({ maxReadsInFlight: 2, maxMutationsInFlight: 1 });
     const a1 = limiter.tryAcquire('alice', true);
