@@ -357,3 +357,20 @@ export function describeEachKubectl(title: string, body: (k: Kubectl) => void): 
     });
   }
 }
+
+/**
+ * The end of an `exec -it` test in tmux (a shell in a 100×40 terminal): resizes the terminal to 120×30,
+ * waits until the container sees the new size (kubectl forwards resizes asynchronously, so `stty size` is
+ * asked again until it does), then exits the shell with 4 and waits for the driver's "kubectl exited 4".
+ */
+export async function expectResizeThenExit4(t: { tmux(...args: string[]): Promise<unknown>; screen(): Promise<string> }): Promise<void> {
+  await t.tmux('resize-window', '-x', '120', '-y', '30');
+  let asked = 0;
+  await waitFor(async () => {
+    if (/^30 120$/m.test(await t.screen())) return true;
+    if (asked++ % 10 === 0) await t.tmux('send-keys', 'stty size', 'Enter');
+    return false;
+  }, 20_000, 'the new size after a resize');
+  await t.tmux('send-keys', 'exit 4', 'Enter');
+  await waitFor(async () => /kubectl exited 4/.test(await t.screen()), 20_000, "kubectl to exit with the shell's code");
+}

@@ -14,7 +14,7 @@ import tls from 'node:tls';
 import { promisify } from 'node:util';
 import type { Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { docker, podManifest, runKubectl, sleep, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
+import { docker, expectResizeThenExit4, podManifest, runKubectl, sleep, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 
 const execFileP = promisify(execFile);
 
@@ -265,16 +265,7 @@ describe('kubectl logs and exec through the control plane', () => {
       const first = await screen();
       assert.match(first, /^40 100$/m, 'the terminal size reached the container');
       assert.match(first, /^\/dev\/pts\/\d+$/m, 'a pty');
-      await tmux('resize-window', '-x', '120', '-y', '30');
-      // kubectl forwards the resize asynchronously: ask again until the container sees the new size.
-      let asked = 0;
-      await waitFor(async () => {
-        if (/^30 120$/m.test(await screen())) return true;
-        if (asked++ % 10 === 0) await tmux('send-keys', 'stty size', 'Enter');
-        return false;
-      }, 20_000, 'the new size after a resize');
-      await tmux('send-keys', 'exit 4', 'Enter');
-      await waitFor(async () => /kubectl exited 4/.test(await screen()), 20_000, 'kubectl to exit with the shell\'s code');
+      await expectResizeThenExit4({ tmux, screen });
     } finally {
       await tmux('kill-server').catch(() => undefined);
     }
