@@ -8,8 +8,8 @@ import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.j
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
-import { resolveResourcePath } from './request-path.js';
-import { handleResourceRequest } from './resource-handlers.js';
+import { resolveResourcePath } from '../requests/request-path.js';
+import { handleResourceRequest } from '../requests/resource-handlers.js';
 import { sendJsonBytes } from './large-responses.js';
 import { registerPodStreams } from './pod-streams.js';
 import { serveWatch } from './watch-stream.js';

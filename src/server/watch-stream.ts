@@ -3,7 +3,7 @@ import { ApiError, errors } from '../api/errors.js';
 import type { KubeObject, WatchEvent } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import { readConsistency } from '../registry/list-options.js';
-import type { ResourceTarget } from './request-path.js';
+import type { ResourceTarget } from '../requests/request-path.js';
 
 export interface WatchStreamOptions {
   registry: Registry;

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
 import type { Deployment, ReplicaSet } from '../../src/registry/kinds/apps.js';
-import { handleResourceRequest } from '../../src/server/resource-handlers.js';
+import { handleResourceRequest } from '../../src/requests/resource-handlers.js';
 import { toTable } from '../../src/server/tables.js';
 import { controllerEnv, template } from './controllers-env.js';
 

@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import type { Node, Pod, Taint } from '../../src/api/types.js';
 import { cidrContains, cidrsOverlap, formatCidr, gatewayOf, parseCidr, subnetAt, subnetCount, subnetIndex } from '../../src/controllers/node-ipam/cidr.js';
 import { evictionDeadline, reconcileConditionTaints } from '../../src/controllers/node-lifecycle/taints.js';
-import { decodeEvictionProtobuf } from '../../src/server/eviction-subresource.js';
+import { decodeEvictionProtobuf } from '../../src/requests/eviction-subresource.js';
 import { wantedRoutes } from '../../agent/network/pod-network.js';
 
 const node = (ready: 'True' | 'False' | 'Unknown' | undefined, taints?: Taint[]): Node => ({

@@ -7,7 +7,7 @@ import '../../src/registry/kinds/apps-sets-presentation.js'; // registers the Da
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { kindSchema } from '../../src/server/openapi.js';
-import { handleResourceRequest, type ApiRequest } from '../../src/server/resource-handlers.js';
+import { handleResourceRequest, type ApiRequest } from '../../src/requests/resource-handlers.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const defs = new Map<string, Schema>([

@@ -1,3 +1,9 @@
+/**
+ * Request handling below any transport: get, list, create, update, patch and delete of a resolved
+ * resource, with body decoding, field validation and the status/binding/scale/eviction subresources.
+ * The HTTP server adapts fastify requests to it; the in-process client calls it directly.
+ */
+export type { ApiRequest, HandlerResult } from './request.js';
 import { errors } from '../api/errors.js';
 import { assertObject, decodeBody, findDuplicateFields, mediaTypeOf } from '../api/body.js';
 import { KUBERNETES_PROTOBUF_MEDIA_TYPE } from '../api/protobuf/index.js';
@@ -7,33 +13,11 @@ import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
 import { isoSeconds } from '../registry/registry.js';
 import { serverSideApply } from '../registry/field-manager.js';
-import { kindSchema } from './openapi.js';
-import type { ResourceTarget } from './request-path.js';
+import { kindSchema } from '../server/openapi.js';
+import type { ApiRequest, HandlerResult } from './request.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
 import { readConsistency } from '../registry/list-options.js';
-
-/** The decoded pieces of one API request that the handlers need (kept free of fastify types). */
-export interface ApiRequest {
-  method: string;
-  target: ResourceTarget;
-  /** the version in the request's path (a CRD may serve several); defaults to the storage version */
-  version?: string;
-  query: Record<string, string | undefined>;
-  contentType: string | undefined;
-  body: Buffer | undefined;
-  /** the authenticated user, passed on to admission */
-  user?: string;
-  /** the client's User-Agent, naming the field manager when the request does not */
-  userAgent?: string;
-}
-
-export interface HandlerResult {
-  code: number;
-  body: unknown;
-  /** sent as `Warning: 299 - "…"` headers (kubectl prints them) */
-  warnings?: string[];
-}
 
 /**
  * Non-watch verbs on a resolved resource: get, list, create, update, patch, delete and the

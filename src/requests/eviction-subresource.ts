@@ -7,7 +7,7 @@
 import { assertObject, decodeBody, mediaTypeOf } from '../api/body.js';
 import { errors } from '../api/errors.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
-import type { ApiRequest, HandlerResult } from './resource-handlers.js';
+import type { ApiRequest, HandlerResult } from './request.js';
 
 interface EvictionBody {
   apiVersion?: string;

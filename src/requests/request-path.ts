@@ -1,3 +1,4 @@
+/** Resolves a Kubernetes REST path (/api/v1/..., /apis/<group>/<version>/...) to a served resource. */
 import { errors } from '../api/errors.js';
 import { servesVersion, type ResourceInfo } from '../registry/resource-info.js';
 

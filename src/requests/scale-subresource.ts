@@ -11,7 +11,7 @@ import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObjec
 import type { KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
-import type { ApiRequest, HandlerResult } from './resource-handlers.js';
+import type { ApiRequest, HandlerResult } from './request.js';
 
 
 export interface ScaleObject extends KubeObject {
