@@ -1,6 +1,7 @@
 import type { FieldError } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { ResourceInfo } from './resource-info.js';
+import type { ColumnProvider } from './table-columns.js';
 
 /**
  * Per-kind behaviour the generic registry consults: defaults, validation, which fields field
@@ -45,6 +46,11 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   scalePaths?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
   /** the grace period a delete without options uses; undefined → removed at once */
   defaultDeleteGraceSeconds?(obj: T): number | undefined;
+  /**
+   * The kind's `kubectl get` columns (server-side printing). Without it a Table shows Name and
+   * Age, as Kubernetes does for kinds without a printer and CRDs without printer columns.
+   */
+  table?: ColumnProvider;
 }
 
 export function baseSelectableFields(obj: KubeObject): Record<string, string> {

@@ -8,6 +8,7 @@ import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.j
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
+import { columnProviderFor } from './tables.js';
 import { resolveResourcePath } from '../requests/request-path.js';
 import { handleResourceRequest } from '../requests/resource-handlers.js';
 import { sendJsonBytes } from './large-responses.js';
@@ -145,7 +146,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         open: openWatches,
         apiVersion: group ? `${group}/${version}` : version,
         bookmarkIntervalMs: opts.watchBookmarkIntervalMs,
-        render: table ? tableRowRenderer(target.info, query, table) : version === target.info.version ? undefined : asVersion,
+        render: table ? tableRowRenderer(columnProviderFor(opts.registry, target.info), query, table) : version === target.info.version ? undefined : asVersion,
       });
       return;
     }
@@ -168,7 +169,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       const b = body as KubeObject & { items?: KubeObject[] };
       body = Array.isArray(b.items) ? { ...b, apiVersion: group ? `${group}/${version}` : version, items: b.items.map(asVersion) } : asVersion(b);
     }
-    if (table && req.method === 'GET') body = renderTable(target.info, body as KubeObject, query, table);
+    if (table && req.method === 'GET') body = renderTable(columnProviderFor(opts.registry, target.info), body as KubeObject, query, table);
     if (result.warnings?.length) reply.header('warning', result.warnings.map((w) => `299 - ${JSON.stringify(w)}`));
     return reply.code(result.code).type('application/json').send(body);
   };

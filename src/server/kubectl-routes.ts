@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
+import type { ColumnProvider } from '../registry/table-columns.js';
 import {
   aggregatedDiscovery,
   apiGroup,
@@ -82,15 +82,15 @@ function includeObjectOf(query: Record<string, string | undefined>): 'None' | 'M
   return v === 'None' || v === 'Object' ? v : 'Metadata';
 }
 
-/** A list or single object as a Table, stamped with the Table version the client asked for. */
-export function renderTable(info: ResourceInfo, body: KubeObject | KubeList, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): unknown {
+/** A list or single object as a Table in the kind's columns, stamped with the Table version the client asked for. */
+export function renderTable(columns: ColumnProvider, body: KubeObject | KubeList, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): unknown {
   const isList = Array.isArray((body as KubeList).items);
   const objects = isList ? (body as KubeList).items : [body as KubeObject];
   const meta = isList ? (body as KubeList).metadata : { resourceVersion: (body as KubeObject).metadata.resourceVersion };
-  return toTable({ info, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue, tableVersion });
+  return toTable({ columns, objects, includeObject: includeObjectOf(query), now: new Date(), resourceVersion: meta.resourceVersion, continue: (meta as { continue?: string }).continue, tableVersion });
 }
 
 /** For `kubectl get -w`: each watch event carries a one-row Table. */
-export function tableRowRenderer(info: ResourceInfo, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): (obj: KubeObject) => unknown {
-  return (obj) => toTable({ info, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion, tableVersion });
+export function tableRowRenderer(columns: ColumnProvider, query: Record<string, string | undefined>, tableVersion: 'v1' | 'v1beta1' = 'v1'): (obj: KubeObject) => unknown {
+  return (obj) => toTable({ columns, objects: [obj], includeObject: includeObjectOf(query), now: new Date(), resourceVersion: obj.metadata.resourceVersion, tableVersion });
 }

@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
 import type { KubeObject } from '../../src/api/types.js';
-import { CONFIGMAP_RESOURCE, configKeyErrors, decodeBase64Strict, SECRET_RESOURCE, type ConfigMap, type Secret } from '../../src/registry/kinds/config.js';
+import { CONFIGMAP_RESOURCE, configKeyErrors, configMapStrategy, decodeBase64Strict, SECRET_RESOURCE, secretStrategy, type ConfigMap, type Secret } from '../../src/registry/kinds/config.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
-import { columnProviderFor } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const NS = BUILTIN_RESOURCES.find((r) => r.plural === 'namespaces')!;
@@ -138,9 +137,9 @@ describe('ConfigMap and Secret kinds', () => {
   it('prints DATA (and TYPE for secrets) columns', () => {
     const now = new Date('2026-01-01T00:01:00Z');
     const cm = { metadata: { name: 'c', creationTimestamp: '2026-01-01T00:00:00Z' }, data: { a: '1', b: '2' }, binaryData: { c: 'AA==' } };
-    assert.deepEqual(columnProviderFor(CONFIGMAP_RESOURCE).cells(cm, { now }), ['c', 3, '60s']);
+    assert.deepEqual(configMapStrategy.table!.cells(cm, { now }), ['c', 3, '60s']);
     const s = { metadata: { name: 's', creationTimestamp: '2026-01-01T00:00:00Z' }, type: 'Opaque', data: { a: 'MQ==' } };
-    assert.deepEqual(columnProviderFor(SECRET_RESOURCE).cells(s, { now }), ['s', 'Opaque', 1, '60s']);
-    assert.deepEqual(columnProviderFor(SECRET_RESOURCE).columns.map((c) => c.name), ['Name', 'Type', 'Data', 'Age']);
+    assert.deepEqual(secretStrategy.table!.cells(s, { now }), ['s', 'Opaque', 1, '60s']);
+    assert.deepEqual(secretStrategy.table!.columns.map((c) => c.name), ['Name', 'Type', 'Data', 'Age']);
   });
 });

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
-import type { Deployment, ReplicaSet } from '../../src/registry/kinds/apps.js';
+import { deploymentStrategy, replicaSetStrategy, type Deployment, type ReplicaSet } from '../../src/registry/kinds/apps.js';
 import { handleResourceRequest } from '../../src/requests/resource-handlers.js';
 import { toTable } from '../../src/server/tables.js';
 import { controllerEnv, template } from './controllers-env.js';
@@ -101,11 +101,11 @@ describe('tables', () => {
   it('prints Deployments as NAME READY UP-TO-DATE AVAILABLE AGE and ReplicaSets as NAME DESIRED CURRENT READY AGE', () => {
     const now = new Date('2026-01-01T00:10:00Z');
     const d = { ...deployment({ replicas: 4 }), metadata: { name: 'web', creationTimestamp: '2026-01-01T00:00:00Z' }, status: { readyReplicas: 3, updatedReplicas: 4, availableReplicas: 3 } };
-    const dt = toTable({ info: { group: 'apps', version: 'v1', kind: 'Deployment' }, objects: [d], includeObject: 'None', now });
+    const dt = toTable({ columns: deploymentStrategy.table, objects: [d], includeObject: 'None', now });
     assert.deepEqual(dt.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name), ['Name', 'Ready', 'Up-to-date', 'Available', 'Age']);
     assert.deepEqual(dt.rows[0]?.cells, ['web', '3/4', 4, 3, '10m', 'main', 'berth/busybox:test', 'app=web']);
     const rs = { metadata: { name: 'web-abc', creationTimestamp: '2026-01-01T00:00:00Z' }, spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template: template({ app: 'web' }) }, status: { replicas: 2, readyReplicas: 1 } };
-    const rt = toTable({ info: { group: 'apps', version: 'v1', kind: 'ReplicaSet' }, objects: [rs], includeObject: 'None', now });
+    const rt = toTable({ columns: replicaSetStrategy.table, objects: [rs], includeObject: 'None', now });
     assert.deepEqual(rt.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name), ['Name', 'Desired', 'Current', 'Ready', 'Age']);
     assert.deepEqual(rt.rows[0]?.cells.slice(0, 5), ['web-abc', 2, 2, 1, '10m']);
   });

@@ -409,18 +409,18 @@ describe('Job pure pieces', () => {
 describe('Job and CronJob tables (kubectl get)', () => {
   it('prints NAME STATUS COMPLETIONS DURATION AGE for Jobs and the CronJob columns', async () => {
     const { toTable } = await import('../../src/server/tables.js');
-    const { JOB_INFO, CRONJOB_INFO } = await import('../../src/registry/kinds/batch.js');
+    const { jobStrategy, cronJobStrategy } = await import('../../src/registry/kinds/batch.js');
     const now = new Date(T0 + 90_000);
     const job = {
       ...jobManifest({ completions: 3, parallelism: 2 }),
       metadata: { name: 'work', creationTimestamp: '2026-01-01T00:00:00Z' },
       status: { succeeded: 3, startTime: '2026-01-01T00:00:00Z', completionTime: '2026-01-01T00:00:42Z', conditions: [{ type: 'Complete', status: 'True' as const }] },
     };
-    const jt = toTable({ info: JOB_INFO, objects: [job], includeObject: 'None', now });
+    const jt = toTable({ columns: jobStrategy.table, objects: [job], includeObject: 'None', now });
     assert.deepEqual(jt.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name), ['Name', 'Status', 'Completions', 'Duration', 'Age']);
     assert.deepEqual(jt.rows[0]!.cells.slice(0, 5), ['work', 'Complete', '3/3', '42s', '90s']);
     const running = { ...job, spec: { ...job.spec, completions: undefined }, status: { startTime: '2026-01-01T00:00:30Z' } };
-    assert.deepEqual(toTable({ info: JOB_INFO, objects: [running], includeObject: 'None', now }).rows[0]!.cells.slice(1, 4), ['Running', '0/1 of 2', '60s']);
+    assert.deepEqual(toTable({ columns: jobStrategy.table, objects: [running], includeObject: 'None', now }).rows[0]!.cells.slice(1, 4), ['Running', '0/1 of 2', '60s']);
     const cj = {
       apiVersion: 'batch/v1',
       kind: 'CronJob',
@@ -428,7 +428,7 @@ describe('Job and CronJob tables (kubectl get)', () => {
       spec: { schedule: '*/5 * * * *', timeZone: 'Europe/Paris', suspend: false, jobTemplate: { spec: job.spec } },
       status: { active: [{ name: 'a' }], lastScheduleTime: '2026-01-01T00:01:00Z' },
     };
-    const ct = toTable({ info: CRONJOB_INFO, objects: [cj], includeObject: 'None', now });
+    const ct = toTable({ columns: cronJobStrategy.table, objects: [cj], includeObject: 'None', now });
     assert.deepEqual(ct.columnDefinitions.filter((c) => c.priority === 0).map((c) => c.name), ['Name', 'Schedule', 'Timezone', 'Suspend', 'Active', 'Last Schedule', 'Age']);
     assert.deepEqual(ct.rows[0]!.cells.slice(0, 7), ['tick', '*/5 * * * *', 'Europe/Paris', 'False', 1, '30s', '90s']);
   });

@@ -1,20 +1,18 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ContainerStatus, KubeObject, Node, Pod } from '../../src/api/types.js';
-import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
+import { CRDController } from '../../src/controllers/crd/crd-controller.js';
+import { customResourceStrategy, type CustomResourceDefinition } from '../../src/registry/kinds/apiextensions.js';
+import { eventStrategy, namespaceStrategy, nodeRoles, nodeStatusText, nodeStrategy, podStrategy, summarizePod } from '../../src/registry/kinds/core.js';
+import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
+import { Registry } from '../../src/registry/registry.js';
+import { BUILTIN_RESOURCES, type ResourceInfo } from '../../src/registry/resource-info.js';
+import type { KindStrategy } from '../../src/registry/strategy.js';
+import { ageSince, humanDuration, printerColumnsProvider } from '../../src/registry/table-columns.js';
+import { openSqliteBackend } from '../../src/storage/sqlite.js';
 import { renderTable, tableRowRenderer } from '../../src/server/kubectl-routes.js';
-import {
-  ageSince,
-  columnProviderFor,
-  humanDuration,
-  nodeRoles,
-  nodeStatusText,
-  printerColumnsProvider,
-  registerTableColumns,
-  summarizePod,
-  toTable,
-  wantsTable,
-} from '../../src/server/tables.js';
+import { columnProviderFor, toTable, wantsTable } from '../../src/server/tables.js';
+import { controllerEnv } from './controllers-env.js';
 
 const NOW = new Date('2025-06-01T12:00:00Z');
 const ago = (ms: number) => new Date(NOW.getTime() - ms).toISOString();
@@ -23,8 +21,8 @@ const MIN = 60 * SEC;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 
-const POD_INFO = { group: '', version: 'v1', kind: 'Pod' };
-const NODE_INFO = { group: '', version: 'v1', kind: 'Node' };
+const POD_COLUMNS = podStrategy.table;
+const NODE_COLUMNS = nodeStrategy.table;
 
 function pod(overrides: { spec?: Partial<Pod['spec']>; status?: Pod['status']; deletionTimestamp?: string } = {}): Pod {
   return {
@@ -228,7 +226,7 @@ describe('toTable', () => {
   });
 
   it('pods: kubectl columns, wide columns at priority 1, cells in order', () => {
-    const table = toTable({ info: POD_INFO, objects: [running], includeObject: 'None', now: NOW, resourceVersion: '42' });
+    const table = toTable({ columns: POD_COLUMNS, objects: [running], includeObject: 'None', now: NOW, resourceVersion: '42' });
     assert.equal(table.kind, 'Table');
     assert.equal(table.apiVersion, 'meta.k8s.io/v1');
     assert.deepEqual(table.metadata, { resourceVersion: '42' });
@@ -256,19 +254,19 @@ describe('toTable', () => {
   });
 
   it('includeObject=Metadata embeds PartialObjectMetadata; Object embeds the object', () => {
-    const meta = toTable({ info: POD_INFO, objects: [running], includeObject: 'Metadata', now: NOW });
+    const meta = toTable({ columns: POD_COLUMNS, objects: [running], includeObject: 'Metadata', now: NOW });
     assert.deepEqual(meta.rows[0]?.object, { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: running.metadata });
-    const full = toTable({ info: POD_INFO, objects: [running], includeObject: 'Object', now: NOW });
+    const full = toTable({ columns: POD_COLUMNS, objects: [running], includeObject: 'Object', now: NOW });
     assert.equal(full.rows[0]?.object, running);
   });
 
   it('stamps v1beta1 when that is what the client asked for', () => {
-    const t = toTable({ info: POD_INFO, objects: [], includeObject: 'None', now: NOW, tableVersion: 'v1beta1' });
+    const t = toTable({ columns: POD_COLUMNS, objects: [], includeObject: 'None', now: NOW, tableVersion: 'v1beta1' });
     assert.equal(t.apiVersion, 'meta.k8s.io/v1beta1');
   });
 
   it('carries continue and remainingItemCount', () => {
-    const t = toTable({ info: POD_INFO, objects: [], includeObject: 'None', now: NOW, resourceVersion: '7', continue: 'abc', remainingItemCount: 3 });
+    const t = toTable({ columns: POD_COLUMNS, objects: [], includeObject: 'None', now: NOW, resourceVersion: '7', continue: 'abc', remainingItemCount: 3 });
     assert.deepEqual(t.metadata, { resourceVersion: '7', continue: 'abc', remainingItemCount: 3 });
     assert.deepEqual(t.rows, []);
   });
@@ -276,7 +274,7 @@ describe('toTable', () => {
   it('finished pods get the Completed row condition', () => {
     const done = pod({ status: { phase: 'Succeeded', containerStatuses: [cs('app', { terminated: { exitCode: 0, reason: 'Completed' } })] } });
     const failed = pod({ status: { phase: 'Failed' } });
-    const t = toTable({ info: POD_INFO, objects: [done, failed, running], includeObject: 'None', now: NOW });
+    const t = toTable({ columns: POD_COLUMNS, objects: [done, failed, running], includeObject: 'None', now: NOW });
     assert.deepEqual(t.rows[0]?.conditions, [{ type: 'Completed', status: 'True', reason: 'Succeeded', message: 'The pod has completed successfully.' }]);
     assert.equal(t.rows[1]?.conditions?.[0]?.reason, 'Failed');
     assert.equal(t.rows[2]?.conditions, undefined);
@@ -287,7 +285,7 @@ describe('toTable', () => {
       spec: { readinessGates: [{ conditionType: 'a' }, { conditionType: 'b' }] },
       status: { phase: 'Running', conditions: [{ type: 'a', status: 'True' }, { type: 'b', status: 'False' }] },
     });
-    const t = toTable({ info: POD_INFO, objects: [gated], includeObject: 'None', now: NOW });
+    const t = toTable({ columns: POD_COLUMNS, objects: [gated], includeObject: 'None', now: NOW });
     assert.equal(t.rows[0]?.cells[8], '1/2');
   });
 
@@ -319,7 +317,7 @@ describe('toTable', () => {
         },
       },
     };
-    const t = toTable({ info: NODE_INFO, objects: [node], includeObject: 'None', now: NOW });
+    const t = toTable({ columns: NODE_COLUMNS, objects: [node], includeObject: 'None', now: NOW });
     assert.deepEqual(
       t.columnDefinitions.map((c) => [c.name, c.priority]),
       [
@@ -361,14 +359,14 @@ describe('toTable', () => {
     assert.equal(nodeStatusText(n([])), 'Unknown');
     assert.equal(nodeStatusText(n([], true)), 'Unknown,SchedulingDisabled');
     assert.deepEqual(nodeRoles(n([])), []);
-    const t = toTable({ info: NODE_INFO, objects: [n([])], includeObject: 'None', now: NOW });
+    const t = toTable({ columns: NODE_COLUMNS, objects: [n([])], includeObject: 'None', now: NOW });
     assert.deepEqual(t.rows[0]?.cells.slice(0, 5), ['x', 'Unknown', '<none>', '<unknown>', '']);
     assert.deepEqual(t.rows[0]?.cells.slice(5), ['<none>', '<none>', '<unknown>', '<unknown>', '<unknown>']);
   });
 
   it('namespaces: Name, Status, Age', () => {
     const ns: KubeObject = { metadata: { name: 'default', creationTimestamp: ago(12 * DAY) }, status: { phase: 'Active' } };
-    const t = toTable({ info: { group: '', version: 'v1', kind: 'Namespace' }, objects: [ns], includeObject: 'None', now: NOW });
+    const t = toTable({ columns: namespaceStrategy.table, objects: [ns], includeObject: 'None', now: NOW });
     assert.deepEqual(t.columnDefinitions.map((c) => c.name), ['Name', 'Status', 'Age']);
     assert.deepEqual(t.rows[0]?.cells, ['default', 'Active', '12d']);
   });
@@ -385,7 +383,7 @@ describe('toTable', () => {
       lastTimestamp: ago(20 * SEC),
       count: 2,
     };
-    const t = toTable({ info: { group: '', version: 'v1', kind: 'Event' }, objects: [ev], includeObject: 'None', now: NOW });
+    const t = toTable({ columns: eventStrategy.table, objects: [ev], includeObject: 'None', now: NOW });
     assert.deepEqual(t.columnDefinitions.map((c) => c.name), [
       'Last Seen', 'Type', 'Reason', 'Object', 'Subobject', 'Source', 'Message', 'First Seen', 'Count', 'Name',
     ]);
@@ -395,39 +393,11 @@ describe('toTable', () => {
     ]);
   });
 
-  it('unregistered kinds get Name and Age', () => {
+  it('a kind without columns gets Name and Age', () => {
     const obj: KubeObject = { metadata: { name: 'cm', creationTimestamp: ago(45 * SEC) } };
-    const t = toTable({ info: { group: '', version: 'v1', kind: 'ConfigMapNotRegistered' }, objects: [obj], includeObject: 'None', now: NOW });
+    const t = toTable({ objects: [obj], includeObject: 'None', now: NOW });
     assert.deepEqual(t.columnDefinitions.map((c) => c.name), ['Name', 'Age']);
     assert.deepEqual(t.rows[0]?.cells, ['cm', '45s']);
-  });
-
-  it('every built-in resource has a provider whose cells match its columns', () => {
-    for (const info of BUILTIN_RESOURCES) {
-      const provider = columnProviderFor(info);
-      const cells = provider.cells({ metadata: { name: 'x' } }, { now: NOW });
-      assert.equal(cells.length, provider.columns.length, info.kind);
-    }
-  });
-
-  it('registerTableColumns plugs in per group/kind', () => {
-    registerTableColumns(
-      'Widget',
-      {
-        columns: [
-          { name: 'Name', type: 'string', format: 'name', description: '', priority: 0 },
-          { name: 'Size', type: 'integer', format: '', description: '', priority: 0 },
-        ],
-        cells: (o) => [o.metadata.name, (o['spec'] as { size: number }).size],
-      },
-      { group: 'example.com' },
-    );
-    const w: KubeObject = { metadata: { name: 'w1' }, spec: { size: 3 } };
-    const t = toTable({ info: { group: 'example.com', version: 'v1', kind: 'Widget' }, objects: [w], includeObject: 'None', now: NOW });
-    assert.deepEqual(t.rows[0]?.cells, ['w1', 3]);
-    // Same kind name in another group is unaffected.
-    const other = toTable({ info: { group: 'other.io', version: 'v1', kind: 'Widget' }, objects: [w], includeObject: 'None', now: NOW });
-    assert.deepEqual(other.columnDefinitions.map((c) => c.name), ['Name', 'Age']);
   });
 
   it('printerColumnsProvider evaluates CRD additionalPrinterColumns', () => {
@@ -451,13 +421,106 @@ describe('toTable', () => {
   });
 });
 
+describe('columns live with their kind', () => {
+  const fresh = () => new Registry({ backend: openSqliteBackend({ file: ':memory:' }) });
+
+  it('every built-in kind kubectl prints with its own columns carries them in its strategy', () => {
+    const withColumns = ALL_STRATEGIES.filter((s) => s.table).map((s) => `${s.info.group}/${s.info.kind}`).sort();
+    assert.deepEqual(withColumns, [
+      '/ConfigMap', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret',
+      'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet',
+      'batch/CronJob', 'batch/Job', 'coordination.k8s.io/Lease',
+    ]);
+  });
+
+  it('every built-in resource has columns whose cells match them, read through the registry', () => {
+    const registry = fresh();
+    for (const strategy of ALL_STRATEGIES) registry.register(strategy);
+    for (const info of BUILTIN_RESOURCES) {
+      const provider = columnProviderFor(registry, info);
+      const cells = provider.cells({ metadata: { name: 'x' } }, { now: NOW });
+      assert.equal(cells.length, provider.columns.length, info.kind);
+    }
+    assert.equal(columnProviderFor(registry, { group: '', plural: 'pods' }), podStrategy.table);
+  });
+
+  it('the registry hands out the registered strategy\'s columns per group/plural; others get Name/Age', () => {
+    const registry = fresh();
+    const info = (group: string): ResourceInfo => ({ group, version: 'v1', kind: 'Widget', plural: 'widgets', namespaced: true, subresources: [] }) as unknown as ResourceInfo;
+    const widgets: KindStrategy = {
+      info: info('example.com'),
+      hasStatus: false,
+      validate: () => [],
+      table: {
+        columns: [
+          { name: 'Name', type: 'string', format: 'name', description: '', priority: 0 },
+          { name: 'Size', type: 'integer', format: '', description: '', priority: 0 },
+        ],
+        cells: (o) => [o.metadata.name, (o['spec'] as { size: number }).size],
+      },
+    };
+    registry.register(widgets);
+    registry.register({ info: info('other.io'), hasStatus: false, validate: () => [] });
+    const w: KubeObject = { metadata: { name: 'w1' }, spec: { size: 3 } };
+    const t = toTable({ columns: columnProviderFor(registry, widgets.info), objects: [w], includeObject: 'None', now: NOW });
+    assert.deepEqual(t.rows[0]?.cells, ['w1', 3]);
+    // Same kind name in another group is unaffected.
+    const other = toTable({ columns: columnProviderFor(registry, info('other.io')), objects: [w], includeObject: 'None', now: NOW });
+    assert.deepEqual(other.columnDefinitions.map((c) => c.name), ['Name', 'Age']);
+    assert.deepEqual(columnProviderFor(registry, info('unknown.io')).columns.map((c) => c.name), ['Name', 'Age']);
+  });
+
+  const crd = (printerColumns?: Array<{ name: string; type: string; jsonPath: string }>): CustomResourceDefinition =>
+    ({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'gadgets.example.com' },
+      spec: {
+        group: 'example.com',
+        scope: 'Namespaced',
+        names: { plural: 'gadgets', singular: 'gadget', kind: 'Gadget', listKind: 'GadgetList' },
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+            ...(printerColumns ? { additionalPrinterColumns: printerColumns } : {}),
+          },
+        ],
+      },
+    }) as CustomResourceDefinition;
+
+  it('a custom resource strategy carries its CRD\'s additionalPrinterColumns; none means Name/Age', () => {
+    const withColumns = customResourceStrategy(crd([{ name: 'Color', type: 'string', jsonPath: '.spec.color' }]));
+    assert.deepEqual(withColumns.table?.columns.map((c) => c.name), ['Name', 'Color']);
+    assert.deepEqual(withColumns.table?.cells({ metadata: { name: 'g' }, spec: { color: 'red' } }, { now: NOW }), ['g', 'red']);
+    assert.equal(customResourceStrategy(crd()).table, undefined);
+  });
+
+  it('the CRD controller serves printer columns through the registry, and drops them when the CRD does', async () => {
+    const env = await controllerEnv();
+    const crdc = new CRDController({ registry: env.registry, client: env.client, informers: env.informers, log: env.log, now: env.now });
+    const gadget: KubeObject = { metadata: { name: 'g1', creationTimestamp: ago(2 * MIN) }, spec: { color: 'blue' } };
+    const gadgets = { group: 'example.com', plural: 'gadgets' };
+    await env.create('apiextensions.k8s.io', 'customresourcedefinitions', crd([{ name: 'Color', type: 'string', jsonPath: '.spec.color' }]));
+    env.syncCaches();
+    await crdc.reconcile('gadgets.example.com');
+    assert.deepEqual(toTable({ columns: columnProviderFor(env.registry, gadgets), objects: [gadget], includeObject: 'None', now: NOW }).rows[0]?.cells, ['g1', 'blue']);
+    await env.modify<CustomResourceDefinition>('apiextensions.k8s.io', 'customresourcedefinitions', 'gadgets.example.com', (c) => void (c.spec = crd().spec));
+    env.syncCaches();
+    await crdc.reconcile('gadgets.example.com');
+    assert.deepEqual(toTable({ columns: columnProviderFor(env.registry, gadgets), objects: [gadget], includeObject: 'None', now: NOW }).rows[0]?.cells, ['g1', '2m']);
+  });
+});
+
 describe('renderTable (the HTTP layer\'s Table responses)', () => {
-  const nsInfo = BUILTIN_RESOURCES.find((r) => r.kind === 'Namespace')!;
+  const nsColumns = namespaceStrategy.table!;
   const ns = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'lab', resourceVersion: '7', creationTimestamp: new Date().toISOString() } } as KubeObject;
 
   it('stamps the Table version the client asked for: meta.k8s.io/v1beta1 to a client that only takes v1beta1', () => {
-    assert.equal((renderTable(nsInfo, ns, {}) as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1');
-    assert.equal((renderTable(nsInfo, ns, {}, 'v1beta1') as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1beta1');
-    assert.equal((tableRowRenderer(nsInfo, {}, 'v1beta1')(ns) as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1beta1');
+    assert.equal((renderTable(nsColumns, ns, {}) as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1');
+    assert.equal((renderTable(nsColumns, ns, {}, 'v1beta1') as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1beta1');
+    assert.equal((tableRowRenderer(nsColumns, {}, 'v1beta1')(ns) as { apiVersion: string }).apiVersion, 'meta.k8s.io/v1beta1');
   });
 });

@@ -6,7 +6,6 @@ import type { Informer } from '../../client/informer.js';
 import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, customResourceInfo, customResourceStrategy, storageVersion, type CustomResourceDefinition } from '../../registry/kinds/apiextensions.js';
 import type { Registry } from '../../registry/registry.js';
 import { registerKindSchema } from '../../server/openapi.js';
-import { printerColumnsProvider, registerTableColumns } from '../../server/tables.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 
@@ -24,7 +23,7 @@ const CRD_REF = { group: CRD_RESOURCE.group, version: CRD_RESOURCE.version, plur
 /**
  * Turns CustomResourceDefinitions into served resources. A CRD seen by the informer is registered
  * at once (so its resources are live within milliseconds of the write, and right after a restart),
- * with its schema in OpenAPI and its printer columns in tables; its status then reports
+ * with its schema in OpenAPI and its printer columns in its strategy; its status then reports
  * NamesAccepted and Established. A deleted CRD first loses every custom resource (their own
  * finalizers are honoured), then is unregistered and its cleanup finalizer released.
  */
@@ -57,13 +56,9 @@ export class CRDController {
     try {
       const strategy = customResourceStrategy(crd);
       this.opts.registry.register(strategy);
-      const storage = storageVersion(crd);
       for (const v of crd.spec.versions.filter((x) => x.served)) {
         const schema = v.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
         registerKindSchema({ group: crd.spec.group, version: v.name, kind: crd.spec.names.kind, schema: schema as never, listKind: crd.spec.names.listKind });
-      }
-      if (storage.additionalPrinterColumns?.length) {
-        registerTableColumns(crd.spec.names.kind, printerColumnsProvider(storage.additionalPrinterColumns as never), { group: crd.spec.group });
       }
     } catch (e) {
       this.opts.log.warn({ crd: crd.metadata.name, err: (e as Error).message }, 'cannot serve CRD');

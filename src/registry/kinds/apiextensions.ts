@@ -1,6 +1,7 @@
 /**
  * apiextensions.k8s.io/v1 CustomResourceDefinition, and the strategy a CRD turns into for its
- * custom resources (schema defaulting, pruning and validation on every write).
+ * custom resources (schema defaulting, pruning and validation on every write; its
+ * additionalPrinterColumns as the `kubectl get` columns).
  */
 import type { FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
@@ -8,6 +9,7 @@ import { validateObjectMeta } from '../../api/validation.js';
 import { applySchema, type JSONSchemaProps } from '../../apiextensions/schema.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { printerColumnsProvider } from '../table-columns.js';
 
 export interface CRDVersion {
   name: string;
@@ -140,11 +142,14 @@ export function customResourceStrategy(crd: CustomResourceDefinition): KindStrat
   const info = customResourceInfo(crd);
   const schema = storageVersion(crd).schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   const scale = storageVersion(crd).subresources?.scale;
+  const printerColumns = storageVersion(crd).additionalPrinterColumns;
   return {
     info,
     hasStatus: info.subresources.includes('status'),
     generation: true,
     ...(scale ? { scalePaths: scale } : {}),
+    // Without printer columns the table falls back to Name and Age, as the apiserver's does.
+    ...(printerColumns?.length ? { table: printerColumnsProvider(printerColumns) } : {}),
     applyDefaults(obj) {
       applySchema(obj as Record<string, unknown>, schema);
     },

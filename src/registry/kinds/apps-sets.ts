@@ -1,7 +1,7 @@
 /**
  * apps/v1 DaemonSet, StatefulSet and ControllerRevision, and a minimal core/v1
- * PersistentVolumeClaim: object shapes, REST identity, defaults and validation. The controllers
- * live in src/controllers/daemonset and src/controllers/statefulset.
+ * PersistentVolumeClaim: object shapes, REST identity, defaults, validation and `kubectl get`
+ * columns. The controllers live in src/controllers/daemonset and src/controllers/statefulset.
  */
 import type { FieldError } from '../../api/errors.js';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
@@ -18,6 +18,7 @@ import {
 } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate, type IntOrString, type PodTemplateSpec } from './apps.js';
 
 // ---------- shapes ----------
@@ -234,10 +235,98 @@ function selectorImmutable(obj: { spec: { selector?: unknown } }, old: { spec: {
   return canon(obj.spec?.selector) === canon(old.spec?.selector) ? [] : [fieldErrors.invalid('spec.selector', obj.spec?.selector, 'field is immutable')];
 }
 
+// ---------- kubectl get columns ----------
+
+function nodeSelectorText(ds: DaemonSet): string {
+  const sel = ds.spec?.template?.spec?.nodeSelector ?? {};
+  const text = Object.entries(sel).map(([k, v]) => `${k}=${v}`).join(',');
+  return text || '<none>';
+}
+
+const DAEMONSET_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Desired', 'The total number of nodes that should be running the daemon pod.', 0, 'integer'),
+    column('Current', 'The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod.', 0, 'integer'),
+    column('Ready', 'The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and ready.', 0, 'integer'),
+    column('Up-to-date', 'The total number of nodes that are running updated daemon pod', 0, 'integer'),
+    column('Available', 'The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available.', 0, 'integer'),
+    column('Node Selector', 'NodeSelector is a selector which must be true for the pod to fit on a node.'),
+    AGE_COLUMN,
+    ...POD_TEMPLATE_WIDE_COLUMNS,
+    column('Selector', 'A label query over pods that are managed by the daemon set.', 1),
+  ],
+  cells: (obj, { now }) => {
+    const ds = obj as DaemonSet;
+    return [
+      ds.metadata.name ?? '',
+      ds.status?.desiredNumberScheduled ?? 0,
+      ds.status?.currentNumberScheduled ?? 0,
+      ds.status?.numberReady ?? 0,
+      ds.status?.updatedNumberScheduled ?? 0,
+      ds.status?.numberAvailable ?? 0,
+      nodeSelectorText(ds),
+      ageSince(ds.metadata.creationTimestamp, now),
+      ...podTemplateWideCells(ds),
+    ];
+  },
+};
+
+const STATEFULSET_COLUMNS: ColumnProvider = {
+  columns: [NAME_COLUMN, column('Ready', 'Number of the pod with ready state'), AGE_COLUMN, ...POD_TEMPLATE_WIDE_COLUMNS],
+  cells: (obj, { now }) => {
+    const s = obj as StatefulSet;
+    return [
+      s.metadata.name ?? '',
+      `${s.status?.readyReplicas ?? 0}/${s.spec?.replicas ?? 0}`,
+      ageSince(s.metadata.creationTimestamp, now),
+      ...podTemplateWideCells(s).slice(0, 2),
+    ];
+  },
+};
+
+const CONTROLLERREVISION_COLUMNS: ColumnProvider = {
+  columns: [NAME_COLUMN, column('Controller', 'Controller of the object'), column('Revision', 'Revision', 0, 'integer'), AGE_COLUMN],
+  cells: (obj, { now }) => {
+    const ref = (obj.metadata.ownerReferences ?? []).find((r) => r.controller);
+    const cr = obj as KubeObject & { revision?: number };
+    return [obj.metadata.name ?? '', ref ? `${ref.kind.toLowerCase()}.${ref.apiVersion.split('/')[0]}/${ref.name}` : '<none>', cr.revision ?? 0, ageSince(obj.metadata.creationTimestamp, now)];
+  },
+};
+
+const ACCESS_MODE_SHORT: Record<string, string> = { ReadWriteOnce: 'RWO', ReadOnlyMany: 'ROX', ReadWriteMany: 'RWX', ReadWriteOncePod: 'RWOP' };
+
+const PVC_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Status', 'Phase is the current phase of the claim.'),
+    column('Volume', 'VolumeName is the binding reference to the PersistentVolume backing this claim.'),
+    column('Capacity', 'Capacity is the actual resources of the underlying volume.'),
+    column('Access Modes', 'AccessModes contains the actual access modes the volume backing the PVC has.'),
+    column('StorageClass', 'StorageClassName is the name of the StorageClass required by the claim.'),
+    AGE_COLUMN,
+  ],
+  cells: (obj, { now }) => {
+    const pvc = obj as PersistentVolumeClaim;
+    const modes = (pvc.status?.accessModes ?? pvc.spec?.accessModes ?? []).map((m) => ACCESS_MODE_SHORT[m] ?? m);
+    return [
+      pvc.metadata.name ?? '',
+      pvc.status?.phase ?? 'Pending',
+      // The backing storage is the Docker named volume of the claim.
+      `berth-pvc-${pvc.metadata.namespace}-${pvc.metadata.name}`,
+      pvc.status?.capacity?.storage ?? '',
+      modes.join(','),
+      pvc.spec?.storageClassName ?? '<unset>',
+      ageSince(pvc.metadata.creationTimestamp, now),
+    ];
+  },
+};
+
 // ---------- strategies ----------
 
 export const daemonSetStrategy: KindStrategy<DaemonSet> = {
   info: DAEMONSET_INFO,
+  table: DAEMONSET_COLUMNS,
   hasStatus: true,
   generation: true,
   applyDefaults(ds) {
@@ -263,6 +352,7 @@ export const daemonSetStrategy: KindStrategy<DaemonSet> = {
 
 export const statefulSetStrategy: KindStrategy<StatefulSet> = {
   info: STATEFULSET_INFO,
+  table: STATEFULSET_COLUMNS,
   hasStatus: true,
   generation: true,
   applyDefaults(sts) {
@@ -302,6 +392,7 @@ export const statefulSetStrategy: KindStrategy<StatefulSet> = {
 
 export const controllerRevisionStrategy: KindStrategy<ControllerRevision> = {
   info: CONTROLLERREVISION_INFO,
+  table: CONTROLLERREVISION_COLUMNS,
   hasStatus: false,
   validate(cr) {
     const errs = validateObjectMeta(cr.metadata, { namespaced: true, nameRule: 'subdomain' });
@@ -324,6 +415,7 @@ export const controllerRevisionStrategy: KindStrategy<ControllerRevision> = {
  */
 export const pvcStrategy: KindStrategy<PersistentVolumeClaim> = {
   info: PVC_INFO,
+  table: PVC_COLUMNS,
   hasStatus: true,
   applyDefaults(pvc) {
     if (!isRecord(pvc.spec)) return;

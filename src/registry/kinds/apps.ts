@@ -1,5 +1,6 @@
 /**
- * apps/v1 ReplicaSet and Deployment: object shapes, REST identity, defaults and validation.
+ * apps/v1 ReplicaSet and Deployment: object shapes, REST identity, defaults, validation and
+ * `kubectl get` columns.
  * The controllers that act on them live in src/controllers/replicaset and src/controllers/deployment.
  */
 import type { FieldError } from '../../api/errors.js';
@@ -20,6 +21,7 @@ import {
 } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPullPolicy } from './core.js';
 
 // ---------- shapes ----------
@@ -335,10 +337,72 @@ function validateSelectorImmutable(obj: { spec: { selector?: unknown } }, old: {
   return [];
 }
 
+// ---------- kubectl get columns ----------
+
+/** What the cells read; every field optional, since a row must print for any stored object. */
+interface WorkloadLike extends KubeObject {
+  spec?: {
+    replicas?: number;
+    selector?: LabelSelectorObject;
+    template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
+  };
+  status?: { replicas?: number; readyReplicas?: number; updatedReplicas?: number; availableReplicas?: number };
+}
+
+const WORKLOAD_WIDE_COLUMNS = [
+  ...POD_TEMPLATE_WIDE_COLUMNS,
+  column('Selector', 'Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment.', 1),
+];
+
+const REPLICASET_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Desired', 'Number of desired pods.', 0, 'integer'),
+    column('Current', 'Number of actual running pods.', 0, 'integer'),
+    column('Ready', 'Number of ready pods.', 0, 'integer'),
+    AGE_COLUMN,
+    ...WORKLOAD_WIDE_COLUMNS,
+  ],
+  cells: (obj, { now }) => {
+    const rs = obj as WorkloadLike;
+    return [
+      rs.metadata.name ?? '',
+      rs.spec?.replicas ?? 0,
+      rs.status?.replicas ?? 0,
+      rs.status?.readyReplicas ?? 0,
+      ageSince(rs.metadata.creationTimestamp, now),
+      ...podTemplateWideCells(rs),
+    ];
+  },
+};
+
+const DEPLOYMENT_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Ready', 'Number of the pod with ready state.'),
+    column('Up-to-date', 'Total number of non-terminated pods targeted by this deployment that have the desired template spec.', 0, 'integer'),
+    column('Available', 'Total number of available pods (ready for at least minReadySeconds) targeted by this deployment.', 0, 'integer'),
+    AGE_COLUMN,
+    ...WORKLOAD_WIDE_COLUMNS,
+  ],
+  cells: (obj, { now }) => {
+    const d = obj as WorkloadLike;
+    return [
+      d.metadata.name ?? '',
+      `${d.status?.readyReplicas ?? 0}/${d.spec?.replicas ?? 0}`,
+      d.status?.updatedReplicas ?? 0,
+      d.status?.availableReplicas ?? 0,
+      ageSince(d.metadata.creationTimestamp, now),
+      ...podTemplateWideCells(d),
+    ];
+  },
+};
+
 // ---------- strategies ----------
 
 export const replicaSetStrategy: KindStrategy<ReplicaSet> = {
   info: REPLICASET_INFO,
+  table: REPLICASET_COLUMNS,
   hasStatus: true,
   generation: true,
   applyDefaults(rs) {
@@ -353,6 +417,7 @@ export const replicaSetStrategy: KindStrategy<ReplicaSet> = {
 
 export const deploymentStrategy: KindStrategy<Deployment> = {
   info: DEPLOYMENT_INFO,
+  table: DEPLOYMENT_COLUMNS,
   hasStatus: true,
   generation: true,
   applyDefaults(d) {

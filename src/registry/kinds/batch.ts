@@ -1,5 +1,6 @@
 /**
- * batch/v1 Job and CronJob: object shapes, REST identity, defaults and validation.
+ * batch/v1 Job and CronJob: object shapes, REST identity, defaults, validation and `kubectl get`
+ * columns.
  * The controllers that act on them live in src/controllers/job and src/controllers/cronjob.
  */
 import cron from 'node-cron';
@@ -23,6 +24,7 @@ import {
 } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, humanDuration, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate, type PodTemplateSpec } from './apps.js';
 
 // ---------- well-known labels and annotations (Kubernetes' names) ----------
@@ -446,10 +448,114 @@ export function validateCronJob(cj: CronJob): FieldError[] {
   return errs;
 }
 
+// ---------- kubectl get columns ----------
+
+/** What the cells read; every field optional, since a row must print for any stored object. */
+interface PodTemplateLike {
+  selector?: LabelSelectorObject;
+  template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
+}
+
+interface JobLike extends KubeObject {
+  spec?: PodTemplateLike & { completions?: number; parallelism?: number };
+  status?: {
+    conditions?: Array<{ type?: string; status?: string }>;
+    succeeded?: number;
+    startTime?: string;
+    completionTime?: string;
+  };
+}
+
+interface CronJobLike extends KubeObject {
+  spec?: { schedule?: string; timeZone?: string; suspend?: boolean; jobTemplate?: { spec?: PodTemplateLike } };
+  status?: { active?: unknown[]; lastScheduleTime?: string };
+}
+
+/** kubectl's Job status word: a finished condition first, then Terminating, Suspended, else Running. */
+function jobStatusText(job: JobLike): string {
+  const has = (type: string) => (job.status?.conditions ?? []).some((c) => c.type === type && c.status === 'True');
+  if (has('Complete')) return 'Complete';
+  if (has('Failed')) return 'Failed';
+  if (job.metadata.deletionTimestamp) return 'Terminating';
+  if (has('Suspended')) return 'Suspended';
+  if (has('FailureTarget')) return 'FailureTarget';
+  if (has('SuccessCriteriaMet')) return 'SuccessCriteriaMet';
+  return 'Running';
+}
+
+function jobCompletionsText(job: JobLike): string {
+  const succeeded = job.status?.succeeded ?? 0;
+  const completions = job.spec?.completions;
+  const parallelism = job.spec?.parallelism;
+  if (completions !== undefined && completions !== null) return `${succeeded}/${completions}`;
+  if (parallelism !== undefined && parallelism !== null && parallelism > 1) return `${succeeded}/1 of ${parallelism}`;
+  return `${succeeded}/1`;
+}
+
+function jobDurationText(job: JobLike, now: Date): string {
+  const start = job.status?.startTime ? Date.parse(job.status.startTime) : NaN;
+  if (Number.isNaN(start)) return '';
+  const end = job.status?.completionTime ? Date.parse(job.status.completionTime) : NaN;
+  return humanDuration((Number.isNaN(end) ? now.getTime() : end) - start);
+}
+
+const JOB_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Status', 'Status of the job.'),
+    column('Completions', 'The desired number of successfully finished pods the job should be run with.'),
+    column('Duration', 'Time required to complete the job.'),
+    AGE_COLUMN,
+    ...POD_TEMPLATE_WIDE_COLUMNS,
+    column('Selector', 'A label query over pods that should match the pod count.', 1),
+  ],
+  cells: (obj, { now }) => {
+    const job = obj as JobLike;
+    return [
+      job.metadata.name ?? '',
+      jobStatusText(job),
+      jobCompletionsText(job),
+      jobDurationText(job, now),
+      ageSince(job.metadata.creationTimestamp, now),
+      ...podTemplateWideCells({ metadata: job.metadata, spec: job.spec }),
+    ];
+  },
+};
+
+const CRONJOB_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Schedule', 'The schedule in Cron format, see https://en.wikipedia.org/wiki/Cron.'),
+    column('Timezone', 'The time zone name for the given schedule, see https://en.wikipedia.org/wiki/List_of_tz_database_time_zones.'),
+    column('Suspend', 'This flag tells the controller to suspend subsequent executions, it does not apply to already started executions.', 0, 'boolean'),
+    column('Active', 'A list of pointers to currently running jobs.', 0, 'integer'),
+    column('Last Schedule', 'Information when was the last time the job was successfully scheduled.'),
+    AGE_COLUMN,
+    ...POD_TEMPLATE_WIDE_COLUMNS,
+    column('Selector', 'A label query over pods that should match the pod count.', 1),
+  ],
+  cells: (obj, { now }) => {
+    const cj = obj as CronJobLike;
+    const suspend = cj.spec?.suspend;
+    return [
+      cj.metadata.name ?? '',
+      cj.spec?.schedule ?? '',
+      cj.spec?.timeZone ?? '<none>',
+      suspend === undefined || suspend === null ? '<unset>' : suspend ? 'True' : 'False',
+      cj.status?.active?.length ?? 0,
+      cj.status?.lastScheduleTime ? ageSince(cj.status.lastScheduleTime, now) : '<none>',
+      ageSince(cj.metadata.creationTimestamp, now),
+      ...podTemplateWideCells({ metadata: cj.metadata, spec: cj.spec?.jobTemplate?.spec }),
+    ];
+  },
+};
+
+
 // ---------- strategies ----------
 
 export const jobStrategy: KindStrategy<Job> = {
   info: JOB_INFO,
+  table: JOB_COLUMNS,
   hasStatus: true,
   generation: true,
   applyDefaults(job) {
@@ -469,6 +575,7 @@ export const jobStrategy: KindStrategy<Job> = {
 
 export const cronJobStrategy: KindStrategy<CronJob> = {
   info: CRONJOB_INFO,
+  table: CRONJOB_COLUMNS,
   hasStatus: true,
   generation: true,
   applyDefaults(cj) {

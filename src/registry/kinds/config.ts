@@ -9,9 +9,9 @@
 import { errors, type FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import { child, expectObject, expectString, fieldErrors, isRecord, key, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import { registerTableColumns, ageSince } from '../../server/tables.js';
 import type { ResourceInfo } from '../resource-info.js';
 import { baseSelectableFields, type KindStrategy } from '../strategy.js';
+import { AGE_COLUMN, NAME_COLUMN, ageSince, type ColumnProvider } from '../table-columns.js';
 
 // ---------- shapes ----------
 
@@ -209,8 +209,30 @@ export function validateConfigMap(cm: ConfigMap): FieldError[] {
   return errs;
 }
 
+// ---------- kubectl get columns ----------
+
+function countKeys(...maps: unknown[]): number {
+  return maps.reduce<number>((n, m) => n + (isRecord(m) ? Object.keys(m).length : 0), 0);
+}
+
+const CONFIGMAP_COLUMNS: ColumnProvider = {
+  columns: [NAME_COLUMN, { name: 'Data', type: 'integer', format: '', description: 'Number of keys in data and binaryData.', priority: 0 }, AGE_COLUMN],
+  cells: (obj, { now }) => [obj.metadata.name ?? '', countKeys(obj.data, obj.binaryData), ageSince(obj.metadata.creationTimestamp, now)],
+};
+
+const SECRET_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    { name: 'Type', type: 'string', format: '', description: 'The type of the secret.', priority: 0 },
+    { name: 'Data', type: 'integer', format: '', description: 'Number of keys in data.', priority: 0 },
+    AGE_COLUMN,
+  ],
+  cells: (obj, { now }) => [obj.metadata.name ?? '', typeof obj.type === 'string' ? obj.type : '', countKeys(obj.data), ageSince(obj.metadata.creationTimestamp, now)],
+};
+
 export const configMapStrategy: KindStrategy<ConfigMap> = {
   info: CONFIGMAP_RESOURCE,
+  table: CONFIGMAP_COLUMNS,
   hasStatus: false,
   applyDefaults(cm) {
     if (isRecord(cm.binaryData)) canonicalBase64Map('ConfigMap', cm.binaryData);
@@ -288,6 +310,7 @@ export function validateSecret(secret: Secret): FieldError[] {
 
 export const secretStrategy: KindStrategy<Secret> = {
   info: SECRET_RESOURCE,
+  table: SECRET_COLUMNS,
   hasStatus: false,
   applyDefaults(secret) {
     if (secret.type === undefined || secret.type === '') secret.type = SecretType.Opaque;
@@ -314,27 +337,3 @@ export const CONFIG_STRATEGIES: KindStrategy<KubeObject>[] = [
   configMapStrategy as unknown as KindStrategy<KubeObject>,
   secretStrategy as unknown as KindStrategy<KubeObject>,
 ];
-
-// ---------- kubectl get columns ----------
-
-function countKeys(...maps: unknown[]): number {
-  return maps.reduce<number>((n, m) => n + (isRecord(m) ? Object.keys(m).length : 0), 0);
-}
-
-const NAME_COLUMN = { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace. Cannot be updated.', priority: 0 };
-const AGE_COLUMN = { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created, in UTC.', priority: 0 };
-
-// Registered here (not in tables.ts) so the kind's printing lives with the kind; tables.ts only imports types.
-registerTableColumns('ConfigMap', {
-  columns: [NAME_COLUMN, { name: 'Data', type: 'integer', format: '', description: 'Number of keys in data and binaryData.', priority: 0 }, AGE_COLUMN],
-  cells: (obj, { now }) => [obj.metadata.name ?? '', countKeys(obj.data, obj.binaryData), ageSince(obj.metadata.creationTimestamp, now)],
-});
-registerTableColumns('Secret', {
-  columns: [
-    NAME_COLUMN,
-    { name: 'Type', type: 'string', format: '', description: 'The type of the secret.', priority: 0 },
-    { name: 'Data', type: 'integer', format: '', description: 'Number of keys in data.', priority: 0 },
-    AGE_COLUMN,
-  ],
-  cells: (obj, { now }) => [obj.metadata.name ?? '', typeof obj.type === 'string' ? obj.type : '', countKeys(obj.data), ageSince(obj.metadata.creationTimestamp, now)],
-});

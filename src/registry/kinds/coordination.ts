@@ -6,9 +6,9 @@
 import type { FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import { child, expectInteger, expectObject, expectString, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import { ageSince, registerTableColumns } from '../../server/tables.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import type { Lease } from '../../api/lease.js';
 // The shapes and constants agents share live in src/api/lease.ts (no validation or server code).
 export { LEASES_REF, microTime, NODE_LEASE_NAMESPACE, type Lease, type LeaseSpec } from '../../api/lease.js';
@@ -53,8 +53,14 @@ function validateLeaseSpec(spec: unknown): FieldError[] {
   return errs;
 }
 
+const LEASE_COLUMNS: ColumnProvider = {
+  columns: [NAME_COLUMN, column('Holder', 'The holder of the lease.'), AGE_COLUMN],
+  cells: (obj, { now }) => [obj.metadata.name ?? '', String((obj as Lease).spec?.holderIdentity ?? ''), ageSince(obj.metadata.creationTimestamp, now)],
+};
+
 export const leaseStrategy: KindStrategy<Lease> = {
   info: LEASE_RESOURCE,
+  table: LEASE_COLUMNS,
   hasStatus: false,
   validate: (lease) => [...validateObjectMeta(lease.metadata, { namespaced: true, nameRule: 'subdomain' }), ...validateLeaseSpec(lease.spec)],
   validateUpdate: (lease, old) => [
@@ -63,18 +69,5 @@ export const leaseStrategy: KindStrategy<Lease> = {
     ...validateLeaseSpec(lease.spec),
   ],
 };
-
-registerTableColumns(
-  'Lease',
-  {
-    columns: [
-      { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-      { name: 'Holder', type: 'string', format: '', description: 'The holder of the lease.', priority: 0 },
-      { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created, in UTC.', priority: 0 },
-    ],
-    cells: (obj, { now }) => [obj.metadata.name ?? '', String((obj as Lease).spec?.holderIdentity ?? ''), ageSince(obj.metadata.creationTimestamp, now)],
-  },
-  { group: 'coordination.k8s.io' },
-);
 
 export const COORDINATION_STRATEGIES: KindStrategy<KubeObject>[] = [leaseStrategy as unknown as KindStrategy<KubeObject>];
