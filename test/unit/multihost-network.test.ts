@@ -4,7 +4,7 @@ import { describe, it } from 'node:test';
 import type { Node, Pod, Taint } from '../../src/api/types.js';
 import { cidrContains, cidrsOverlap, formatCidr, gatewayOf, parseCidr, subnetAt, subnetCount, subnetIndex } from '../../src/controllers/node-ipam/cidr.js';
 import { evictionDeadline, reconcileConditionTaints } from '../../src/controllers/node-lifecycle/taints.js';
-import { decodeEvictionProtobuf } from '../../src/requests/eviction-subresource.js';
+import { decodeEviction } from '../../src/requests/eviction-subresource.js';
 import { wantedRoutes } from '../../agent/network/pod-network.js';
 
 const node = (ready: 'True' | 'False' | 'Unknown' | undefined, taints?: Taint[]): Node => ({
@@ -73,7 +73,7 @@ describe('Eviction protobuf', () => {
     const eviction = Buffer.concat([field(1, meta), field(2, del)]);
     const typeMeta = Buffer.concat([field(1, Buffer.from('policy/v1')), field(2, Buffer.from('Eviction'))]);
     const body = Buffer.concat([Buffer.from([0x6b, 0x38, 0x73, 0x00]), field(1, typeMeta), field(2, eviction)]);
-    assert.deepEqual(decodeEvictionProtobuf(body), {
+    assert.deepEqual(decodeEviction(body, 'application/vnd.kubernetes.protobuf'), {
       apiVersion: 'policy/v1',
       kind: 'Eviction',
       metadata: { name: 'web-1', namespace: 'default' },
