@@ -6,7 +6,7 @@
  * a later change to a ConfigMap or Secret does not reach a running container.
  */
 import type { Container, Pod } from '../src/api/types.js';
-import type { ConfigMap, Secret } from '../src/registry/kinds/config.js';
+import type { ConfigMap, Secret } from '../src/api/config-objects.js';
 import { ContainerConfigError } from './config-error.js';
 import { expandVars } from './container-config.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from './downward-api.js';

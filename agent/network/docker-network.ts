@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { deleteIptablesRulesByComment } from './host-commands.js';
-import { cidrsOverlap, gatewayOf, parseCidr } from '../../src/controllers/node-ipam/cidr.js';
+import { cidrsOverlap, gatewayOf, parseCidr } from '../../src/api/cidr.js';
 
 export const LABEL_NETWORK_NODE = 'berth.dev/node-name';
 /** the agent data dir that made the network: a network whose dir is gone belongs to a cluster that is gone */

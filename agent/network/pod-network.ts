@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import type { Node } from '../../src/api/types.js';
 import { CORE, type Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
-import { ANNOTATION_CLUSTER_CIDR, DEFAULT_CLUSTER_CIDR } from '../../src/controllers/node-ipam/annotations.js';
+import { ANNOTATION_CLUSTER_CIDR, DEFAULT_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
 import { ensurePodBridgeNetwork, podNetworkName, ruleComment } from './docker-network.js';
 export { podNetworkName, ruleComment } from './docker-network.js';
 import { deleteIptablesRulesByComment, ensureIptablesRule, hasChain } from './host-commands.js';

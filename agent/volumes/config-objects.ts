@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
-import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
+import type { ConfigMap, Secret } from '../../src/api/config-objects.js';
 import type { ConfigObjectReader } from '../env.js';
 
 export type ConfigKind = 'configmaps' | 'secrets';

@@ -4,7 +4,7 @@
  * them. Pure apart from reading the objects; atomic-writer.ts puts the result on disk.
  */
 import type { Pod } from '../../src/api/types.js';
-import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
+import type { ConfigMap, Secret } from '../../src/api/config-objects.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../downward-api.js';
 import type { ConfigObjectReader } from '../env.js';
 import type { Payload } from './atomic-writer.js';

@@ -1,23 +1,9 @@
 import { ApiError, errors } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
+import type { AdmissionAttributes } from '../registry/admission-attributes.js';
 
-/** What admission sees of one write. `object` is the object to be stored (mutable for mutating plugins). */
-export interface AdmissionAttributes {
-  operation: 'CREATE' | 'UPDATE' | 'DELETE';
-  info: ResourceInfo;
-  object: KubeObject;
-  oldObject?: KubeObject;
-  subresource?: string;
-  dryRun: boolean;
-  /** the authenticated user, when the write came over the API */
-  user?: string;
-  /**
-   * Where plugins put warnings for the client (sent as `Warning` headers). Absent for writes no
-   * client will see, such as those of in-process controllers.
-   */
-  warnings?: string[];
-}
+// Defined beside the registry that calls admission, so the registry needs nothing from this layer.
+export type { AdmissionAttributes } from '../registry/admission-attributes.js';
 
 /**
  * One admission plugin. Mutating plugins may change `attrs.object` in place; validating plugins

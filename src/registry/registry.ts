@@ -6,7 +6,7 @@ import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../s
 import { apiVersionOf, type ResourceInfo } from './resource-info.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
 import { baseSelectableFields, type KindStrategy } from './strategy.js';
-import type { AdmissionAttributes } from '../admission/chain.js';
+import type { AdmissionAttributes } from './admission-attributes.js';
 import { builtinPatchSchema } from '../api/patch.js';
 import { recordUpdate } from './field-manager.js';
 import { parseResourceVersion, tooLargeResourceVersion, type ResourceVersionMatch } from './list-options.js';

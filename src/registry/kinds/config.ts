@@ -7,6 +7,7 @@
  * redacted>`, as kube-apiserver does, so nothing that logs errors can leak it.
  */
 import { errors, type FieldError } from '../../api/errors.js';
+import type { ConfigMap, Secret } from '../../api/config-objects.js';
 import type { KubeObject } from '../../api/types.js';
 import { child, expectObject, expectString, fieldErrors, isRecord, key, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
@@ -15,21 +16,8 @@ import { AGE_COLUMN, NAME_COLUMN, ageSince, type ColumnProvider } from '../table
 
 // ---------- shapes ----------
 
-export interface ConfigMap extends KubeObject {
-  data?: Record<string, string>;
-  /** base64 in JSON */
-  binaryData?: Record<string, string>;
-  immutable?: boolean;
-}
-
-export interface Secret extends KubeObject {
-  /** base64 in JSON */
-  data?: Record<string, string>;
-  /** write-only: merged into `data` (winning over it) and dropped before storing */
-  stringData?: Record<string, string>;
-  type?: string;
-  immutable?: boolean;
-}
+// The shapes are pure API types, shared with the agent (which reads both kinds for env and volumes).
+export type { ConfigMap, Secret } from '../../api/config-objects.js';
 
 /** Kubernetes' limit on the summed size of a ConfigMap's or Secret's values (decoded bytes). */
 export const MAX_CONFIG_DATA_BYTES = 1024 * 1024;

@@ -11,7 +11,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { Node, Pod } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
-import { cidrContains, parseCidr } from '../../../src/controllers/node-ipam/cidr.js';
+import { cidrContains, parseCidr } from '../../../src/api/cidr.js';
 import { podNetworkName, removePodNetwork } from '../../../agent/network/pod-network.js';
 import { docker, dockerInspect, podContainers, podManifest, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from '../harness.js';
 
