@@ -101,8 +101,8 @@ describe('strategic-merge metadata from the generated data', () => {
     assert.deepEqual(builtinPatchSchema('StatefulSet')(['spec', 'template', 'metadata', 'ownerReferences']), { mergeKey: 'uid', strategy: 'merge' });
     assert.deepEqual(builtinPatchSchema('Node')(['status', 'addresses']), { mergeKey: 'type', strategy: 'merge' });
     assert.deepEqual(builtinPatchSchema('Node')(['spec', 'podCIDRs']), { strategy: 'merge' });
-    // Kinds that were not in the hand-kept tables get theirs too.
     assert.deepEqual(builtinPatchSchema('DaemonSet')(['status', 'conditions']), { mergeKey: 'type', strategy: 'merge' });
+    // Kinds that were not in the hand-kept tables get theirs too.
     assert.deepEqual(builtinPatchSchema('PodDisruptionBudget')(['spec', 'selector']), { strategy: 'replace' });
     assert.deepEqual(builtinPatchSchema('PodDisruptionBudget')(['status', 'conditions']), { mergeKey: 'type', strategy: 'merge' });
   });
