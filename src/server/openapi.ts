@@ -224,7 +224,7 @@ function queryParam(name: string, schema: JsonSchema, description: string): Para
 }
 
 const P = {
-  pretty: queryParam('pretty', { type: 'string' }, "If 'true', the output is pretty printed."),
+  pretty: queryParam('pretty', { type: 'string' }, 'Indent the JSON answer.'),
   dryRun: queryParam('dryRun', { type: 'string' }, 'When present, modifications are not persisted. Valid value: All.'),
   fieldManager: queryParam('fieldManager', { type: 'string' }, 'Name of the actor making the change, used by field management.'),
   fieldValidation: queryParam(
@@ -342,7 +342,7 @@ function buildPaths(served: ServedKind[]): Record<string, JsonSchema> {
       idStem: `${groupWord(info.group)}${capitalize(info.version)}${scopeWord}${info.kind}`,
     };
     const ns = info.namespaced ? '/namespaces/{namespace}' : '';
-    const nsParams = info.namespaced ? [pathParam('namespace', 'object name and auth scope, such as for teams and projects')] : [];
+    const nsParams = info.namespaced ? [pathParam('namespace', 'the namespace of the object')] : [];
     const nameParam = pathParam('name', `name of the ${info.kind}`);
     const obj = kind.definitionName;
     const listDef = kind.listDefinitionName;
