@@ -12,7 +12,7 @@
  * Usage: npm run gen [-- --facts <openapi-v2-facts.json>] [-- --out <dir>]
  *   (the facts path may also come from BERTH_API_FACTS)
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -245,6 +245,10 @@ function main(): void {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const factsPath = path.resolve(root, argument('--facts') ?? process.env['BERTH_API_FACTS'] ?? FACTS_DEFAULT);
   const outDir = path.resolve(root, argument('--out') ?? path.dirname(GENERATED_FILE));
+  if (!existsSync(factsPath)) {
+    process.stderr.write(`gen-api: no API facts at ${factsPath}; pass --facts <openapi-v2-facts.json> or set BERTH_API_FACTS\n`);
+    process.exit(1);
+  }
   const facts = JSON.parse(readFileSync(factsPath, 'utf8')) as Facts;
   const data = generateApiData(facts, FACTS_NAME);
   mkdirSync(outDir, { recursive: true });
