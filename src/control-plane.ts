@@ -18,7 +18,6 @@ import { ControllerManager } from './controllers/manager.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
 import { disabledControllerSet } from './controller-names.js';
 import { ALL_STRATEGIES } from './registry/kinds/index.js';
-import './registry/kinds/apps-sets-presentation.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';

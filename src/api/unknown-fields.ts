@@ -4,6 +4,9 @@
  * kube-apiserver prints them — `spec.containers[0].imagePullPolicyy`, `metadata.labelz`, a map
  * entry as `.key`.
  *
+ * The schemas come from the caller: built-in kinds' from the generated API data
+ * (src/api/api-definitions.ts), which lists every field Kubernetes publishes.
+ *
  * Only `properties` restrict. An object schema without them, or with `additionalProperties` or
  * `x-kubernetes-preserve-unknown-fields`, accepts any key, and scalars (strings, int-or-string,
  * Quantity, RawExtension, …) are not descended. So a definition that is loose errs towards

@@ -44,6 +44,12 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   unknownFields?(obj: T): string[];
   /** where the scale subresource reads and writes (CRDs); built-in kinds use spec/status.replicas */
   scalePaths?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+  /**
+   * The kind's OpenAPI v3 schema at a served version, for kinds the generated API data does not
+   * describe (a CRD's openAPIV3Schema). Built-in kinds leave it out: their schema comes from the
+   * generated data by group/version/kind (src/api/api-definitions.ts).
+   */
+  openAPISchema?(version: string): Record<string, unknown> | undefined;
   /** the grace period a delete without options uses; undefined → removed at once */
   defaultDeleteGraceSeconds?(obj: T): number | undefined;
   /**

@@ -8,12 +8,12 @@ import { errors } from '../api/errors.js';
 import { assertObject, decodeBody, findDuplicateFields, mediaTypeOf } from '../api/body.js';
 import { KUBERNETES_PROTOBUF_MEDIA_TYPE } from '../api/protobuf/index.js';
 import { findUnknownFields, type UnknownFieldOptions } from '../api/unknown-fields.js';
+import { builtinKindSchema } from '../api/api-definitions.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
 import { isoSeconds } from '../registry/registry.js';
 import { serverSideApply } from '../registry/field-manager.js';
-import { kindSchema } from '../server/openapi.js';
 import type { ApiRequest, HandlerResult } from './request.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
@@ -112,7 +112,7 @@ function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, op
   const { info } = req.target;
   const strategy = registry.lookup(info.group, info.plural);
   if (strategy?.unknownFields) return options.patch ? [] : strategy.unknownFields(body);
-  const published = kindSchema(info.group, info.version, info.kind);
+  const published = builtinKindSchema(info.group, info.version, info.kind);
   return published ? findUnknownFields(body, published.schema, published.definitions, options) : [];
 }
 

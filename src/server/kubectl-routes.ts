@@ -15,7 +15,7 @@ import {
   servesGroupVersion,
   versionInfo,
 } from './discovery.js';
-import { openapiV3Group, openapiV3Root } from './openapi.js';
+import { openapiV3Group, openapiV3Root, servedKindSchemas } from './openapi.js';
 import { OPENAPI_V2_PROTOBUF, etagMatches, negotiateOpenAPIV2Format, renderOpenAPIV2 } from './openapi-v2.js';
 import { toTable } from './tables.js';
 
@@ -53,10 +53,10 @@ export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: 
     return groupResourceList(group, version, resources());
   });
 
-  app.get('/openapi/v3', async () => openapiV3Root(resources()));
+  app.get('/openapi/v3', async () => openapiV3Root(servedKindSchemas(opts.registry)));
   app.get('/openapi/v3/*', async (req) => {
     const path = (req.params as { '*': string })['*'];
-    const doc = openapiV3Group(path, resources());
+    const doc = openapiV3Group(path, servedKindSchemas(opts.registry));
     if (!doc) throw errors.notFound({ resource: 'openapi', name: path });
     return doc;
   });
@@ -67,7 +67,7 @@ export function registerDiscoveryRoutes(app: FastifyInstance, opts: { registry: 
     if (!format) {
       throw new ApiError('NotAcceptable', `only application/json and ${OPENAPI_V2_PROTOBUF} are served at /openapi/v2`);
     }
-    const rendered = renderOpenAPIV2(resources(), format);
+    const rendered = renderOpenAPIV2(servedKindSchemas(opts.registry), format);
     reply.header('etag', rendered.etag);
     if (etagMatches(req.headers['if-none-match'], rendered.etag)) return reply.code(304).send();
     return reply.type(rendered.contentType).send(rendered.body);

@@ -1,7 +1,7 @@
 /**
  * The OpenAPI v2 (Swagger 2.0) document served at /openapi/v2, derived from the OpenAPI v3
- * group-version documents (openapi.ts) so the two can never disagree: the same kind registrations,
- * shared definitions and runtime CRD schemas, converted down.
+ * group-version documents (openapi.ts) so the two can never disagree: the same generated
+ * definitions of the built-in kinds and runtime CRD schemas, converted down.
  *
  * Who reads it: kubectl before 1.27 (and newer kubectl when v3 is unusable) fetches it as
  * protobuf before `apply`, `create --validate`, `explain` and `--dry-run=server`:
@@ -22,8 +22,7 @@
 import { createHash } from 'node:crypto';
 import type { JsonValue, SwaggerDocument, SwaggerOperation, SwaggerParameter, SwaggerPathItem, SwaggerSchema } from '../api/protobuf/openapi-v2.js';
 import { encodeSwaggerDocument } from '../api/protobuf/openapi-v2.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
-import { currentSchemas, groupVersionPath, openapiV3Group, type JsonSchema, type SchemaSet } from './openapi.js';
+import { groupVersionPath, openapiV3Group, type JsonSchema, type ServedKindSchema } from './openapi.js';
 
 /** The media type kubectl up to 1.26 asks for (`@` is not valid in a media type, so newer clients send the dotted form). */
 export const OPENAPI_V2_PROTOBUF_DEPRECATED = 'application/com.github.proto-openapi.spec.v2@v1.0+protobuf';
@@ -246,19 +245,19 @@ function mergeDefinition(existing: SwaggerSchema, incoming: SwaggerSchema): Swag
 
 /**
  * The Swagger 2.0 document for everything served: the union of the v3 group-version documents,
- * converted. `schemas` defaults to every registration, so CRDs appear as soon as they are served.
+ * converted. CRDs appear as soon as they are served.
  */
-export function openapiV2Document(resources: ResourceInfo[], schemas: SchemaSet = currentSchemas()): SwaggerDocument {
+export function openapiV2Document(kinds: readonly ServedKindSchema[]): SwaggerDocument {
   const keys: string[] = [];
-  for (const r of resources) {
-    const key = groupVersionPath(r.group, r.version);
+  for (const { info } of kinds) {
+    const key = groupVersionPath(info.group, info.version);
     if (!keys.includes(key)) keys.push(key);
   }
   const definitions = new Map<string, SwaggerSchema>();
   const paths: Record<string, SwaggerPathItem> = {};
   let info = { title: 'Kubernetes', version: '' };
   for (const key of keys.sort()) {
-    const v3 = openapiV3Group(key, resources, schemas);
+    const v3 = openapiV3Group(key, kinds);
     if (!v3) continue;
     info = { title: v3.info.title, version: v3.info.version };
     for (const [name, schema] of Object.entries(v3.components.schemas)) {
@@ -326,8 +325,8 @@ function etagOf(bytes: Uint8Array): string {
 const lastRendered = new Map<OpenAPIV2Format, { json: string; rendered: OpenAPIV2Body }>();
 
 /** The /openapi/v2 answer in `format` for what is served now. */
-export function renderOpenAPIV2(resources: ResourceInfo[], format: OpenAPIV2Format, schemas: SchemaSet = currentSchemas()): OpenAPIV2Body {
-  const document = openapiV2Document(resources, schemas);
+export function renderOpenAPIV2(kinds: readonly ServedKindSchema[], format: OpenAPIV2Format): OpenAPIV2Body {
+  const document = openapiV2Document(kinds);
   const json = JSON.stringify(document);
   const cached = lastRendered.get(format);
   if (cached && cached.json === json) return cached.rendered;

@@ -12,8 +12,7 @@ import {
   renderOpenAPIV2,
   toV2Schema,
 } from '../../src/server/openapi-v2.js';
-import { currentSchemas, groupVersionPath, openapiV3Group, registerKindSchema } from '../../src/server/openapi.js';
-import '../../src/registry/kinds/apps-sets-presentation.js';
+import { groupVersionPath, openapiV3Group, type ServedKindSchema } from '../../src/server/openapi.js';
 
 // ---------- an independent reader of gnostic's openapi.v2 messages ----------
 
@@ -196,12 +195,14 @@ const APPS_RESOURCES: ResourceInfo[] = ['Deployment', 'ReplicaSet', 'StatefulSet
   singular: kind.toLowerCase(),
 }));
 const RESOURCES = [...BUILTIN_RESOURCES.filter((r) => r.group !== 'apps'), ...APPS_RESOURCES];
+/** Served kinds without schemas of their own: built-ins take theirs from the generated data. */
+const served = (infos: ResourceInfo[]): ServedKindSchema[] => infos.map((info) => ({ info }));
 
 // ---------- tests ----------
 
 describe('OpenAPI v2 protobuf encoding', () => {
   it('decodes back to the same document as the JSON', () => {
-    const doc = openapiV2Document(RESOURCES);
+    const doc = openapiV2Document(served(RESOURCES));
     const decoded = documentJson(encodeSwaggerDocument(doc));
     assert.deepEqual(canonical(decoded), canonical(JSON.parse(JSON.stringify(doc))));
   });
@@ -225,11 +226,11 @@ describe('OpenAPI v2 protobuf encoding', () => {
 
 describe('OpenAPI v2 document', () => {
   it('every v3 component is a v2 definition, kinds keep their GVK, v3 paths are v2 paths', () => {
-    const doc = openapiV2Document(RESOURCES);
+    const doc = openapiV2Document(served(RESOURCES));
     const gvs = [...new Set(RESOURCES.map((r) => groupVersionPath(r.group, r.version)))];
     let kinds = 0;
     for (const gv of gvs) {
-      const v3 = openapiV3Group(gv, RESOURCES);
+      const v3 = openapiV3Group(gv, served(RESOURCES));
       assert.ok(v3, gv);
       for (const [name, schema] of Object.entries(v3.components.schemas)) {
         const v2 = doc.definitions[name];
@@ -252,7 +253,7 @@ describe('OpenAPI v2 document', () => {
   });
 
   it('has nothing kube-openapi refuses: $ref alone (or with a description), one type, arrays with one item schema', () => {
-    const doc = openapiV2Document([...RESOURCES, WIDGET]);
+    const doc = openapiV2Document(served([...RESOURCES, WIDGET]));
     const json = JSON.stringify(doc);
     assert.doesNotMatch(json, /#\/components\/schemas\//);
     const check = (s: SwaggerSchema, where: string): void => {
@@ -277,7 +278,7 @@ describe('OpenAPI v2 document', () => {
   });
 
   it('keeps strategic merge metadata and turns v3-only shapes into what kubectl accepts', () => {
-    const doc = openapiV2Document(RESOURCES);
+    const doc = openapiV2Document(served(RESOURCES));
     const spec = doc.definitions['io.k8s.api.core.v1.PodSpec'];
     const containers = spec?.properties?.['containers'];
     assert.equal(containers?.['x-kubernetes-patch-merge-key'], 'name');
@@ -286,7 +287,7 @@ describe('OpenAPI v2 document', () => {
     assert.deepEqual(doc.definitions['io.k8s.apimachinery.pkg.api.resource.Quantity']?.type, 'string');
     assert.deepEqual(doc.definitions['io.k8s.apimachinery.pkg.util.intstr.IntOrString']?.type, 'string');
     const meta = doc.definitions['io.k8s.api.core.v1.Pod']?.properties?.['metadata'];
-    assert.deepEqual(meta, { $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta', description: "Standard object's metadata." });
+    assert.deepEqual(meta, { $ref: '#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta' });
 
     assert.deepEqual(
       toV2Schema({
@@ -320,7 +321,7 @@ describe('OpenAPI v2 document', () => {
   });
 
   it('PATCH operations carry the GVK object and their own fieldValidation and dryRun parameters', () => {
-    const doc = openapiV2Document(RESOURCES);
+    const doc = openapiV2Document(served(RESOURCES));
     const patch = doc.paths['/apis/apps/v1/namespaces/{namespace}/deployments/{name}']?.patch;
     assert.ok(patch);
     assert.deepEqual(patch['x-kubernetes-group-version-kind'], { group: 'apps', version: 'v1', kind: 'Deployment' });
@@ -331,17 +332,12 @@ describe('OpenAPI v2 document', () => {
     assert.deepEqual(patch.responses['200'], { description: 'OK', schema: { $ref: '#/definitions/io.k8s.api.apps.v1.Deployment' } });
   });
 
-  it('a kind registered at runtime (a CRD) appears with its schema and GVK', () => {
+  it('a kind served at runtime with its own schema (a CRD) appears with its schema and GVK', () => {
     const gadget: ResourceInfo = { ...WIDGET, group: 'v2unit.example.com', kind: 'Gadget', listKind: 'GadgetList', plural: 'gadgets', singular: 'gadget' };
-    const before = openapiV2Document([...RESOURCES, gadget]);
-    assert.equal(before.definitions['com.example.v2unit.v1.Gadget']?.properties, undefined, 'unregistered: permissive, no properties');
-    registerKindSchema({
-      group: 'v2unit.example.com',
-      version: 'v1',
-      kind: 'Gadget',
-      schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer', minimum: 1 } } } } },
-    });
-    const after = openapiV2Document([...RESOURCES, gadget]);
+    const before = openapiV2Document(served([...RESOURCES, gadget]));
+    assert.equal(before.definitions['com.example.v2unit.v1.Gadget']?.properties, undefined, 'no schema: permissive, no properties');
+    const openAPISchema = { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer', minimum: 1 } } } } };
+    const after = openapiV2Document([...served(RESOURCES), { info: gadget, openAPISchema }]);
     const def = after.definitions['com.example.v2unit.v1.Gadget'];
     assert.deepEqual(def?.['x-kubernetes-group-version-kind'], [{ group: 'v2unit.example.com', kind: 'Gadget', version: 'v1' }]);
     assert.deepEqual(def?.properties?.['spec'], { type: 'object', properties: { size: { type: 'integer', minimum: 1 } } });
@@ -363,14 +359,13 @@ describe('serving /openapi/v2', () => {
   });
 
   it('renders each form with its own ETag, which changes when the schemas do', () => {
-    const schemas = currentSchemas();
-    const json = renderOpenAPIV2(RESOURCES, 'json', schemas);
-    const pb = renderOpenAPIV2(RESOURCES, 'protobuf', schemas);
+    const json = renderOpenAPIV2(served(RESOURCES), 'json');
+    const pb = renderOpenAPIV2(served(RESOURCES), 'protobuf');
     assert.equal(pb.contentType, OPENAPI_V2_PROTOBUF);
     assert.equal(json.contentType, 'application/json');
     assert.notEqual(json.etag, pb.etag);
-    assert.equal(renderOpenAPIV2(RESOURCES, 'protobuf', schemas).etag, pb.etag);
-    const more = renderOpenAPIV2([...RESOURCES, WIDGET], 'protobuf', schemas);
+    assert.equal(renderOpenAPIV2(served(RESOURCES), 'protobuf').etag, pb.etag);
+    const more = renderOpenAPIV2(served([...RESOURCES, WIDGET]), 'protobuf');
     assert.notEqual(more.etag, pb.etag);
     assert.ok(etagMatches(pb.etag, pb.etag));
     assert.ok(etagMatches(`W/"x", ${pb.etag}`, pb.etag));

@@ -1,16 +1,17 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { BUILTIN_RESOURCES, type ResourceInfo } from '../../src/registry/resource-info.js';
+import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import {
-  currentSchemas,
   definitionNameFor,
   documentHash,
   groupVersionPath,
   openapiV3Group,
   openapiV3Root,
-  registerKindSchema,
+  servedKindSchemas,
   type JsonSchema,
   type OpenAPIV3Document,
+  type ServedKindSchema,
 } from '../../src/server/openapi.js';
 
 const ALL = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -27,7 +28,9 @@ const WIDGET: ResourceInfo = {
   subresources: ['status'],
   categories: [],
 };
-const RESOURCES = [...BUILTIN_RESOURCES, WIDGET];
+/** Served kinds without schemas of their own: built-ins take theirs from the generated data. */
+const served = (infos: ResourceInfo[]): ServedKindSchema[] => infos.map((info) => ({ info }));
+const RESOURCES = served([...BUILTIN_RESOURCES, WIDGET]);
 
 function coreDoc(): OpenAPIV3Document {
   const doc = openapiV3Group('api/v1', RESOURCES);
@@ -93,13 +96,9 @@ describe('openapiV3Root', () => {
 
   it('the hash changes when a document changes', () => {
     const before = openapiV3Root(RESOURCES).paths['apis/example.com/v1']?.serverRelativeURL;
-    registerKindSchema({
-      group: 'example.com',
-      version: 'v1',
-      kind: 'Widget',
-      schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } },
-    });
-    const after = openapiV3Root(RESOURCES).paths['apis/example.com/v1']?.serverRelativeURL;
+    const openAPISchema = { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } };
+    const withSchema = RESOURCES.map((k) => (k.info === WIDGET ? { info: WIDGET, openAPISchema } : k));
+    const after = openapiV3Root(withSchema).paths['apis/example.com/v1']?.serverRelativeURL;
     assert.notEqual(before, after);
   });
 });
@@ -249,7 +248,7 @@ describe('openapiV3Group', () => {
 
   it('unregistered kinds get a permissive schema that preserves unknown fields', () => {
     const other: ResourceInfo = { ...WIDGET, group: 'other.io', kind: 'Gadget', listKind: 'GadgetList', plural: 'gadgets', singular: 'gadget' };
-    const doc = openapiV3Group('apis/other.io/v1', [other]);
+    const doc = openapiV3Group('apis/other.io/v1', served([other]));
     assert.ok(doc);
     const schema = doc.components.schemas[definitionNameFor('other.io', 'v1', 'Gadget')];
     assert.equal(schema?.['x-kubernetes-preserve-unknown-fields'], true);
@@ -264,10 +263,49 @@ describe('openapiV3Group', () => {
     assert.equal(groupVersionPath('apps', 'v1'), 'apis/apps/v1');
   });
 
-  it('an explicit schema set is honored', () => {
-    const schemas = currentSchemas();
-    const doc = openapiV3Group('api/v1', BUILTIN_RESOURCES, schemas);
-    assert.ok(doc);
-    assert.equal(documentHash(doc), documentHash(openapiV3Group('api/v1', BUILTIN_RESOURCES, schemas)));
+  it("a kind with its own schema (a CRD's) is published with it, the standard header and a list", () => {
+    const openAPISchema = { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer' } } } } };
+    const doc = openapiV3Group('apis/example.com/v1', [{ info: WIDGET, openAPISchema }]);
+    const widget = doc?.components.schemas['com.example.v1.Widget'];
+    const props = widget?.['properties'] as Record<string, JsonSchema>;
+    assert.deepEqual(props['spec'], openAPISchema.properties.spec);
+    assert.ok(props['metadata'] && props['apiVersion'] && props['kind']);
+    assert.deepEqual(doc?.components.schemas['com.example.v1.WidgetList']?.['x-kubernetes-group-version-kind'], [{ group: 'example.com', kind: 'WidgetList', version: 'v1' }]);
+  });
+
+  it('reads kinds through the registry: a strategy carrying openAPISchema is published with it', () => {
+    const openAPISchema = { type: 'object', properties: { spec: { type: 'object', properties: { colour: { type: 'string' } } } } };
+    const registry = {
+      resources: () => [...BUILTIN_RESOURCES, WIDGET],
+      lookup: (group: string) => (group === 'example.com' ? { openAPISchema: (version: string) => (version === 'v1' ? openAPISchema : undefined) } : undefined),
+    };
+    const kinds = servedKindSchemas(registry);
+    assert.deepEqual(kinds.find((k) => k.info === WIDGET)?.openAPISchema, openAPISchema);
+    assert.equal(kinds.find((k) => k.info.kind === 'Pod')?.openAPISchema, undefined);
+    const widget = openapiV3Group('apis/example.com/v1', kinds)?.components.schemas['com.example.v1.Widget'];
+    assert.deepEqual((widget?.['properties'] as Record<string, JsonSchema>)['spec'], openAPISchema.properties.spec);
+  });
+
+  it('every built-in kind and version the registry serves is described by generated data, with its list', () => {
+    for (const strategy of ALL_STRATEGIES) {
+      for (const version of strategy.info.servedVersions ?? [strategy.info.version]) {
+        const info = { ...strategy.info, version };
+        const doc = openapiV3Group(groupVersionPath(info.group, version), served([info]));
+        const tagged = Object.entries(doc?.components.schemas ?? {}).filter(([, s]) => JSON.stringify(s['x-kubernetes-group-version-kind']) === JSON.stringify([{ group: info.group, kind: info.kind, version }]));
+        assert.equal(tagged.length, 1, `${info.group}/${version} ${info.kind}`);
+        const [, schema] = tagged[0]!;
+        assert.equal(schema['x-kubernetes-preserve-unknown-fields'], undefined, `${info.kind} is not permissive`);
+        assert.ok((schema['properties'] as Record<string, unknown>)['metadata'], info.kind);
+        const list = Object.values(doc?.components.schemas ?? {}).find((s) => JSON.stringify(s['x-kubernetes-group-version-kind']) === JSON.stringify([{ group: info.group, kind: info.listKind, version }]));
+        assert.ok(list, `${info.kind} list`);
+      }
+    }
+  });
+
+  it('built-in kinds in dotted groups accept strategic merge patch too, as in Kubernetes', () => {
+    const lease = ALL_STRATEGIES.find((s) => s.info.kind === 'Lease')!.info;
+    const doc = openapiV3Group('apis/coordination.k8s.io/v1', served([lease]));
+    const patch = (doc?.paths['/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}'] as Record<string, JsonSchema>)['patch'] as JsonSchema;
+    assert.ok('application/strategic-merge-patch+json' in (patch['requestBody'] as { content: Record<string, unknown> }).content);
   });
 });

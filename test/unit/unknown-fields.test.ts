@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { builtinKindSchema } from '../../src/api/api-definitions.js';
 import { findUnknownFields, type Schema } from '../../src/api/unknown-fields.js';
 import { CONFIGMAP_RESOURCE } from '../../src/registry/kinds/config.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import '../../src/registry/kinds/apps-sets-presentation.js'; // registers the DaemonSet, StatefulSet and PVC schemas
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
-import { kindSchema } from '../../src/server/openapi.js';
 import { handleResourceRequest, type ApiRequest } from '../../src/requests/resource-handlers.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
@@ -59,8 +58,8 @@ describe('findUnknownFields', () => {
 });
 
 function check(group: string, version: string, kind: string, obj: unknown): string[] {
-  const s = kindSchema(group, version, kind);
-  assert.ok(s, `${kind} has a registered schema`);
+  const s = builtinKindSchema(group, version, kind);
+  assert.ok(s, `${kind} has generated schema data`);
   return findUnknownFields(obj, s.schema, s.definitions);
 }
 
@@ -197,168 +196,64 @@ describe('fieldValidation on the API handlers', () => {
   });
 });
 
-/**
- * Every field upstream Kubernetes declares at these places (from the v1 API reference, 1.34 —
- * newer fields included so no manifest Kubernetes accepts is refused). A field missing from our
- * schema would make kubectl's default strict validation refuse a valid manifest: fail here instead.
- * Rows: [group/version/kind, path through the kind's schema ([] = list items), field names].
- */
-const UPSTREAM_FIELDS: Array<[string, string, string]> = [
-  ['v1/Pod', '', 'apiVersion kind metadata spec status'],
-  ['v1/Pod', 'metadata', `annotations creationTimestamp deletionGracePeriodSeconds deletionTimestamp finalizers generateName
-    generation labels managedFields name namespace ownerReferences resourceVersion selfLink uid`],
-  ['v1/Pod', 'metadata.ownerReferences[]', 'apiVersion blockOwnerDeletion controller kind name uid'],
-  ['v1/Pod', 'spec', `activeDeadlineSeconds affinity automountServiceAccountToken containers dnsConfig dnsPolicy
-    enableServiceLinks ephemeralContainers hostAliases hostIPC hostNetwork hostPID hostUsers hostname
-    hostnameOverride imagePullSecrets initContainers nodeName nodeSelector os overhead preemptionPolicy
-    priority priorityClassName readinessGates resourceClaims resources restartPolicy runtimeClassName
-    schedulerName schedulingGates securityContext serviceAccount serviceAccountName setHostnameAsFQDN
-    shareProcessNamespace subdomain terminationGracePeriodSeconds tolerations topologySpreadConstraints
-    volumes`],
-  ['v1/Pod', 'spec.containers[]', `args command env envFrom image imagePullPolicy lifecycle livenessProbe name ports readinessProbe
-    resizePolicy resources restartPolicy restartPolicyRules securityContext startupProbe stdin stdinOnce
-    terminationMessagePath terminationMessagePolicy tty volumeDevices volumeMounts workingDir`],
-  ['v1/Pod', 'spec.ephemeralContainers[]', `args command env envFrom image imagePullPolicy lifecycle livenessProbe name ports readinessProbe
-    resizePolicy resources restartPolicy restartPolicyRules securityContext startupProbe stdin stdinOnce
-    targetContainerName terminationMessagePath terminationMessagePolicy tty volumeDevices volumeMounts
-    workingDir`],
-  ['v1/Pod', 'spec.containers[].ports[]', 'containerPort hostIP hostPort name protocol'],
-  ['v1/Pod', 'spec.containers[].env[]', 'name value valueFrom'],
-  ['v1/Pod', 'spec.containers[].env[].valueFrom', 'configMapKeyRef fieldRef fileKeyRef resourceFieldRef secretKeyRef'],
-  ['v1/Pod', 'spec.containers[].envFrom[]', 'configMapRef prefix secretRef'],
-  ['v1/Pod', 'spec.containers[].resources', 'claims limits requests'],
-  ['v1/Pod', 'spec.containers[].volumeMounts[]', 'mountPath mountPropagation name readOnly recursiveReadOnly subPath subPathExpr'],
-  ['v1/Pod', 'spec.containers[].livenessProbe', `exec failureThreshold grpc httpGet initialDelaySeconds periodSeconds successThreshold tcpSocket
-    terminationGracePeriodSeconds timeoutSeconds`],
-  ['v1/Pod', 'spec.containers[].livenessProbe.httpGet', 'host httpHeaders path port scheme'],
-  ['v1/Pod', 'spec.containers[].lifecycle', 'postStart preStop stopSignal'],
-  ['v1/Pod', 'spec.containers[].lifecycle.preStop', 'exec httpGet sleep tcpSocket'],
-  ['v1/Pod', 'spec.containers[].securityContext', `allowPrivilegeEscalation appArmorProfile capabilities privileged procMount readOnlyRootFilesystem
-    runAsGroup runAsNonRoot runAsUser seLinuxOptions seccompProfile windowsOptions`],
-  ['v1/Pod', 'spec.containers[].securityContext.capabilities', 'add drop'],
-  ['v1/Pod', 'spec.securityContext', `appArmorProfile fsGroup fsGroupChangePolicy runAsGroup runAsNonRoot runAsUser seLinuxChangePolicy
-    seLinuxOptions seccompProfile supplementalGroups supplementalGroupsPolicy sysctls windowsOptions`],
-  ['v1/Pod', 'spec.affinity', 'nodeAffinity podAffinity podAntiAffinity'],
-  ['v1/Pod', 'spec.affinity.nodeAffinity', 'preferredDuringSchedulingIgnoredDuringExecution requiredDuringSchedulingIgnoredDuringExecution'],
-  ['v1/Pod', 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[]', 'matchExpressions matchFields'],
-  ['v1/Pod', 'spec.affinity.podAntiAffinity', 'preferredDuringSchedulingIgnoredDuringExecution requiredDuringSchedulingIgnoredDuringExecution'],
-  ['v1/Pod', 'spec.affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[]', 'labelSelector matchLabelKeys mismatchLabelKeys namespaceSelector namespaces topologyKey'],
-  ['v1/Pod', 'spec.tolerations[]', 'effect key operator tolerationSeconds value'],
-  ['v1/Pod', 'spec.topologySpreadConstraints[]', `labelSelector matchLabelKeys maxSkew minDomains nodeAffinityPolicy nodeTaintsPolicy topologyKey
-    whenUnsatisfiable`],
-  ['v1/Pod', 'spec.dnsConfig', 'nameservers options searches'],
-  ['v1/Pod', 'spec.volumes[]', `awsElasticBlockStore azureDisk azureFile cephfs cinder configMap csi downwardAPI emptyDir ephemeral
-    fc flexVolume flocker gcePersistentDisk gitRepo glusterfs hostPath image iscsi name nfs
-    persistentVolumeClaim photonPersistentDisk portworxVolume projected quobyte rbd scaleIO secret
-    storageos vsphereVolume`],
-  ['v1/Pod', 'spec.volumes[].configMap', 'defaultMode items name optional'],
-  ['v1/Pod', 'spec.volumes[].secret', 'defaultMode items optional secretName'],
-  ['v1/Pod', 'spec.volumes[].emptyDir', 'medium sizeLimit'],
-  ['v1/Pod', 'spec.volumes[].hostPath', 'path type'],
-  ['v1/Pod', 'spec.volumes[].csi', 'driver fsType nodePublishSecretRef readOnly volumeAttributes'],
-  ['v1/Pod', 'spec.volumes[].projected.sources[]', 'clusterTrustBundle configMap downwardAPI podCertificate secret serviceAccountToken'],
-  ['v1/Pod', 'spec.volumes[].projected.sources[].serviceAccountToken', 'audience expirationSeconds path'],
-  ['v1/Pod', 'spec.volumes[].downwardAPI.items[]', 'fieldRef mode path resourceFieldRef'],
-  ['v1/Pod', 'spec.volumes[].ephemeral.volumeClaimTemplate', 'metadata spec'],
-  ['v1/Pod', 'status', `conditions containerStatuses ephemeralContainerStatuses extendedResourceClaimStatus hostIP hostIPs
-    initContainerStatuses message nominatedNodeName observedGeneration phase podIP podIPs qosClass
-    reason resize resourceClaimStatuses startTime`],
-  ['v1/Pod', 'status.containerStatuses[]', `allocatedResources allocatedResourcesStatus containerID image imageID lastState name ready resources
-    restartCount started state stopSignal user volumeMounts`],
-  ['v1/Node', 'spec', 'configSource externalID podCIDR podCIDRs providerID taints unschedulable'],
-  ['v1/Node', 'status', `addresses allocatable capacity conditions config daemonEndpoints features images nodeInfo phase
-    runtimeHandlers volumesAttached volumesInUse`],
-  ['v1/Node', 'status.nodeInfo', `architecture bootID containerRuntimeVersion kernelVersion kubeProxyVersion kubeletVersion machineID
-    operatingSystem osImage swap systemUUID`],
-  ['v1/Namespace', '', 'apiVersion kind metadata spec status'],
-  ['v1/Event', '', `action apiVersion count eventTime firstTimestamp involvedObject kind lastTimestamp message metadata
-    reason related reportingComponent reportingInstance series source type`],
-  ['v1/ConfigMap', '', 'apiVersion binaryData data immutable kind metadata'],
-  ['v1/Secret', '', 'apiVersion data immutable kind metadata stringData type'],
-  ['v1/PersistentVolumeClaim', 'spec', `accessModes dataSource dataSourceRef resources selector storageClassName volumeAttributesClassName
-    volumeMode volumeName`],
-  ['v1/PersistentVolumeClaim', 'status', `accessModes allocatedResourceStatuses allocatedResources capacity conditions
-    currentVolumeAttributesClassName modifyVolumeStatus phase`],
-  ['apps/v1/Deployment', 'spec', `minReadySeconds paused progressDeadlineSeconds replicas revisionHistoryLimit selector strategy
-    template`],
-  ['apps/v1/Deployment', 'spec.strategy', 'rollingUpdate type'],
-  ['apps/v1/Deployment', 'spec.selector', 'matchExpressions matchLabels'],
-  ['apps/v1/Deployment', 'spec.template', 'metadata spec'],
-  ['apps/v1/Deployment', 'status', `availableReplicas collisionCount conditions observedGeneration readyReplicas replicas
-    terminatingReplicas unavailableReplicas updatedReplicas`],
-  ['apps/v1/ReplicaSet', 'spec', 'minReadySeconds replicas selector template'],
-  ['apps/v1/StatefulSet', 'spec', `minReadySeconds ordinals persistentVolumeClaimRetentionPolicy podManagementPolicy replicas
-    revisionHistoryLimit selector serviceName template updateStrategy volumeClaimTemplates`],
-  ['apps/v1/StatefulSet', 'spec.updateStrategy', 'rollingUpdate type'],
-  ['apps/v1/StatefulSet', 'spec.updateStrategy.rollingUpdate', 'maxUnavailable partition'],
-  ['apps/v1/StatefulSet', 'spec.persistentVolumeClaimRetentionPolicy', 'whenDeleted whenScaled'],
-  ['apps/v1/StatefulSet', 'spec.volumeClaimTemplates[]', 'apiVersion kind metadata spec status'],
-  ['apps/v1/StatefulSet', 'status', `availableReplicas collisionCount conditions currentReplicas currentRevision observedGeneration
-    readyReplicas replicas updateRevision updatedReplicas`],
-  ['apps/v1/DaemonSet', 'spec', 'minReadySeconds revisionHistoryLimit selector template updateStrategy'],
-  ['apps/v1/DaemonSet', 'spec.updateStrategy.rollingUpdate', 'maxSurge maxUnavailable'],
-  ['apps/v1/DaemonSet', 'status', `collisionCount conditions currentNumberScheduled desiredNumberScheduled numberAvailable
-    numberMisscheduled numberReady numberUnavailable observedGeneration updatedNumberScheduled`],
-  ['apps/v1/ControllerRevision', '', 'apiVersion data kind metadata revision'],
-  ['batch/v1/Job', 'spec', `activeDeadlineSeconds backoffLimit backoffLimitPerIndex completionMode completions managedBy
-    manualSelector maxFailedIndexes parallelism podFailurePolicy podReplacementPolicy selector
-    successPolicy suspend template ttlSecondsAfterFinished`],
-  ['batch/v1/Job', 'spec.podFailurePolicy.rules[]', 'action onExitCodes onPodConditions'],
-  ['batch/v1/Job', 'spec.successPolicy.rules[]', 'succeededCount succeededIndexes'],
-  ['batch/v1/Job', 'status', `active completedIndexes completionTime conditions failed failedIndexes ready startTime succeeded
-    terminating uncountedTerminatedPods`],
-  ['batch/v1/CronJob', 'spec', `concurrencyPolicy failedJobsHistoryLimit jobTemplate schedule startingDeadlineSeconds
-    successfulJobsHistoryLimit suspend timeZone`],
-  ['batch/v1/CronJob', 'spec.jobTemplate', 'metadata spec'],
-  ['coordination.k8s.io/v1/Lease', 'spec', 'acquireTime holderIdentity leaseDurationSeconds leaseTransitions preferredHolder renewTime strategy'],
-  ['admissionregistration.k8s.io/v1/MutatingWebhookConfiguration', 'webhooks[]', `admissionReviewVersions clientConfig failurePolicy matchConditions matchPolicy name
-    namespaceSelector objectSelector reinvocationPolicy rules sideEffects timeoutSeconds`],
-  ['admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration', 'webhooks[]', `admissionReviewVersions clientConfig failurePolicy matchConditions matchPolicy name
-    namespaceSelector objectSelector rules sideEffects timeoutSeconds`],
-  ['admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration', 'webhooks[].clientConfig', 'caBundle service url'],
-  ['admissionregistration.k8s.io/v1/ValidatingWebhookConfiguration', 'webhooks[].rules[]', 'apiGroups apiVersions operations resources scope'],
-  ['apiextensions.k8s.io/v1/CustomResourceDefinition', 'spec', 'conversion group names preserveUnknownFields scope versions'],
-  ['apiextensions.k8s.io/v1/CustomResourceDefinition', 'spec.names', 'categories kind listKind plural shortNames singular'],
-  ['apiextensions.k8s.io/v1/CustomResourceDefinition', 'spec.versions[]', `additionalPrinterColumns deprecated deprecationWarning name schema selectableFields served storage
-    subresources`],
-  ['apiextensions.k8s.io/v1/CustomResourceDefinition', 'spec.versions[].additionalPrinterColumns[]', 'description format jsonPath name priority type'],
-  ['apiextensions.k8s.io/v1/CustomResourceDefinition', 'spec.versions[].schema.openAPIV3Schema', `$ref $schema additionalItems additionalProperties allOf anyOf default definitions dependencies
-    description enum example exclusiveMaximum exclusiveMinimum externalDocs format id items maxItems
-    maxLength maxProperties maximum minItems minLength minProperties minimum multipleOf not nullable
-    oneOf pattern patternProperties properties required title type uniqueItems
-    x-kubernetes-embedded-resource x-kubernetes-int-or-string x-kubernetes-list-map-keys
-    x-kubernetes-list-type x-kubernetes-map-type x-kubernetes-preserve-unknown-fields
-    x-kubernetes-validations`],
-  ['apiextensions.k8s.io/v1/CustomResourceDefinition', 'spec.versions[].schema.openAPIV3Schema.x-kubernetes-validations[]', 'fieldPath message messageExpression optionalOldSelf reason rule'],
-];
+describe('unknown fields against the generated API data', () => {
+  it('accepts fields that are newer than the hand-kept schemas were (scheduling group, in-tree volume sources, node features)', () => {
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'p' },
+      spec: {
+        schedulingGroup: { podGroupName: 'g' },
+        containers: [{ name: 'c', image: 'busybox' }],
+        volumes: [
+          { name: 'ebs', awsElasticBlockStore: { volumeID: 'vol-1', fsType: 'ext4', partition: 1 } },
+          { name: 'nfs', nfs: { server: 'nfs.example', path: '/export', readOnly: true } },
+          { name: 'cert', projected: { sources: [{ podCertificate: { signerName: 'example.com/s', keyType: 'ED25519', userAnnotations: { a: 'b' } } }] } },
+        ],
+      },
+    };
+    assert.deepEqual(check('', 'v1', 'Pod', pod), []);
+    assert.deepEqual(check('', 'v1', 'Node', { status: { declaredFeatures: ['X'] } }), []);
+  });
 
-/** The schema at `path` in a kind's schema, through $ref/allOf, properties and list items. */
-function schemaAt(gvk: string, path: string): Schema[] {
-  const parts = gvk.split('/');
-  const [group, version, kind] = parts.length === 3 ? parts : ['', ...parts];
-  const s = kindSchema(group!, version!, kind!);
-  assert.ok(s, `${gvk} has a registered schema`);
-  const flatten = (x: Schema): Schema[] => {
-    const ref = x['$ref'] as string | undefined;
-    const target = ref ? s.definitions.get(ref.replace('#/components/schemas/', '')) : undefined;
-    const allOf = (x['allOf'] as Schema[] | undefined) ?? [];
-    return [x, ...(target ? flatten(target) : []), ...allOf.flatMap(flatten)];
-  };
-  let here = flatten(s.schema);
-  for (const step of path.match(/[^.[\]]+|\[\]/g) ?? []) {
-    const next = step === '[]' ? here.find((p) => p['items'])?.['items'] : here.map((p) => (p['properties'] as Record<string, Schema> | undefined)?.[step]).find(Boolean);
-    assert.ok(next, `${gvk} ${path}: no "${step}"`);
-    here = flatten(next as Schema);
-  }
-  return here;
-}
+  it('finds typos inside definitions that used to be accepted wholesale (volume sources)', () => {
+    const pod = { spec: { volumes: [{ name: 'ebs', awsElasticBlockStore: { volumeId: 'vol-1' } }, { name: 'g', glusterfs: { endpoints: 'e', path: 'p', readonly: true } }] } };
+    assert.deepEqual(check('', 'v1', 'Pod', pod), ['spec.volumes[0].awsElasticBlockStore.volumeId', 'spec.volumes[1].glusterfs.readonly']);
+  });
 
-describe('schema coverage of upstream fields', () => {
-  for (const [gvk, path, fields] of UPSTREAM_FIELDS) {
-    it(`${gvk} ${path || '(object)'}`, () => {
-      const declared = new Set(schemaAt(gvk, path).flatMap((p) => Object.keys((p['properties'] as object | undefined) ?? {})));
-      const missing = fields.split(/\s+/).filter((f) => f && !declared.has(f));
-      assert.deepEqual(missing, [], `${gvk} ${path}: fields Kubernetes accepts but our schema lacks`);
-    });
-  }
+  it("a CRD's schema and printer columns may carry `description`, which the facts' description removal lost", () => {
+    const crd = {
+      spec: {
+        group: 'example.com',
+        names: { plural: 'widgets', kind: 'Widget' },
+        scope: 'Namespaced',
+        versions: [
+          {
+            name: 'v1',
+            served: true,
+            storage: true,
+            additionalPrinterColumns: [{ name: 'Size', type: 'integer', jsonPath: '.spec.size', description: 'How big.' }],
+            schema: { openAPIV3Schema: { type: 'object', description: 'A widget.', externalDocs: { description: 'more', url: 'https://example.com' }, properties: { spec: { type: 'object', description: 'What it should be.' } } } },
+          },
+        ],
+      },
+    };
+    assert.deepEqual(check('apiextensions.k8s.io', 'v1', 'CustomResourceDefinition', crd), []);
+  });
+
+  it('checks the new kind PodDisruptionBudget and the subresource bodies (Scale, Eviction)', () => {
+    assert.deepEqual(check('policy', 'v1', 'PodDisruptionBudget', { spec: { minAvailable: 1, selector: { matchLabels: { a: 'b' } }, maxUnavalable: 1 } }), ['spec.maxUnavalable']);
+    assert.deepEqual(check('autoscaling', 'v1', 'Scale', { spec: { replicas: 2, replica: 3 } }), ['spec.replica']);
+    assert.deepEqual(check('policy', 'v1', 'Eviction', { metadata: { name: 'p' }, deleteOptions: { gracePeriodSeconds: 0, grace: 1 } }), ['deleteOptions.grace']);
+  });
+
+  it('batch/v1beta1 CronJob is checked with the batch/v1 shape', () => {
+    const cj = { spec: { schedule: '* * * * *', jobTemplate: { spec: { template: { spec: { containers: [{ name: 'c', image: 'x', imagee: 'y' }] } } } } } };
+    assert.deepEqual(check('batch', 'v1beta1', 'CronJob', cj), ['spec.jobTemplate.spec.template.spec.containers[0].imagee']);
+  });
+
+  it('has no data for kinds that are not built in', () => {
+    assert.equal(builtinKindSchema('example.com', 'v1', 'Widget'), undefined);
+    assert.equal(builtinKindSchema('', 'v1', 'Widget'), undefined);
+  });
 });

@@ -1,9 +1,11 @@
 /**
- * Strategic-merge-patch metadata for the built-in kinds: which lists merge, and by which key.
- * Mirrors the `patchStrategy` / `patchMergeKey` struct tags of Kubernetes' Go types (core/v1,
- * apps/v1, batch/v1, meta/v1). Lists not listed here are replaced wholesale, as in Kubernetes
- * (e.g. tolerations, args, containerStatuses).
+ * Strategic-merge-patch metadata for the built-in kinds: which lists merge, and by which key, read
+ * from the `x-kubernetes-patch-merge-key` / `x-kubernetes-patch-strategy` extensions of the
+ * generated API data (src/api/api-definitions.ts), which carry Kubernetes' `patchStrategy` /
+ * `patchMergeKey` struct tags. Lists without them are replaced wholesale, as in Kubernetes (e.g.
+ * tolerations, args, containerStatuses).
  */
+import { builtinApi, type Schema } from '../api-definitions.js';
 
 /** Kubernetes' tag values; `retainKeys` only guides clients computing patches (`$retainKeys`). */
 export type PatchStrategy = 'merge' | 'replace' | 'retainKeys' | 'merge,retainKeys';
@@ -31,93 +33,111 @@ export function mergesLists(meta: PatchMeta | undefined): boolean {
   return meta?.strategy === 'merge' || meta?.strategy === 'merge,retainKeys';
 }
 
-const byKey = (mergeKey: string, strategy: PatchStrategy = 'merge'): PatchMeta => ({ mergeKey, strategy });
+const REF_PREFIX = '#/components/schemas/';
+const OBJECT_META = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';
+/** What a kind without generated data has: the metadata every object carries. */
+const METADATA_ONLY: Schema = { type: 'object', properties: { metadata: { allOf: [{ $ref: REF_PREFIX + OBJECT_META }] } } };
 
-const OBJECT_META: Record<string, PatchMeta> = {
-  finalizers: { strategy: 'merge' },
-  ownerReferences: byKey('uid'),
-};
-
-const CONTAINER: Record<string, PatchMeta> = {
-  env: byKey('name'),
-  ports: byKey('containerPort'),
-  volumeMounts: byKey('mountPath'),
-  volumeDevices: byKey('devicePath'),
-};
-
-const CONTAINER_LISTS = ['containers', 'initContainers', 'ephemeralContainers'];
-
-const POD_SPEC: Record<string, PatchMeta> = {
-  volumes: byKey('name', 'merge,retainKeys'),
-  containers: byKey('name'),
-  initContainers: byKey('name'),
-  ephemeralContainers: byKey('name'),
-  imagePullSecrets: byKey('name'),
-  hostAliases: byKey('ip'),
-  topologySpreadConstraints: byKey('topologyKey'),
-  schedulingGates: byKey('name'),
-  resourceClaims: byKey('name', 'merge,retainKeys'),
-};
-
-const CONDITIONS_BY_TYPE: Record<string, PatchMeta> = { conditions: byKey('type') };
-
-function under(prefix: readonly string[], fields: Record<string, PatchMeta>): PatchField[] {
-  return Object.entries(fields).map(([name, meta]) => ({ path: [...prefix, name], meta }));
+function isSchema(v: unknown): v is Schema {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function podSpecAt(prefix: readonly string[]): PatchField[] {
-  return [
-    ...under(prefix, POD_SPEC),
-    ...CONTAINER_LISTS.flatMap((list) => under([...prefix, list], CONTAINER)),
-  ];
+/** A schema with its `allOf` / `$ref` resolved into the parts that make it up. */
+function parts(schema: Schema, depth = 0): Schema[] {
+  if (depth > 16) return [];
+  const out: Schema[] = [schema];
+  const ref = schema['$ref'];
+  if (typeof ref === 'string' && ref.startsWith(REF_PREFIX)) {
+    const target = builtinApi().definitions.get(ref.slice(REF_PREFIX.length));
+    if (target) out.push(...parts(target, depth + 1));
+  }
+  const allOf = schema['allOf'];
+  if (Array.isArray(allOf)) for (const sub of allOf) if (isSchema(sub)) out.push(...parts(sub, depth + 1));
+  return out;
 }
 
-/** Pod template (`metadata` + `spec`) found at `prefix` in workload kinds. */
-function podTemplateAt(prefix: readonly string[]): PatchField[] {
-  return [...under([...prefix, 'metadata'], OBJECT_META), ...podSpecAt([...prefix, 'spec'])];
+function first(of: Schema[], key: string): unknown {
+  for (const p of of) if (p[key] !== undefined) return p[key];
+  return undefined;
 }
 
-const WORKLOAD_TEMPLATE = ['spec', 'template'];
+function metaOf(property: Schema): PatchMeta | undefined {
+  const mergeKey = property['x-kubernetes-patch-merge-key'];
+  const strategy = property['x-kubernetes-patch-strategy'];
+  if (typeof mergeKey !== 'string' && typeof strategy !== 'string') return undefined;
+  return {
+    ...(typeof mergeKey === 'string' ? { mergeKey } : {}),
+    ...(typeof strategy === 'string' ? { strategy: strategy as PatchStrategy } : {}),
+  };
+}
 
-/** Per-kind fields beyond `metadata`, which every kind has. */
-const KIND_FIELDS: Record<string, PatchField[]> = {
-  Pod: [
-    ...podSpecAt(['spec']),
-    ...under(['status'], {
-      ...CONDITIONS_BY_TYPE,
-      podIPs: byKey('ip'),
-      hostIPs: byKey('ip'),
-      resourceClaimStatuses: byKey('name', 'merge,retainKeys'),
-    }),
-  ],
-  PodTemplate: podTemplateAt(['template']),
-  ReplicationController: [...podTemplateAt(WORKLOAD_TEMPLATE), ...under(['status'], CONDITIONS_BY_TYPE)],
-  ReplicaSet: [...podTemplateAt(WORKLOAD_TEMPLATE), ...under(['status'], CONDITIONS_BY_TYPE)],
-  Deployment: [
-    ...podTemplateAt(WORKLOAD_TEMPLATE),
-    ...under(['spec'], { strategy: { strategy: 'retainKeys' } }),
-    ...under(['status'], CONDITIONS_BY_TYPE),
-  ],
-  DaemonSet: [...podTemplateAt(WORKLOAD_TEMPLATE), ...under(['status'], CONDITIONS_BY_TYPE)],
-  StatefulSet: [...podTemplateAt(WORKLOAD_TEMPLATE), ...under(['status'], CONDITIONS_BY_TYPE)],
-  Job: [...podTemplateAt(WORKLOAD_TEMPLATE), ...under(['status'], CONDITIONS_BY_TYPE)],
-  CronJob: [
-    ...under(['spec', 'jobTemplate', 'metadata'], OBJECT_META),
-    ...podTemplateAt(['spec', 'jobTemplate', 'spec', 'template']),
-  ],
-  Node: [
-    ...under(['spec'], { podCIDRs: { strategy: 'merge' } }),
-    ...under(['status'], { ...CONDITIONS_BY_TYPE, addresses: byKey('type') }),
-  ],
-  Namespace: under(['status'], CONDITIONS_BY_TYPE),
-  Service: [...under(['spec'], { ports: byKey('port') }), ...under(['status'], CONDITIONS_BY_TYPE)],
-  ServiceAccount: under([], { secrets: byKey('name') }),
-  PersistentVolumeClaim: under(['status'], CONDITIONS_BY_TYPE),
-};
+/** The schema of the field `name` inside a value described by `schema` (a declared property, else a map's values). */
+function fieldOf(schema: Schema, name: string): Schema | undefined {
+  const of = parts(schema);
+  for (const p of of) {
+    const properties = p['properties'];
+    if (isSchema(properties) && Object.hasOwn(properties, name) && isSchema(properties[name])) return properties[name];
+  }
+  const additional = first(of, 'additionalProperties');
+  return isSchema(additional) ? additional : undefined;
+}
 
-/** All schema entries for a kind (unknown kinds get ObjectMeta's only). */
+/** What one element of a list field holds; non-lists are themselves. */
+function elementOf(schema: Schema): Schema {
+  const items = first(parts(schema), 'items');
+  return isSchema(items) ? items : schema;
+}
+
+/** The root schema of a built-in kind by kind name (the first served version; they share a shape). */
+function rootSchema(kind: string): Schema {
+  const api = builtinApi();
+  for (const entry of api.kinds.values()) {
+    if (entry.kind === kind) return api.definitions.get(entry.definition) ?? METADATA_ONLY;
+  }
+  return METADATA_ONLY;
+}
+
+/** Patch metadata at `path` below `root`, following declared properties, list items and map values. */
+function lookup(root: Schema, path: readonly string[]): PatchMeta | undefined {
+  let current = root;
+  let field: Schema | undefined;
+  for (let i = 0; i < path.length; i++) {
+    if (i > 0) current = elementOf(field!);
+    field = fieldOf(current, path[i]!);
+    if (!field) return undefined;
+  }
+  return field && metaOf(field);
+}
+
+/**
+ * Every patch-metadata entry of a kind (unknown kinds get ObjectMeta's only), found by walking
+ * declared properties and list items; a definition already on the walk's path is not entered again
+ * (recursive types such as a CRD's JSONSchemaProps).
+ */
 export function builtinPatchFields(kind: string): PatchField[] {
-  return [...under(['metadata'], OBJECT_META), ...(Object.hasOwn(KIND_FIELDS, kind) ? KIND_FIELDS[kind]! : [])];
+  const fields: PatchField[] = [];
+  const visit = (schema: Schema, path: string[], entered: ReadonlySet<string>): void => {
+    const names = new Set(entered);
+    for (const p of parts(schema)) {
+      const ref = p['$ref'];
+      if (typeof ref === 'string') {
+        if (names.has(ref)) return;
+        names.add(ref);
+      }
+    }
+    for (const p of parts(schema)) {
+      const properties = p['properties'];
+      if (!isSchema(properties)) continue;
+      for (const [name, property] of Object.entries(properties)) {
+        if (!isSchema(property)) continue;
+        const meta = metaOf(property);
+        if (meta) fields.push({ path: [...path, name], meta });
+        visit(elementOf(property), [...path, name], names);
+      }
+    }
+  };
+  visit(rootSchema(kind), [], new Set());
+  return fields;
 }
 
 /** Builds a PatchSchema from explicit entries. */
@@ -128,12 +148,27 @@ export function patchSchemaFromFields(fields: readonly PatchField[]): PatchSchem
 }
 
 const schemaCache = new Map<string, PatchSchema>();
+const MAX_REMEMBERED_PATHS = 4096;
 
-/** The strategic-merge-patch schema for a built-in kind (by `kind`, e.g. `Deployment`). */
+/**
+ * The strategic-merge-patch schema for a built-in kind (by `kind`, e.g. `Deployment`). Answers are
+ * looked up in the generated data on first use of each path and remembered.
+ */
 export function builtinPatchSchema(kind: string): PatchSchema {
   let schema = schemaCache.get(kind);
   if (!schema) {
-    schema = patchSchemaFromFields(builtinPatchFields(kind));
+    const answers = new Map<string, PatchMeta | undefined>();
+    let root: Schema | undefined;
+    schema = (path) => {
+      const key = JSON.stringify(path);
+      if (answers.has(key)) return answers.get(key);
+      root ??= rootSchema(kind);
+      const meta = lookup(root, path);
+      // Paths include map keys from request bodies, so the memory of answers is bounded.
+      if (answers.size >= MAX_REMEMBERED_PATHS) answers.clear();
+      answers.set(key, meta);
+      return meta;
+    };
     schemaCache.set(kind, schema);
   }
   return schema;

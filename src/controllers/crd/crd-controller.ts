@@ -5,7 +5,6 @@ import type { Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, customResourceInfo, customResourceStrategy, storageVersion, type CustomResourceDefinition } from '../../registry/kinds/apiextensions.js';
 import type { Registry } from '../../registry/registry.js';
-import { registerKindSchema } from '../../server/openapi.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 
@@ -54,12 +53,10 @@ export class CRDController {
 
   private serve(crd: CustomResourceDefinition): void {
     try {
-      const strategy = customResourceStrategy(crd);
+      // Each served version's schema travels on the strategy, for OpenAPI.
+      const schemas = new Map(crd.spec.versions.filter((v) => v.served).map((v) => [v.name, (v.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }) as Record<string, unknown>]));
+      const strategy = { ...customResourceStrategy(crd), openAPISchema: (version: string) => schemas.get(version) };
       this.opts.registry.register(strategy);
-      for (const v of crd.spec.versions.filter((x) => x.served)) {
-        const schema = v.schema?.openAPIV3Schema ?? { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
-        registerKindSchema({ group: crd.spec.group, version: v.name, kind: crd.spec.names.kind, schema: schema as never, listKind: crd.spec.names.listKind });
-      }
     } catch (e) {
       this.opts.log.warn({ crd: crd.metadata.name, err: (e as Error).message }, 'cannot serve CRD');
     }
