@@ -13,15 +13,7 @@
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
-import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
-import type { ConfigObjectReader } from '../env.js';
-
-export type ConfigKind = 'configmaps' | 'secrets';
-
-/** `<kind>/<namespace>/<name>`, the key listeners and references use. */
-export function objectKey(kind: ConfigKind, namespace: string, name: string): string {
-  return `${kind}/${namespace}/${name}`;
-}
+import { objectKey, type ConfigKind, type ConfigMapData as ConfigMap, type ConfigObjectReader, type SecretData as Secret } from '../config-reader.js';
 
 export interface ConfigObjectsOptions {
   client: Client;

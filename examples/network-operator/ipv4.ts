@@ -4,7 +4,7 @@
  */
 
 // Dotted-quad parsing is the same as node IPAM's; the operator uses Berth's library rather than its own copy.
-import { formatIpv4, parseIpv4 } from '../../src/controllers/node-ipam/cidr.js';
+import { formatIpv4, parseIpv4 } from '../../src/api/cidr.js';
 export { formatIpv4, parseIpv4 };
 
 export interface Ipv4Subnet {

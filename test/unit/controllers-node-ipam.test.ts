@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Node } from '../../src/api/types.js';
-import { ANNOTATION_CLUSTER_CIDR } from '../../src/controllers/node-ipam/annotations.js';
+import { ANNOTATION_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
 import { NodeIpamController } from '../../src/controllers/node-ipam/node-ipam.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';
 

@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Node, Pod, Taint } from '../../src/api/types.js';
-import { cidrContains, cidrsOverlap, formatCidr, gatewayOf, parseCidr, subnetAt, subnetCount, subnetIndex } from '../../src/controllers/node-ipam/cidr.js';
+import { cidrContains, cidrsOverlap, formatCidr, gatewayOf, parseCidr, subnetAt, subnetCount, subnetIndex } from '../../src/api/cidr.js';
 import { evictionDeadline, reconcileConditionTaints } from '../../src/controllers/node-lifecycle/taints.js';
 import { decodeEvictionProtobuf } from '../../src/requests/eviction-subresource.js';
 import { wantedRoutes } from '../../agent/network/pod-network.js';

@@ -10,11 +10,11 @@ import type { Node } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
-import { ANNOTATION_CLUSTER_CIDR } from './annotations.js';
-import { formatCidr, parseCidr, subnetAt, subnetCount, subnetIndex, type Ipv4Cidr } from './cidr.js';
+import { ANNOTATION_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
+import { formatCidr, parseCidr, subnetAt, subnetCount, subnetIndex, type Ipv4Cidr } from '../../api/cidr.js';
 
-export { DEFAULT_CLUSTER_CIDR } from './annotations.js';
-import { DEFAULT_CLUSTER_CIDR } from './annotations.js';
+export { DEFAULT_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
+import { DEFAULT_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
 export const DEFAULT_NODE_CIDR_MASK_SIZE = 24;
 
 export interface NodeIpamOptions {

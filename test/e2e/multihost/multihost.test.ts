@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { Node, Pod } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
-import { cidrContains, parseCidr } from '../../../src/controllers/node-ipam/cidr.js';
+import { cidrContains, parseCidr } from '../../../src/api/cidr.js';
 import { TEST_IMAGE, waitFor } from '../harness.js';
 import { startLab, type Lab, type SimHost } from './lab.js';
 
