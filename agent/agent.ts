@@ -19,7 +19,6 @@ import { RuntimeHealth } from './runtime-health.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import { StatusManager } from './status.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
-import { loadDockerode } from './runtime/load-dockerode.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
 
 export type { AgentOptions } from './options.js';
@@ -114,9 +113,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
 
   // Pods evicted while this node was away are stopped before anything starts; then the pod
-  // network (own bridge on the node's podCIDR) unless a network was given or the runtime is not Docker.
+  // network (own bridge on the node's podCIDR) unless a network was given or the runtime has no networks.
   await stopUnboundPods({ client, runtime, nodeName: o.nodeName, log });
-  const podNet = options.podNetwork === undefined && !o.runtime ? await startPodNetwork({ client, nodeName: o.nodeName, dockerSocket: o.dockerSocket, dataDir: o.dataDir, log }) : undefined;
+  const podNet =
+    options.podNetwork === undefined && runtime.networks ? await startPodNetwork({ client, nodeName: o.nodeName, networks: runtime.networks, dataDir: o.dataDir, log }) : undefined;
   const podNetwork = podNet?.name ?? o.podNetwork;
 
   const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs });
@@ -133,7 +133,6 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     relistMs: o.intervals.relistMs,
     retryMs: o.intervals.retryMs,
     dataDir: o.dataDir,
-    dockerSocket: o.dockerSocket,
     recorder: new EventRecorder({ client, component: 'kubelet', host: o.nodeName, now: () => o.clock.now(), log }),
     health,
     eventRetryMaxMs: o.intervals.eventRetryMaxMs,
@@ -145,8 +144,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   health.start();
   const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
   lease.start();
-  // Claim volumes live in Docker; with another runtime (tests) there are none to sweep.
-  const claimSweeper = o.runtime ? undefined : startClaimVolumeSweeper({ docker: new (loadDockerode())({ socketPath: o.dockerSocket }), client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log });
+  // Claim volumes live in the runtime; a runtime without named volumes (tests) has none to sweep.
+  const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
   let stopping: Promise<void> | undefined;

@@ -1,6 +1,7 @@
 /**
  * Owns the translation of a Pod's spec into runtime specs (InfraSpec/AppSpec): names, labels, spec hashes,
- * environment, command/args, and resource limits. Pure functions; the pod worker decides when to call them.
+ * command/args, and resource limits, with what the prestart hooks resolved (environment, mounts, security)
+ * put in. Pure functions; the pod worker decides when to call them.
  */
 import { createHash } from 'node:crypto';
 import { milliValue, parseQuantity, value } from '../src/api/quantity.js';
@@ -11,8 +12,9 @@ import {
   labelsFor,
   type ContainerType,
 } from './labels.js';
+import { expandVars } from './expand-vars.js';
+import type { ContainerConfig } from './prestart/hook.js';
 import type { AppSpec, InfraSpec } from './runtime/runtime.js';
-import type { ContainerConfig } from './pod-config.js';
 import { sandboxOptions } from './security-context.js';
 
 /** Kubernetes' default terminationGracePeriodSeconds. */
@@ -93,40 +95,11 @@ export function infraSpec(p: { pod: Pod; nodeName: string; network: string; atte
 }
 
 /**
- * Expands `$(NAME)` from `vars` the way Kubernetes does for env values, command and args:
- * `$$` escapes a `$`, and references to unknown names stay as written.
+ * The literal `value` entries of a container's env, `$(VAR)`-expanded: what a container gets when it is
+ * built without prestart hooks (tests that drive a runtime directly). The agent always runs the hooks,
+ * whose env hook resolves valueFrom and envFrom too.
  */
-export function expandVars(input: string, vars: Map<string, string>): string {
-  let out = '';
-  for (let i = 0; i < input.length; i++) {
-    const ch = input[i];
-    if (ch !== '$' || i + 1 >= input.length) {
-      out += ch;
-      continue;
-    }
-    const next = input[i + 1];
-    if (next === '$') {
-      out += '$';
-      i++;
-    } else if (next === '(') {
-      const close = input.indexOf(')', i + 2);
-      if (close < 0) {
-        out += input.slice(i);
-        break;
-      }
-      const name = input.slice(i + 2, close);
-      const v = vars.get(name);
-      out += v ?? `$(${name})`;
-      i = close;
-    } else {
-      out += ch;
-    }
-  }
-  return out;
-}
-
-/** `NAME=value` list; only literal `value` entries for now (valueFrom needs the API and comes later). */
-export function containerEnv(c: Container): { env: string[]; vars: Map<string, string> } {
+export function literalEnv(c: Container): { env: string[]; vars: Map<string, string> } {
   const vars = new Map<string, string>();
   for (const e of c.env ?? []) {
     if (e.valueFrom !== undefined) continue;
@@ -159,7 +132,7 @@ export function containerResources(c: Container): Pick<AppSpec, 'memoryBytes' | 
 export function appSpec(p: { pod: Pod; container: Container; nodeName: string; infraId: string; restartCount: number; type?: ContainerType; config?: ContainerConfig | undefined }): AppSpec {
   const ref = podRef(p.pod);
   const c = p.container;
-  const { env, vars } = p.config ?? containerEnv(c); // resolved env (valueFrom, envFrom) when given
+  const { env, vars } = p.config ?? literalEnv(c);
   const spec: AppSpec = {
     name: dockerContainerName({ containerName: c.name, podName: ref.name, podNamespace: ref.namespace, podUid: ref.uid, attempt: p.restartCount }),
     labels: labels(p.pod, ref, p.nodeName, c.name, p.type ?? 'app', containerHash(c), p.restartCount),

@@ -6,16 +6,11 @@
  * a later change to a ConfigMap or Secret does not reach a running container.
  */
 import type { Container, Pod } from '../src/api/types.js';
-import type { ConfigMap, Secret } from '../src/api/config-objects.js';
 import { ContainerConfigError } from './config-error.js';
-import { expandVars } from './container-config.js';
+import { objectKey, type ConfigObjectReader } from './config-reader.js';
+import type { ConfigMap, Secret } from '../src/api/config-objects.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from './downward-api.js';
-
-/** Read access to the ConfigMaps and Secrets of the pod's namespace; undefined when the object does not exist. */
-export interface ConfigObjectReader {
-  configMap(namespace: string, name: string): Promise<ConfigMap | undefined>;
-  secret(namespace: string, name: string): Promise<Secret | undefined>;
-}
+import { expandVars } from './expand-vars.js';
 
 export interface ResolvedEnv {
   /** `NAME=value`, in definition order */
@@ -43,6 +38,25 @@ const ENV_NAME = /^[-._a-zA-Z][-._a-zA-Z0-9]*$/;
 
 function decodeSecretValue(b64: string): string {
   return Buffer.from(b64, 'base64').toString('utf8');
+}
+
+/** The keys (objectKey) of the ConfigMaps and Secrets the env and envFrom of the pod's containers read. */
+export function envObjectRefs(pod: Pod): Set<string> {
+  const ns = pod.metadata.namespace ?? 'default';
+  const refs = new Set<string>();
+  const cm = (name: unknown) => typeof name === 'string' && name && refs.add(objectKey('configmaps', ns, name));
+  const secret = (name: unknown) => typeof name === 'string' && name && refs.add(objectKey('secrets', ns, name));
+  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
+    for (const from of (c.envFrom ?? []) as EnvFromSource[]) {
+      cm(from.configMapRef?.name);
+      secret(from.secretRef?.name);
+    }
+    for (const e of c.env ?? []) {
+      cm((e.valueFrom?.configMapKeyRef as KeySelector | undefined)?.name);
+      secret((e.valueFrom?.secretKeyRef as KeySelector | undefined)?.name);
+    }
+  }
+  return refs;
 }
 
 /** Resolves one container's environment; see the module comment for the order and rules. */

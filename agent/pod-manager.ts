@@ -11,10 +11,10 @@ import type { EventRecorder } from '../src/client/events.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { stableStringify } from './container-config.js';
 import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
-import { PodConfigManager } from './pod-config.js';
 import { PodEvents } from './pod-events.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
+import { nodePrestartHooks } from './prestart/node-hooks.js';
 import { ProbeManager } from './prober/manager.js';
 import { Backoff, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime, EventSubscription, RuntimeEvent } from './runtime/runtime.js';
@@ -35,8 +35,6 @@ export interface PodManagerOptions {
   retryMs: number;
   /** the agent's data dir (per-pod files live under pods/<uid>/) */
   dataDir: string;
-  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) */
-  dockerSocket?: string;
   /** records pod events (component kubelet); none in tests that do not care */
   recorder?: EventRecorder;
   /** the runtime's up/down state: pods stop counting as ready while it is down, and resync when it is back */
@@ -100,15 +98,12 @@ export class PodManager {
       clock: opts.clock,
       log: opts.log.child({ component: 'pod-worker' }),
       retryMs: opts.retryMs,
-      // env from ConfigMaps/Secrets, volumes, /etc/hosts, resolv.conf, securityContext
-      podConfig: new PodConfigManager({
+      prestart: nodePrestartHooks({
         client: opts.client,
         runtime: opts.runtime,
         dataDir: opts.dataDir,
         hostIP: opts.hostIP,
-        podNetwork: opts.podNetwork,
         nodeName: opts.nodeName,
-        dockerSocket: opts.dockerSocket,
         log: opts.log,
         retryMs: opts.retryMs,
       }),
@@ -135,7 +130,7 @@ export class PodManager {
     if (this.eventRetryTimer !== undefined) this.opts.clock.clearTimeout(this.eventRetryTimer);
     for (const w of this.workers.values()) w.stop();
     this.prober.stop();
-    this.deps.podConfig?.stop();
+    this.deps.prestart.stop();
     // A sync may be waiting out a container's grace period; don't hold shutdown hostage to it.
     let timer: TimerHandle | undefined;
     await Promise.race([
@@ -242,8 +237,8 @@ export class PodManager {
         this.log.info({ uid }, 'removing containers of a pod that is not bound to this node');
         this.worker(uid).kick();
       }
-      // volumes of pods that went away while no container of theirs was left to notice
-      await this.deps.podConfig?.removeOrphans(new Set([...this.pods.keys(), ...this.workers.keys(), ...strays]));
+      // files and volumes of pods that went away while no container of theirs was left to notice
+      await this.deps.prestart.removeOrphans(new Set([...this.pods.keys(), ...this.workers.keys(), ...strays]));
     })()
       .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'housekeeping failed'))
       .finally(() => {

@@ -15,25 +15,16 @@ import { identityFromLabels, labelFilter } from './labels.js';
 import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
 import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
-import type { PodConfigManager } from './pod-config.js';
 import { EventReason, type ContainerRef, type PodEvents } from './pod-events.js';
 import { computePodStatus, notReadyStatus } from './pod-status.js';
+import type { PrestartRunner } from './prestart/runner.js';
 import type { ProbeManager, ProbedContainer } from './prober/manager.js';
 import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
 import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
 import type { StatusManager } from './status.js';
-import {
-  FALLBACK_LOG_BYTES,
-  FALLBACK_LOG_LINES,
-  messagePathInContainer,
-  prepareTerminationLog,
-  readTerminationMessage,
-  removePodTerminationLogs,
-  removeTerminationLog,
-  terminationLogPath,
-} from './termination-message.js';
+import { FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES, readTerminationMessage, removeTerminationLog, terminationLogPath } from './termination-message.js';
 
 /** What every worker shares, owned by the pod manager. */
 export interface PodWorkerDeps {
@@ -42,8 +33,8 @@ export interface PodWorkerDeps {
   hostIP: string;
   /** the agent's data dir: per-pod files (termination messages) live under pods/<uid>/ */
   dataDir: string;
-  /** env from ConfigMaps/Secrets, volumes, pod files, securityContext (agent/pod-config.ts) */
-  podConfig?: PodConfigManager;
+  /** what containers get beyond their image: env, volumes, pod files, security context, termination log (agent/prestart/) */
+  prestart: PrestartRunner;
   runtime: ContainerRuntime;
   client: Client;
   status: StatusManager;
@@ -289,10 +280,13 @@ export class PodWorker {
    * 3. kill unwanted containers (spec hash changed, probe failed, pod finished) — preStop first — and
    *    remove old exited ones;
    * 4. create the infra container if missing;
-   * 5. init containers (one at a time), then app containers: pull per policy → create → start → postStart;
-   * 6. compute the status from what now runs, hand it to the status manager, and tell the prober which
+   * 5. the prestart hooks' pod step: the pod's volumes set up or brought up to date (agent/prestart/);
+   * 6. init containers (one at a time), then app containers: pull per policy → prestart hooks (env,
+   *    volume mounts, /etc/hosts and resolv.conf, security context, termination log) → create → start →
+   *    postStart;
+   * 7. compute the status from what now runs, hand it to the status manager, and tell the prober which
    *    containers run;
-   * 7. stop the infra container of a finished pod; schedule a resync for the earliest backoff expiry.
+   * 8. stop the infra container of a finished pod; schedule a resync for the earliest backoff expiry.
    */
   private async sync(pod: Pod): Promise<void> {
     const { runtime, status, clock, events, prober } = this.deps;
@@ -362,9 +356,10 @@ export class PodWorker {
       this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt, adopted: created.adopted }, 'infra container started');
     }
 
-    await this.deps.podConfig?.syncPod(pod, () => this.kick()); // volumes set up / kept current
-
     // Step 5
+    await this.deps.prestart.syncPod(pod, () => this.kick());
+
+    // Step 6
     for (const [name, waitMs] of actions.backoff) {
       const delay = Math.ceil(this.deps.crashBackoff.currentDelayMs(this.crashKeyOf(pod, name)) / 1000);
       this.waiting.set(name, {
@@ -386,7 +381,7 @@ export class PodWorker {
       await Promise.all(apps.map((s) => this.startContainer(pod, s, infraId!, podIP)));
     }
 
-    // Step 6
+    // Step 7
     if (changed) {
       ({ infos, containers } = await this.observe());
       await this.readMessages(pod, containers);
@@ -395,7 +390,7 @@ export class PodWorker {
     prober.syncPod(this.uid, this.podIPOf(containers), this.runningForProbes(pod, containers));
     const next = this.publishStatus(pod, containers, failure);
 
-    // Step 7
+    // Step 8
     const infra = containers.infra[0];
     if ((next.phase === 'Succeeded' || next.phase === 'Failed') && infra && isRunning(infra)) {
       const allEnded = [...containers.byName.values()].every((list) => !isRunning(list[0]));
@@ -514,7 +509,10 @@ export class PodWorker {
     return spec ? crashBackoffKey(this.uid, name, containerHash(spec)) : '';
   }
 
-  /** Pull per policy → create → start → postStart for one container; failures become waiting reasons, not exceptions. */
+  /**
+   * Pull per policy → prestart hooks → create → start → postStart for one container; failures become
+   * waiting reasons, not exceptions.
+   */
   private async startContainer(pod: Pod, s: StartAction, infraId: string, podIP: string | undefined): Promise<void> {
     const { runtime, events, clock } = this.deps;
     const c = s.container;
@@ -566,7 +564,7 @@ export class PodWorker {
     }
     let spec: AppSpec;
     try {
-      const config = await this.deps.podConfig?.forContainer({ pod, container: c, infraId });
+      const config = await this.deps.prestart.forContainer({ pod, container: c, podIP, restartCount: s.restartCount });
       spec = appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type, config });
     } catch (err) {
       const reason = isContainerConfigError(err) ? err.reason : WaitingReason.CreateContainerConfigError;
@@ -575,7 +573,6 @@ export class PodWorker {
       this.syncAfter(this.deps.retryMs * 10);
       return;
     }
-    await this.addTerminationLog(spec, c, s.restartCount, log);
     let id: string;
     try {
       const created = await runtime.createApp(spec);
@@ -606,20 +603,6 @@ export class PodWorker {
       return;
     }
     await this.postStart(pod, c, ref, id, podIP);
-  }
-
-  /** Bind-mounts a fresh host file at terminationMessagePath (see termination-message.ts). */
-  private async addTerminationLog(spec: AppSpec, c: Container, restartCount: number, log: Logger): Promise<void> {
-    const target = messagePathInContainer(c);
-    const file = terminationLogPath({ dataDir: this.deps.dataDir, podUid: this.uid, containerName: c.name, restartCount });
-    if (!target || !file) return;
-    try {
-      await prepareTerminationLog(file);
-      spec.mounts = [...(spec.mounts ?? []), { type: 'bind', source: file, target }];
-    } catch (err) {
-      // The container still runs; only its termination message is lost.
-      log.warn({ err: (err as Error).message }, 'cannot create the termination message file');
-    }
   }
 
   /** Runs postStart; a failure kills the container, which is then restarted per policy (with backoff). */
@@ -670,8 +653,7 @@ export class PodWorker {
     this.deps.prober.removePod(this.uid);
     await Promise.all(all.map((c) => runtime.remove(c.info.id)));
     await Promise.all(containers.infra.map((c) => runtime.remove(c.info.id)));
-    await removePodTerminationLogs(this.deps.dataDir, this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod files'));
-    await this.deps.podConfig?.cleanup(this.uid).catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'cannot remove the pod volumes'));
+    await this.deps.prestart.cleanup(this.uid);
 
     if (pod && !this.removed) {
       try {

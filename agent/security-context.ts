@@ -6,7 +6,7 @@
  */
 import type { Container, Pod } from '../src/api/types.js';
 import { ContainerConfigError } from './config-error.js';
-import type { ContainerOptions, SandboxOptions } from './runtime/container-options.js';
+import type { ContainerSecurityOptions, SandboxOptions } from './runtime/container-options.js';
 
 interface PodSecurityContext {
   runAsUser?: number;
@@ -43,19 +43,17 @@ export function imageUserOf(user: string | undefined): { uid?: number; name?: st
   return /^\d+$/.test(u) ? { uid: Number(u) } : { name: u };
 }
 
-export type SecurityOptions = Omit<ContainerOptions, 'mounts'>;
-
 /**
  * Settings for one container. `imageUser` is asked only when the answer matters (runAsNonRoot without a
  * runAsUser, or runAsGroup without one); throws ContainerConfigError when runAsNonRoot cannot hold.
  */
-export async function containerSecurity(p: { pod: Pod; container: Container; imageUser: () => Promise<string | undefined> }): Promise<SecurityOptions> {
+export async function containerSecurity(p: { pod: Pod; container: Container; imageUser: () => Promise<string | undefined> }): Promise<ContainerSecurityOptions> {
   const podSc = (p.pod.spec.securityContext ?? {}) as PodSecurityContext;
   const sc = (p.container.securityContext ?? {}) as ContainerSecurityContext;
   const runAsUser = isId(sc.runAsUser) ? sc.runAsUser : isId(podSc.runAsUser) ? podSc.runAsUser : undefined;
   const runAsGroup = isId(sc.runAsGroup) ? sc.runAsGroup : isId(podSc.runAsGroup) ? podSc.runAsGroup : undefined;
   const runAsNonRoot = sc.runAsNonRoot ?? podSc.runAsNonRoot;
-  const out: SecurityOptions = {};
+  const out: ContainerSecurityOptions = {};
 
   if (runAsNonRoot === true) {
     if (runAsUser !== undefined) {

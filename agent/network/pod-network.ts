@@ -1,7 +1,7 @@
 /**
  * The node's pod network, host-gateway style (as flannel's host-gw backend): once the control plane
  * has given this Node a podCIDR, the agent
- *  1. makes the Docker bridge network `berth-<hash>` with that subnet, which every infra container joins;
+ *  1. makes the runtime's bridge network `berth-<hash>` with that subnet, which every infra container joins;
  *  2. masquerades traffic from the pods that leaves the cluster CIDR (and only that: pod-to-pod traffic
  *     across hosts keeps the pod's own source address — no NAT between pods);
  *  3. accepts forwarding between the bridge and the cluster CIDR (Docker's FORWARD policy and bridge
@@ -11,22 +11,23 @@
  * The agent's iptables rules carry the comment `berth:<network>`, so they can be found and removed.
  */
 import fs from 'node:fs';
-import type Dockerode from 'dockerode';
-import { loadDockerode } from '../runtime/load-dockerode.js';
 import type { Logger } from 'pino';
 import type { Node } from '../../src/api/types.js';
 import { CORE, type Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
 import { ANNOTATION_CLUSTER_CIDR, DEFAULT_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
-import { ensurePodBridgeNetwork, podNetworkName, ruleComment } from './docker-network.js';
-export { podNetworkName, ruleComment } from './docker-network.js';
+import type { NetworkRuntime } from '../runtime/networks.js';
+import { ensurePodBridgeNetwork, podNetworkName, ruleComment } from './bridge-network.js';
 import { deleteIptablesRulesByComment, ensureIptablesRule, hasChain } from './host-commands.js';
 import { localIpv4Addresses, reconcilePodRoutes, type PodRoute } from './routes.js';
+
+export { podNetworkName, ruleComment } from './bridge-network.js';
 
 export interface PodNetworkOptions {
   client: Client;
   nodeName: string;
-  dockerSocket: string;
+  /** the runtime's networks, where the pod bridge is made */
+  networks: NetworkRuntime;
   /** labels the network, so a later agent can tell a leftover of a cluster that is gone */
   dataDir: string;
   log: Logger;
@@ -37,7 +38,7 @@ export interface PodNetworkOptions {
 }
 
 export interface PodNetwork {
-  /** the Docker network infra containers join */
+  /** the runtime network infra containers join */
   readonly name: string;
   readonly podCidr: string;
   readonly clusterCidr: string;
@@ -74,14 +75,13 @@ export async function ensurePodNetworkRules(p: { name: string; podCidr: string; 
 }
 
 /**
- * Removes what the agent set up for a node's pod network: its iptables rules and Docker network (the
+ * Removes what the agent set up for a node's pod network: its iptables rules and runtime network (the
  * network only when no container uses it). For uninstall and test teardown; the agent never calls it.
  */
-export async function removePodNetwork(p: { nodeName: string; docker?: Dockerode; dockerSocket?: string }): Promise<void> {
+export async function removePodNetwork(p: { nodeName: string; networks: NetworkRuntime }): Promise<void> {
   const name = podNetworkName(p.nodeName);
   for (const table of ['nat', 'filter']) await deleteIptablesRulesByComment(table, ruleComment(name));
-  const docker = p.docker ?? new (loadDockerode())({ socketPath: p.dockerSocket ?? '/var/run/docker.sock' });
-  await docker.getNetwork(name).remove().catch(() => undefined);
+  await p.networks.removeNetwork(name).catch(() => undefined);
 }
 
 /** The routes this node wants: every other node's podCIDR via its InternalIP (nodes on this very host excluded). */
@@ -98,7 +98,7 @@ export function wantedRoutes(nodes: Node[], self: string, local: Set<string>): P
 
 /**
  * Sets the pod network up; resolves with it, or undefined when the node got no podCIDR in time or the
- * bridge could not be made (the agent then falls back to Docker's default bridge and says so).
+ * bridge could not be made (the agent then falls back to the runtime's default bridge and says so).
  */
 export async function startPodNetwork(o: PodNetworkOptions): Promise<PodNetwork | undefined> {
   const log = o.log.child({ component: 'pod-network' });
@@ -108,9 +108,8 @@ export async function startPodNetwork(o: PodNetworkOptions): Promise<PodNetwork 
     return undefined;
   }
   const name = podNetworkName(o.nodeName);
-  const docker = new (loadDockerode())({ socketPath: o.dockerSocket });
   try {
-    await ensurePodBridgeNetwork({ docker, name, nodeName: o.nodeName, podCidr: cidrs.podCidr, dataDir: o.dataDir, log });
+    await ensurePodBridgeNetwork({ networks: o.networks, name, nodeName: o.nodeName, podCidr: cidrs.podCidr, dataDir: o.dataDir, log });
   } catch (err) {
     log.error({ err: (err as Error).message, podCIDR: cidrs.podCidr }, 'cannot create the pod network; pods use Docker\'s default bridge');
     return undefined;

@@ -1,7 +1,7 @@
 /**
  * Runtime-neutral pod and container settings beyond the basics of InfraSpec/AppSpec: bind mounts (volumes,
  * the pod's /etc/hosts and resolv.conf), identity and privileges (securityContext), and the host namespaces a
- * pod may share. Built by agent/pod-config.ts; translated for Docker by agent/runtime/docker-options.ts.
+ * pod may share. Built by the prestart hooks (agent/prestart/); translated for Docker by agent/runtime/docker-options.ts.
  */
 
 /** Mount propagation, as Kubernetes' mountPropagation names map onto Linux's. */
@@ -35,6 +35,9 @@ export interface ContainerOptions {
   hostPid?: boolean;
   hostIpc?: boolean;
 }
+
+/** A container's identity and privileges: everything but its mounts. */
+export type ContainerSecurityOptions = Omit<ContainerOptions, 'mounts'>;
 
 /** Settings of the infra (sandbox) container, shared by the whole pod. */
 export interface SandboxOptions {

@@ -9,7 +9,9 @@ import type Dockerode from 'dockerode';
 import { loadDockerode } from './load-dockerode.js';
 import type { Logger } from 'pino';
 import type { PullPolicy } from '../../src/api/types.js';
+import { DockerNetworkRuntime } from './docker-networks.js';
 import { DockerStreams } from './docker-streams.js';
+import { DockerVolumeRuntime } from './docker-volumes.js';
 import { applyContainerOptions, applySandboxOptions } from './docker-options.js';
 import { ensurePauseImage, PAUSE_IMAGE } from './pause-image.js';
 import {
@@ -25,7 +27,6 @@ import {
   type ExecResult,
   type ImageRef,
   type InfraSpec,
-  type MountSpec,
   type RuntimeEvent,
 } from './runtime.js';
 
@@ -77,17 +78,6 @@ function runState(status: string | undefined): ContainerRunState {
   }
 }
 
-function dockerMount(m: MountSpec): Dockerode.MountSettings {
-  if (m.type === 'tmpfs') {
-    const tmpfs: { SizeBytes?: number; Mode?: number } = {};
-    if (m.sizeBytes !== undefined) tmpfs.SizeBytes = m.sizeBytes;
-    if (m.mode !== undefined) tmpfs.Mode = m.mode;
-    // The typings insist on both fields; Docker treats each as optional.
-    return { Type: 'tmpfs', Target: m.target, Source: '', ReadOnly: m.readOnly === true, TmpfsOptions: tmpfs as { SizeBytes: number; Mode: number } };
-  }
-  return { Type: 'bind', Source: m.source ?? '', Target: m.target, ReadOnly: m.readOnly === true };
-}
-
 /**
  * Reassembles Docker's multiplexed stdout/stderr stream (8-byte frame headers: stream, 0, 0, 0, size
  * big-endian) into text, keeping at most `max` bytes. Frames may be split across chunks.
@@ -132,6 +122,10 @@ export class DockerRuntime implements ContainerRuntime {
   readonly docker: Dockerode;
   /** logs / exec / attach (docker-streams.ts) */
   readonly streams: DockerStreams;
+  /** named volumes for persistentVolumeClaims (docker-volumes.ts) */
+  readonly volumes: DockerVolumeRuntime;
+  /** the pod bridge network (docker-networks.ts) */
+  readonly networks: DockerNetworkRuntime;
   private readonly log: Logger;
   private readonly pauseImage: string;
   private pauseReady: Promise<void> | undefined;
@@ -149,6 +143,8 @@ export class DockerRuntime implements ContainerRuntime {
     this.log = opts.log;
     this.pauseImage = opts.pauseImage ?? PAUSE_IMAGE;
     this.streams = new DockerStreams({ docker: this.docker, log: opts.log });
+    this.volumes = new DockerVolumeRuntime(this.docker);
+    this.networks = new DockerNetworkRuntime(this.docker);
   }
 
   async version(): Promise<string> {
@@ -392,13 +388,6 @@ export class DockerRuntime implements ContainerRuntime {
     if (spec.cmd) create.Cmd = spec.cmd;
     if (spec.workingDir) create.WorkingDir = spec.workingDir;
     applyContainerOptions(create, spec.options);
-    // Last, and appended: other settings (volumes) may have put mounts there already.
-    if (spec.mounts?.length) {
-      const host = (create.HostConfig ??= {});
-      const taken = new Set((host.Mounts ?? []).map((m) => m.Target));
-      // A volume the user mounted at the same path wins (Docker refuses two mounts on one target).
-      host.Mounts = [...(host.Mounts ?? []), ...spec.mounts.filter((m) => !taken.has(m.target)).map(dockerMount)];
-    }
     return this.createIdempotent(spec.name, create);
   }
 

@@ -20,6 +20,8 @@ import {
   type InfraSpec,
   type RuntimeEvent,
 } from './runtime.js';
+import type { NetworkRuntime } from './networks.js';
+import type { VolumeRuntime } from './volumes.js';
 
 export interface FakeContainer {
   info: ContainerInfo;
@@ -58,6 +60,10 @@ export class FakeRuntime implements ContainerRuntime {
   readonly failNext = new Map<'list' | 'inspect' | 'version', Error>();
   /** subscriptions opened so far (event stream reconnects) */
   subscribeCount = 0;
+  /** none unless a test gives it some (FakeVolumeRuntime): without them the agent has no claim volumes */
+  volumes?: VolumeRuntime;
+  /** none unless a test gives it some (FakeNetworkRuntime): without them the agent makes no pod network */
+  networks?: NetworkRuntime;
 
   constructor(private readonly clock: Clock = systemClock) {}
 
@@ -272,7 +278,7 @@ export class FakeRuntime implements ContainerRuntime {
     this.subscribers.clear();
   }
 
-  /** Test helper: containers of one pod (by uid label), optionally of one container name. */
+  /** Containers of one pod (by uid label), optionally of one container name. */
   podContainers(podUid: string, containerName?: string): ContainerInfo[] {
     return [...this.containers.values()]
       .map((c) => c.info)

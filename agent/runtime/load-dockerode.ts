@@ -1,3 +1,7 @@
+/**
+ * Loads dockerode for the agent's Docker implementations, without the modules it would load for
+ * transports the agent never uses (see loadDockerode).
+ */
 import { createRequire } from 'node:module';
 import type Dockerode from 'dockerode';
 

@@ -1,3 +1,7 @@
+/**
+ * Owns the pause image every pod sandbox runs: its tag, the label recording which pause.c built it, and
+ * making it present on the Docker engine — built locally from pause.c when it is missing or stale.
+ */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, mkdtemp, readFile, rm } from 'node:fs/promises';

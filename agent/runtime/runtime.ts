@@ -5,6 +5,8 @@
  */
 import type { PullPolicy } from '../../src/api/types.js';
 import type { ContainerOptions, SandboxOptions } from './container-options.js';
+import type { NetworkRuntime } from './networks.js';
+import type { VolumeRuntime } from './volumes.js';
 
 /** How a container ended, as the runtime recorded it. */
 export interface ExitResult {
@@ -69,20 +71,6 @@ export interface InfraSpec {
   sandbox?: SandboxOptions;
 }
 
-/** A host path (bind) or a tmpfs mounted into an app container. */
-export interface MountSpec {
-  type: 'bind' | 'tmpfs';
-  /** host path; required for bind */
-  source?: string;
-  /** path inside the container */
-  target: string;
-  readOnly?: boolean;
-  /** tmpfs size limit in bytes */
-  sizeBytes?: number;
-  /** tmpfs mode bits (e.g. 0o1777) */
-  mode?: number;
-}
-
 export interface AppSpec {
   name: string;
   labels: Record<string, string>;
@@ -99,9 +87,7 @@ export interface AppSpec {
   memoryBytes?: number;
   nanoCpus?: number;
   cpuShares?: number;
-  /** extra mounts (termination-message file, volumes) */
-  mounts?: MountSpec[];
-  /** volumes, /etc/hosts, resolv.conf and securityContext (agent/pod-config.ts) */
+  /** mounts (volumes, /etc/hosts, resolv.conf, termination log) and securityContext, from the prestart hooks (agent/prestart/) */
   options?: ContainerOptions;
 }
 
@@ -277,4 +263,8 @@ export interface ContainerRuntime {
   close(): void;
   /** logs / exec / attach (see ContainerStreams); absent on runtimes that cannot stream */
   streams?: ContainerStreams;
+  /** named volumes (persistentVolumeClaim volumes); absent on runtimes without them */
+  volumes?: VolumeRuntime;
+  /** networks (the node's pod bridge); absent on runtimes the agent does not network itself */
+  networks?: NetworkRuntime;
 }

@@ -1,9 +1,9 @@
 /**
- * persistentVolumeClaim volumes: each claim is backed by a Docker named volume
- * `berth-pvc-<namespace>-<claimName>`, created on first use and never removed with a pod, so data
- * outlives the pods that mount it (a StatefulSet's recreated pod finds its files again). The
- * volume's mountpoint on the host is bind-mounted like every other volume (the agent runs beside
- * its Docker engine).
+ * persistentVolumeClaim volumes: each claim is backed by a named volume of the container runtime
+ * (VolumeRuntime; with Docker, a local volume) `berth-pvc-<namespace>-<claimName>`, created on first use
+ * and never removed with a pod, so data outlives the pods that mount it (a StatefulSet's recreated pod
+ * finds its files again). The volume's mountpoint on the host is bind-mounted like every other volume
+ * (the agent runs beside its runtime).
  * A volume belongs to one claim object — its uid is on a label — of one cluster (the uid of its
  * kube-system namespace, the usual cluster id), and to the node that made it. Once that claim is gone
  * (deleted, or deleted and made again under the same name) the volume is removed by the node's
@@ -11,12 +11,12 @@
  * cluster — the control plane was reinstalled, its store is new — is never removed: a claim of the
  * same name adopts it, data and all, as do volumes made before the labels existed.
  */
-import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
 import { isApiError } from '../../src/api/errors.js';
 import { CORE, type Client, type ResourceRef } from '../../src/client/client.js';
+import type { VolumeRuntime } from '../runtime/volumes.js';
 
-/** The Docker volume name for a claim. */
+/** The runtime volume name for a claim. */
 export function claimVolumeName(namespace: string, claimName: string): string {
   return `berth-pvc-${namespace}-${claimName}`;
 }
@@ -30,12 +30,6 @@ const NODE_LABEL = 'berth.claim-node';
 const CLUSTER_LABEL = 'berth.claim-cluster';
 
 const PVCS: ResourceRef = { plural: 'persistentvolumeclaims' };
-
-interface VolumeInfo {
-  Name: string;
-  Mountpoint: string;
-  Labels?: Record<string, string> | null;
-}
 
 /** The uid of claim namespace/name, undefined when there is no such claim; throws when it cannot tell. */
 export async function claimUid(client: Client, namespace: string, name: string): Promise<string | undefined> {
@@ -69,78 +63,57 @@ export async function clusterId(client: Client): Promise<string> {
 }
 
 /**
- * Creates (if missing) the claim's Docker volume and returns its host mountpoint. A volume left by an
+ * Creates (if missing) the claim's volume and returns its host mountpoint. A volume left by an
  * earlier claim of the same name in this cluster is removed first: the new claim starts empty, as in
  * Kubernetes. A volume of another cluster, or made before volumes were labelled, is used as it is.
  */
-export async function ensureClaimVolume(p: { docker: Dockerode; namespace: string; claimName: string; claimUid: string; clusterId: string; nodeName: string }): Promise<string> {
+export async function ensureClaimVolume(p: { volumes: VolumeRuntime; namespace: string; claimName: string; claimUid: string; clusterId: string; nodeName: string }): Promise<string> {
   const name = claimVolumeName(p.namespace, p.claimName);
-  const existing = await inspectVolume(p.docker, name);
+  const existing = await p.volumes.inspectVolume(name);
   if (existing) {
-    const labels = existing.Labels ?? {};
-    if (labels[CLUSTER_LABEL] !== p.clusterId || labels[CLAIM_UID_LABEL] === p.claimUid) return existing.Mountpoint;
-    try {
-      await p.docker.getVolume(name).remove();
-    } catch (err) {
-      if ((err as { statusCode?: number }).statusCode === 409) throw new Error(`the volume of an earlier claim named "${p.claimName}" is still in use`);
-      if ((err as { statusCode?: number }).statusCode !== 404) throw err;
-    }
+    const labels = existing.labels;
+    if (labels[CLUSTER_LABEL] !== p.clusterId || labels[CLAIM_UID_LABEL] === p.claimUid) return existing.mountpoint;
+    if ((await p.volumes.removeVolume(name)) === 'in-use') throw new Error(`the volume of an earlier claim named "${p.claimName}" is still in use`);
   }
   const labels = { [CLAIM_LABEL]: `${p.namespace}/${p.claimName}`, [CLAIM_UID_LABEL]: p.claimUid, [CLUSTER_LABEL]: p.clusterId, [NODE_LABEL]: p.nodeName };
-  await p.docker.createVolume({ Name: name, Labels: labels });
-  return (await inspectVolume(p.docker, name))!.Mountpoint;
-}
-
-async function inspectVolume(docker: Dockerode, name: string): Promise<VolumeInfo | undefined> {
-  try {
-    return (await docker.getVolume(name).inspect()) as VolumeInfo;
-  } catch (err) {
-    if ((err as { statusCode?: number }).statusCode === 404) return undefined;
-    throw err;
-  }
+  return (await p.volumes.createVolume({ name, labels })).mountpoint;
 }
 
 /**
  * Removes this node's claim volumes of cluster `clusterId` whose claim no longer exists:
  * `claimUidOf(namespace, name)` is undefined or another uid (null: the claim exists, its uid unknown
  * here — the volume stays). When it throws (control plane unreachable) nothing is removed. A volume
- * still used by a container is left for a later sweep (Docker refuses with 409).
+ * still used by a container is left for a later sweep.
  */
 export async function removeOrphanClaimVolumes(p: {
-  docker: Dockerode;
+  volumes: VolumeRuntime;
   nodeName: string;
   clusterId: string;
   claimUidOf: (namespace: string, name: string) => Promise<string | undefined | null>;
 }): Promise<string[]> {
-  const list = (await p.docker.listVolumes({ filters: JSON.stringify({ label: [`${NODE_LABEL}=${p.nodeName}`] }) })) as { Volumes?: VolumeInfo[] | null };
+  const list = await p.volumes.listVolumes({ labels: [`${NODE_LABEL}=${p.nodeName}`] });
   const removed: string[] = [];
-  for (const v of list.Volumes ?? []) {
-    const owner = v.Labels?.[CLAIM_LABEL] ?? '';
-    const uid = v.Labels?.[CLAIM_UID_LABEL];
+  for (const v of list) {
+    const owner = v.labels[CLAIM_LABEL] ?? '';
+    const uid = v.labels[CLAIM_UID_LABEL];
     const slash = owner.indexOf('/');
-    if (slash < 0 || !uid || v.Labels?.[CLUSTER_LABEL] !== p.clusterId) continue;
+    if (slash < 0 || !uid || v.labels[CLUSTER_LABEL] !== p.clusterId) continue;
     const current = await p.claimUidOf(owner.slice(0, slash), owner.slice(slash + 1));
     if (current === null || current === uid) continue;
-    try {
-      await p.docker.getVolume(v.Name).remove();
-      removed.push(v.Name);
-    } catch (err) {
-      const code = (err as { statusCode?: number }).statusCode;
-      if (code !== 404 && code !== 409) throw err;
-    }
+    if ((await p.volumes.removeVolume(v.name)) === 'removed') removed.push(v.name);
   }
   return removed;
 }
 
 /** Sweeps this node's orphan claim volumes now and every `intervalMs`. */
-export function startClaimVolumeSweeper(p: { docker: Dockerode; client: Client; nodeName: string; intervalMs: number; log: Logger }): { stop(): void } {
+export function startClaimVolumeSweeper(p: { volumes: VolumeRuntime; client: Client; nodeName: string; intervalMs: number; log: Logger }): { stop(): void } {
   let running = false;
   const sweep = async () => {
     if (running) return;
     running = true;
     try {
       const cluster = await clusterId(p.client);
-      const removed = await removeOrphanClaimVolumes({ docker: p.docker, nodeName: p.nodeName, clusterId: cluster, claimUidOf: (ns, name) => sweptClaimUid(p.client, ns, name) });
+      const removed = await removeOrphanClaimVolumes({ volumes: p.volumes, nodeName: p.nodeName, clusterId: cluster, claimUidOf: (ns, name) => sweptClaimUid(p.client, ns, name) });
       for (const name of removed) p.log.info({ volume: name }, 'removed the volume of a deleted claim');
     } catch (err) {
       p.log.debug({ err: (err as Error).message }, 'claim volume sweep skipped');

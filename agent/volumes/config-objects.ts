@@ -13,15 +13,8 @@
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
+import { objectKey, type ConfigKind, type ConfigObjectReader } from '../config-reader.js';
 import type { ConfigMap, Secret } from '../../src/api/config-objects.js';
-import type { ConfigObjectReader } from '../env.js';
-
-export type ConfigKind = 'configmaps' | 'secrets';
-
-/** `<kind>/<namespace>/<name>`, the key listeners and references use. */
-export function objectKey(kind: ConfigKind, namespace: string, name: string): string {
-  return `${kind}/${namespace}/${name}`;
-}
 
 export interface ConfigObjectsOptions {
   client: Client;

@@ -4,9 +4,9 @@
  * them. Pure apart from reading the objects; atomic-writer.ts puts the result on disk.
  */
 import type { Pod } from '../../src/api/types.js';
+import { objectKey, type ConfigObjectReader } from '../config-reader.js';
 import type { ConfigMap, Secret } from '../../src/api/config-objects.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../downward-api.js';
-import type { ConfigObjectReader } from '../env.js';
 import type { Payload } from './atomic-writer.js';
 
 /** Kubernetes' default file mode for these volumes (0644). */
@@ -138,28 +138,18 @@ export async function payloadFor(kind: ProjectedKind, source: Record<string, unk
   return payload;
 }
 
-/** `configmaps/<ns>/<name>` and `secrets/<ns>/<name>` keys of every object the pod reads (volumes, env, envFrom). */
-export function referencedObjects(pod: Pod): Set<string> {
+/** The keys (objectKey) of the ConfigMaps and Secrets the pod's volumes read. */
+export function volumeObjectRefs(pod: Pod): Set<string> {
   const ns = pod.metadata.namespace ?? 'default';
   const refs = new Set<string>();
-  const cm = (name: unknown) => typeof name === 'string' && name && refs.add(`configmaps/${ns}/${name}`);
-  const secret = (name: unknown) => typeof name === 'string' && name && refs.add(`secrets/${ns}/${name}`);
+  const cm = (name: unknown) => typeof name === 'string' && name && refs.add(objectKey('configmaps', ns, name));
+  const secret = (name: unknown) => typeof name === 'string' && name && refs.add(objectKey('secrets', ns, name));
   for (const v of pod.spec.volumes ?? []) {
     if (v.configMap) cm((v.configMap as ObjectSource).name);
     if (v.secret) secret((v.secret as { secretName?: string }).secretName);
     for (const s of ((v.projected as { sources?: Array<Record<string, unknown>> } | undefined)?.sources ?? [])) {
       if (s.configMap) cm((s.configMap as ObjectSource).name);
       if (s.secret) secret((s.secret as ObjectSource).name);
-    }
-  }
-  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
-    for (const from of (c.envFrom ?? []) as Array<{ configMapRef?: { name?: string }; secretRef?: { name?: string } }>) {
-      cm(from.configMapRef?.name);
-      secret(from.secretRef?.name);
-    }
-    for (const e of c.env ?? []) {
-      cm((e.valueFrom?.configMapKeyRef as { name?: string } | undefined)?.name);
-      secret((e.valueFrom?.secretKeyRef as { name?: string } | undefined)?.name);
     }
   }
   return refs;

@@ -15,15 +15,14 @@ import type { Logger } from 'pino';
 import { parseQuantity, value } from '../../src/api/quantity.js';
 import type { Container, Pod, VolumeMount } from '../../src/api/types.js';
 import { ContainerConfigError } from '../config-error.js';
-import { expandVars } from '../container-config.js';
+import type { ConfigObjectReader } from '../config-reader.js';
 import type { PodRuntimeFacts } from '../downward-api.js';
-import type { ConfigObjectReader } from '../env.js';
+import { expandVars } from '../expand-vars.js';
 import type { BindMount, MountPropagation } from '../runtime/container-options.js';
+import type { VolumeRuntime } from '../runtime/volumes.js';
 import { writeAtomically, type Payload } from './atomic-writer.js';
-import { prepareHostPath } from './host-path.js';
-import type Dockerode from 'dockerode';
-import { loadDockerode } from '../runtime/load-dockerode.js';
 import { ensureClaimVolume } from './claim-volumes.js';
+import { prepareHostPath } from './host-path.js';
 import { bindMountFd, isMountPoint, mountTmpfs, removeTreeOnOneDevice, unmount, unmountAllUnder } from './mounts.js';
 import type { PodPaths } from './paths.js';
 import { payloadFor, type ProjectedKind } from './projection.js';
@@ -48,10 +47,11 @@ export interface VolumeManagerOptions {
   paths: PodPaths;
   objects: ConfigObjectReader;
   log: Logger;
-  /** Docker engine holding persistentVolumeClaim volumes (default /var/run/docker.sock) */
-  dockerSocket?: string;
-  /** persistentVolumeClaim volumes: the claim's uid (undefined: no such claim), the cluster's id and this node's name */
-  claims?: { uidOf(namespace: string, name: string): Promise<string | undefined>; clusterId(): Promise<string>; nodeName: string };
+  /**
+   * persistentVolumeClaim volumes: the runtime's named volumes (none: such volumes cannot be set up), the
+   * claim's uid (undefined: no such claim), the cluster's id and this node's name
+   */
+  claims?: { volumes: VolumeRuntime | undefined; uidOf(namespace: string, name: string): Promise<string | undefined>; clusterId(): Promise<string>; nodeName: string };
 }
 
 function volumeKind(v: Record<string, unknown>): VolumeKind {
@@ -108,8 +108,6 @@ export class VolumeManager {
   private readonly claimMounts = new Map<string, Map<string, string>>();
   /** secret volumes fall back to disk once tmpfs turned out unavailable (not root) */
   private tmpfsUnavailable = false;
-  /** opened on first persistentVolumeClaim volume */
-  private docker: Dockerode | undefined;
 
   constructor(private readonly opts: VolumeManagerOptions) {}
 
@@ -138,19 +136,19 @@ export class VolumeManager {
     const source = (v[kind] ?? {}) as Record<string, unknown>;
     if (kind === 'hostPath') return { name: v.name, kind, hostPath: prepareHostPath(source), forceReadOnly: false };
     if (kind === 'persistentVolumeClaim') {
-      // A claim is a Docker named volume that outlives the pod (claim-volumes.ts).
+      // A claim is a runtime named volume that outlives the pod (claim-volumes.ts).
       const claimName = typeof source.claimName === 'string' ? source.claimName : '';
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
       const forceReadOnly = source.readOnly === true;
       const mounted = this.claimMounts.get(uid)?.get(v.name);
       if (mounted) return { name: v.name, kind, hostPath: mounted, forceReadOnly };
-      this.docker ??= new (loadDockerode())({ socketPath: this.opts.dockerSocket ?? '/var/run/docker.sock' });
+      const claims = this.opts.claims;
+      if (!claims?.volumes) throw new Error('the container runtime of this node has no named volumes for persistentVolumeClaims');
       const namespace = pod.metadata.namespace ?? 'default';
-      if (!this.opts.claims) throw new Error('persistentVolumeClaim volumes need the claims option');
-      const claimUid = await this.opts.claims.uidOf(namespace, claimName);
+      const claimUid = await claims.uidOf(namespace, claimName);
       if (!claimUid) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
-      const clusterId = await this.opts.claims.clusterId();
-      const hostPath = await ensureClaimVolume({ docker: this.docker, namespace, claimName, claimUid, clusterId, nodeName: this.opts.claims.nodeName });
+      const clusterId = await claims.clusterId();
+      const hostPath = await ensureClaimVolume({ volumes: claims.volumes, namespace, claimName, claimUid, clusterId, nodeName: claims.nodeName });
       let mounts = this.claimMounts.get(uid);
       if (!mounts) this.claimMounts.set(uid, (mounts = new Map()));
       mounts.set(v.name, hostPath);
@@ -207,7 +205,7 @@ export class VolumeManager {
    * following links out of it and pinned by a bind mount under the pod directory; an unsafe one throws
    * ContainerConfigError (CreateContainerConfigError).
    */
-  async mountsFor(p: { pod: Pod; container: Container; volumes: Map<string, PreparedVolume>; vars: Map<string, string> }): Promise<BindMount[]> {
+  async mountsFor(p: { pod: Pod; container: Container; volumes: Map<string, PreparedVolume>; vars: ReadonlyMap<string, string> }): Promise<BindMount[]> {
     const uid = p.pod.metadata.uid ?? '';
     const mounts: BindMount[] = [];
     const list = p.container.volumeMounts ?? [];

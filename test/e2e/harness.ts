@@ -16,6 +16,7 @@ import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
+import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 
 const execFileP = promisify(execFile);
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -157,7 +158,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       for (const a of agents.values()) await stopChild(a);
       await stopChild(server);
       await removeNodeContainers(nodeNames);
-      for (const nodeName of nodeNames) await removePodNetwork({ nodeName }).catch(() => undefined);
+      for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -15,6 +15,7 @@ import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { infraSpec } from '../../agent/container-config.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
+import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 import type { Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { docker, podManifest, sleep, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
@@ -99,7 +100,7 @@ class ScratchDockerd {
     if (this.child && this.child.exitCode === null && this.child.signalCode === null) {
       const ids = (await this.docker(['ps', '-aq']).catch(() => '')).split('\n').filter(Boolean);
       if (ids.length) await this.docker(['rm', '-f', ...ids]).catch(() => undefined);
-      for (const nodeName of nodeNames) await removePodNetwork({ nodeName, dockerSocket: this.socket }).catch(() => undefined);
+      for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime(this.socket) }).catch(() => undefined);
     }
     await this.stop();
     const mounts = (await execFileP('sh', ['-c', `grep -oE ' (${this.dir}|/run/berth-test-${this.id})[^ ]*' /proc/mounts || true`])).stdout.split('\n').map((s) => s.trim()).filter(Boolean);

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock, kubeTime } from '../../agent/clock.js';
-import { appSpec, containerHash, containerResources, expandVars, infraSpec, podHostname } from '../../agent/container-config.js';
+import { appSpec, containerHash, containerResources, infraSpec, podHostname } from '../../agent/container-config.js';
+import { expandVars } from '../../agent/expand-vars.js';
 import { dockerContainerName, identityFromLabels, labelsFor } from '../../agent/labels.js';
 import { qosClassOf } from '../../agent/qos.js';
 import { Backoff, crashBackoffKey, DEFAULT_BACKOFF } from '../../agent/restart-backoff.js';

@@ -4,7 +4,8 @@ import type { Container, Pod } from '../../src/api/types.js';
 import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
 import { fieldRefValue, formatMap, resourceFieldValue, type PodRuntimeFacts } from '../../agent/downward-api.js';
-import { resolveEnv, type ConfigObjectReader } from '../../agent/env.js';
+import type { ConfigObjectReader } from '../../agent/config-reader.js';
+import { resolveEnv } from '../../agent/env.js';
 import { containerSecurity, imageUserOf, sandboxOptions } from '../../agent/security-context.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { ResourceRef } from '../../src/client/client.js';
-import { ConfigObjects, objectKey } from '../../agent/volumes/config-objects.js';
+import { objectKey } from '../../agent/config-reader.js';
+import { ConfigObjects } from '../../agent/volumes/config-objects.js';
 import { FakeClient } from './agent-fake-client.js';
 
 const SECRETS: ResourceRef = { plural: 'secrets' };

@@ -7,16 +7,14 @@ import pino from 'pino';
 import type { Pod, VolumeMount } from '../../src/api/types.js';
 import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
-import { PodConfigManager } from '../../agent/pod-config.js';
-import type { ContainerRuntime } from '../../agent/runtime/runtime.js';
-import type { Client } from '../../src/client/client.js';
-import type { ConfigObjectReader } from '../../agent/env.js';
+import type { ConfigObjectReader } from '../../agent/config-reader.js';
 import { formatResolvConf, hostNetworkHostsContent, hostsFileContent, parseResolvConf, PodFiles, podResolverConfig } from '../../agent/pod-files.js';
 import { payloadPathErrors, writeAtomically, type Payload } from '../../agent/volumes/atomic-writer.js';
 import { prepareHostPath } from '../../agent/volumes/host-path.js';
 import { isMountPoint, mountPointsUnder, mountTmpfs, removeTreeOnOneDevice, unmountAllUnder } from '../../agent/volumes/mounts.js';
 import { PodPaths } from '../../agent/volumes/paths.js';
-import { payloadFor, referencedObjects } from '../../agent/volumes/projection.js';
+import { envObjectRefs } from '../../agent/env.js';
+import { payloadFor, volumeObjectRefs } from '../../agent/volumes/projection.js';
 import { openSubPath, resolveInsideVolume, UnsafeSubPathError } from '../../agent/volumes/safe-path.js';
 import { VolumeManager } from '../../agent/volumes/volume-manager.js';
 
@@ -170,7 +168,8 @@ describe('volume payloads', () => {
     const pod = podWith([{ name: 'v', configMap: { name: 'cfg' } }, { name: 'p', projected: { sources: [{ secret: { name: 's2' } }] } }]);
     pod.spec.containers[0]!.env = [{ name: 'X', valueFrom: { secretKeyRef: { name: 's3', key: 'k' } } }];
     pod.spec.containers[0]!.envFrom = [{ configMapRef: { name: 'c2' } }];
-    assert.deepEqual([...referencedObjects(pod)].sort(), ['configmaps/default/c2', 'configmaps/default/cfg', 'secrets/default/s2', 'secrets/default/s3']);
+    assert.deepEqual([...volumeObjectRefs(pod)].sort(), ['configmaps/default/cfg', 'secrets/default/s2']);
+    assert.deepEqual([...envObjectRefs(pod)].sort(), ['configmaps/default/c2', 'secrets/default/s3']);
   });
 });
 
@@ -249,15 +248,6 @@ describe('volume manager', { skip: !isRoot && 'needs root (mount)' }, () => {
     assert.ok(fs.statSync(path.join(host, 'sub')).isDirectory(), 'missing subPath created inside the hostPath');
     await vm.tearDown(pod.metadata.uid!);
     assert.equal(fs.readFileSync(path.join(host, 'keep'), 'utf8'), 'me');
-  });
-
-  it('removes the directories of pods that no longer exist, keeping the ones asked for', async () => {
-    const data = dir();
-    for (const uid of ['keep-me', 'gone']) fs.mkdirSync(path.join(data, 'pods', uid, 'volumes', 'v'), { recursive: true });
-    const pc = new PodConfigManager({ client: {} as Client, runtime: {} as ContainerRuntime, dataDir: data, hostIP: '10.0.0.1', podNetwork: 'bridge', nodeName: 'node-1', log, retryMs: 1000 });
-    await pc.removeOrphans(new Set(['keep-me']));
-    pc.stop();
-    assert.deepEqual(fs.readdirSync(path.join(data, 'pods')), ['keep-me']);
   });
 
   it('never deletes across a mount it could not remove', async () => {

@@ -13,6 +13,7 @@ import type { Node, Pod } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
 import { cidrContains, parseCidr } from '../../../src/api/cidr.js';
 import { podNetworkName, removePodNetwork } from '../../../agent/network/pod-network.js';
+import { dockerNetworkRuntime } from '../../../agent/runtime/docker-networks.js';
 import { docker, dockerInspect, podContainers, podManifest, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from '../harness.js';
 
 const execFileP = promisify(execFile);
@@ -32,7 +33,7 @@ describe('pod network on a single host', () => {
   after(async () => {
     await c?.stop();
     await removeNodeContainers(extraNodes);
-    for (const n of [...(c?.nodeNames ?? []), ...extraNodes]) await removePodNetwork({ nodeName: n });
+    for (const n of [...(c?.nodeNames ?? []), ...extraNodes]) await removePodNetwork({ nodeName: n, networks: dockerNetworkRuntime() });
   });
 
   const nodeCidr = async (name: string) => (await c.client.get<Node>(CORE.nodes, { name })).spec?.podCIDR;

@@ -1,0 +1,66 @@
+/**
+ * The env prestart hook: resolves a container's environment (agent/env.ts: envFrom, then env with
+ * valueFrom and `$(VAR)` expansion) from the ConfigMaps and Secrets it names and the pod's downward API
+ * facts. The objects it names are watched while the pod lives, so a container waiting for a missing one
+ * is retried as soon as it appears. A value is read once, at creation: a running container never sees a
+ * later change.
+ */
+import type { Logger } from 'pino';
+import type { Pod } from '../../src/api/types.js';
+import { envObjectRefs, resolveEnv } from '../env.js';
+import type { ConfigObjects } from '../volumes/config-objects.js';
+import type { PrestartHook, PrestartRequest, PrestartResult } from './hook.js';
+
+export interface EnvHookOptions {
+  objects: ConfigObjects;
+  hostIP: string;
+  allocatable: () => Record<string, string>;
+  log: Logger;
+}
+
+interface PodRefs {
+  refs: Set<string>;
+  retry: () => void;
+}
+
+export class EnvHook implements PrestartHook {
+  readonly name = 'env';
+  /** pod uid → the objects its containers' environment reads */
+  private readonly pods = new Map<string, PodRefs>();
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly opts: EnvHookOptions) {
+    this.unsubscribe = opts.objects.onChange((key) => {
+      for (const pod of this.pods.values()) if (pod.refs.has(key)) pod.retry();
+    });
+  }
+
+  async syncPod(pod: Pod, retry: () => void): Promise<void> {
+    const uid = pod.metadata.uid ?? '';
+    const refs = envObjectRefs(pod);
+    this.pods.set(uid, { refs, retry });
+    if (refs.size) this.opts.objects.use(userOf(uid), refs);
+  }
+
+  async prestart(req: PrestartRequest): Promise<PrestartResult> {
+    const { pod, container } = req;
+    const facts = { podIP: req.podIP, hostIP: this.opts.hostIP, allocatable: this.opts.allocatable() };
+    const { env, vars, skippedKeys } = await resolveEnv({ pod, container, objects: this.opts.objects, facts });
+    if (skippedKeys.length) this.opts.log.warn({ pod: pod.metadata.name, container: container.name, keys: skippedKeys }, 'envFrom keys skipped: not valid variable names');
+    return { env: { env, vars } };
+  }
+
+  async cleanup(uid: string): Promise<void> {
+    this.pods.delete(uid);
+    this.opts.objects.release(userOf(uid));
+  }
+
+  stop(): void {
+    this.unsubscribe();
+  }
+}
+
+/** The hook's name for the pod among the users of the shared object watches. */
+function userOf(uid: string): string {
+  return `env/${uid}`;
+}

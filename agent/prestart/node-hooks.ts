@@ -1,0 +1,75 @@
+/**
+ * The node's prestart hooks, listed once, in the order they run for every container:
+ *
+ *   env               environment from env/envFrom, ConfigMaps, Secrets and the downward API
+ *   volumes           the pod's volumes set up; bind mounts for the container's volumeMounts
+ *   pod-files         the pod's /etc/hosts and resolv.conf
+ *   security-context  user, groups and privileges; runAsNonRoot checked
+ *   termination-log   the file behind terminationMessagePath
+ *
+ * env comes first because volume mounts expand its variables (subPathExpr); volumes come before the pod
+ * files so a container's own mount at /etc/hosts is known. Cleanup runs in reverse. The hooks share one
+ * cache of watched ConfigMaps and Secrets, which stops with them.
+ */
+import type { Logger } from 'pino';
+import type { Client } from '../../src/client/client.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
+import { claimUid, clusterId } from '../volumes/claim-volumes.js';
+import { ConfigObjects } from '../volumes/config-objects.js';
+import { PodPaths } from '../volumes/paths.js';
+import { EnvHook } from './env.js';
+import { nodeAllocatable } from './node-allocatable.js';
+import { PodFilesHook } from './pod-files.js';
+import { PrestartRunner } from './runner.js';
+import { SecurityContextHook } from './security-context.js';
+import { TerminationLogHook } from './termination-log.js';
+import { VolumesHook } from './volumes.js';
+
+export interface NodePrestartOptions {
+  client: Client;
+  /** images (runAsNonRoot) and named volumes (persistentVolumeClaims) */
+  runtime: ContainerRuntime;
+  /** the agent's data directory; pod state goes to `<dataDir>/pods/<uid>` */
+  dataDir: string;
+  hostIP: string;
+  /** this node (owner of the claim volumes it makes) */
+  nodeName: string;
+  log: Logger;
+  /** delay before re-watching ConfigMaps/Secrets after a dropped stream */
+  retryMs: number;
+  /** the node's files the pod files start from (tests point these elsewhere) */
+  nodeHostsFile?: string;
+  nodeResolvConf?: string;
+}
+
+export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
+  const log = o.log.child({ component: 'prestart' });
+  const paths = new PodPaths(o.dataDir);
+  const objects = new ConfigObjects({ client: o.client, log, retryMs: o.retryMs });
+  const allocatable = nodeAllocatable(o.dataDir);
+  // The cluster id changes only with a new control-plane store (and the agent with it): read once, but
+  // a failed read is not kept, so the next claim volume asks again.
+  let cluster: Promise<string> | undefined;
+  const cachedClusterId = (): Promise<string> =>
+    (cluster ??= clusterId(o.client).catch((err: unknown) => {
+      cluster = undefined;
+      throw err;
+    }));
+  return new PrestartRunner({
+    hooks: [
+      new EnvHook({ objects, hostIP: o.hostIP, allocatable, log }),
+      new VolumesHook({
+        paths,
+        objects,
+        allocatable,
+        log,
+        claims: { volumes: o.runtime.volumes, uidOf: (namespace, name) => claimUid(o.client, namespace, name), clusterId: cachedClusterId, nodeName: o.nodeName },
+      }),
+      new PodFilesHook({ paths, nodeHostsFile: o.nodeHostsFile, nodeResolvConf: o.nodeResolvConf }),
+      new SecurityContextHook({ runtime: o.runtime }),
+      new TerminationLogHook({ dataDir: o.dataDir, log }),
+    ],
+    log,
+    onStop: () => objects.stop(),
+  });
+}
