@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { OwnerReference, Pod } from '../../src/api/types.js';
+import type { KubeObject, OwnerReference, Pod } from '../../src/api/types.js';
 import { CONTROLLER_REGISTRATIONS } from '../../src/controllers/registrations.js';
 import { DELETION_TIMEOUT_MS } from '../../src/controllers/disruption/budget.js';
 import { DisruptionController } from '../../src/controllers/disruption/disruption-controller.js';
@@ -61,6 +61,9 @@ async function pod(env: ControllerEnv, name: string, labels: Record<string, stri
 async function budget(env: ControllerEnv, spec: PodDisruptionBudgetSpec, name = 'budget') {
   return env.create<PodDisruptionBudget>('policy', 'poddisruptionbudgets', { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name }, spec });
 }
+
+type EventLike = KubeObject & { reason: string; involvedObject: { name: string } };
+const eventsOf = (env: ControllerEnv) => env.list<EventLike>('', 'events');
 
 const statusOf = (env: ControllerEnv, name = 'budget') => env.get<PodDisruptionBudget>('policy', 'poddisruptionbudgets', name).status!;
 
@@ -148,8 +151,7 @@ describe('disruption controller', () => {
     await dc.reconcile('default/budget');
     let status = statusOf(env);
     assert.deepEqual([status.expectedPods, status.desiredHealthy, status.currentHealthy, status.disruptionsAllowed], [2, 1, 3, 2]);
-    const events = env.list<{ reason?: string; metadata: { name?: string } } & Pod>('', 'events');
-    assert.ok(events.some((e) => (e as unknown as { reason: string }).reason === 'UnmanagedPods'));
+    assert.ok(eventsOf(env).some((e) => e.reason === 'UnmanagedPods' && e.involvedObject.name === 'budget'));
 
     // A pod owned by a ReplicaSet that does not exist: the expected count cannot be known.
     await pod(env, 'orphaned', { app: 'web' }, { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'gone', uid: 'no-such-uid', controller: true }, true);
@@ -199,8 +201,7 @@ describe('disruption controller', () => {
     assert.equal(status.disruptedPods, undefined, 'the expired entry is dropped');
     assert.equal(status.currentHealthy, 3);
     assert.equal(status.disruptionsAllowed, 2);
-    const events = env.list<Pod>('', 'events') as unknown as Array<{ reason: string; involvedObject: { name: string } }>;
-    assert.ok(events.some((e) => e.reason === 'NotDeleted' && e.involvedObject.name === 'web-abc-0'));
+    assert.ok(eventsOf(env).some((e) => e.reason === 'NotDeleted' && e.involvedObject.name === 'web-abc-0'));
   });
 
   it('an entry for a pod already being deleted is dropped at once', async () => {
