@@ -9,6 +9,7 @@ import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
 import { DaemonSetController } from './daemonset/daemonset-controller.js';
 import { DeploymentController } from './deployment/deployment-controller.js';
+import { DisruptionController } from './disruption/disruption-controller.js';
 import { EventTTLController } from './event-ttl/event-ttl.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
 import { JobController } from './job/job-controller.js';
@@ -51,4 +52,5 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'cronjob', build: (ctx) => new CronJobController(ctx) }),
   controller({ name: 'daemonset', build: (ctx) => new DaemonSetController(ctx) }),
   controller({ name: 'statefulset', build: (ctx) => new StatefulSetController(ctx) }),
+  controller({ name: 'disruption', build: (ctx) => new DisruptionController(ctx) }),
 ] as const;

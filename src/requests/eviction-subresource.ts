@@ -1,12 +1,13 @@
 /**
  * The `eviction` subresource of pods (POST pods/{name}/eviction with a policy/v1 Eviction, or the older
- * policy/v1beta1 one): a delete that policy may refuse. What `kubectl drain` uses. PodDisruptionBudgets
- * are not served yet, so every eviction of an existing pod is allowed; the Eviction's deleteOptions
- * (grace period, preconditions, dry run) apply to the delete.
+ * policy/v1beta1 one): a delete that a PodDisruptionBudget may refuse (429), as eviction-budget.ts
+ * decides. What `kubectl drain` uses. The Eviction's deleteOptions (grace period, preconditions, dry
+ * run) apply to the delete.
  */
 import { assertObject, decodeBody } from '../api/body.js';
 import { errors } from '../api/errors.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
+import { evictPod } from './eviction-budget.js';
 import type { ApiRequest, HandlerResult } from './request.js';
 
 export interface EvictionBody {
@@ -46,6 +47,5 @@ export async function handleEvictionRequest(registry: Registry, req: ApiRequest)
     if (typeof d.propagationPolicy === 'string') opts.propagationPolicy = d.propagationPolicy;
   }
   // Throws NotFound for a missing pod, as the apiserver does.
-  await registry.delete(info, namespace, name, opts);
-  return { code: 201, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', code: 201 } };
+  return evictPod({ registry, podInfo: info, namespace, name, deleteOptions: opts });
 }

@@ -1,6 +1,6 @@
 /**
  * Kubernetes' protobuf request bodies (`application/vnd.kubernetes.protobuf`), as client-go's typed
- * clients send them: kubectl create configmap|secret|namespace|deployment|job|cronjob, kubectl
+ * clients send them: kubectl create configmap|secret|namespace|deployment|job|cronjob|pdb, kubectl
  * drain's Eviction. The body is the 4-byte magic `k8s\0` followed by a runtime.Unknown envelope
  * naming apiVersion and kind and carrying the object's own protobuf bytes. Only kinds with a schema
  * here can be decoded; others get a 415 asking for JSON.
@@ -30,7 +30,7 @@ const KINDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   v1: { ConfigMap: 'ConfigMap', Secret: 'Secret', Namespace: 'Namespace', Pod: 'Pod' },
   'apps/v1': { Deployment: 'Deployment', ReplicaSet: 'ReplicaSet' },
   'batch/v1': { Job: 'Job', CronJob: 'CronJob' },
-  'policy/v1': { Eviction: 'Eviction' },
+  'policy/v1': { Eviction: 'Eviction', PodDisruptionBudget: 'PodDisruptionBudget' },
   'policy/v1beta1': { Eviction: 'Eviction' },
 };
 

@@ -1,0 +1,245 @@
+/**
+ * policy/v1 PodDisruptionBudget: its shape, REST identity, validation and table columns — everything
+ * hand-written about the kind. The disruption controller (src/controllers/disruption) keeps its
+ * status; the pods/eviction subresource (src/requests/eviction-budget.ts) spends its budget.
+ *
+ * As upstream: status is the controller's (a create starts from zero counts), spec changes count in
+ * metadata.generation, minAvailable and maxUnavailable are exclusive, and a null selector selects no
+ * pods while an empty one ({}) selects every pod in the namespace. policy/v1 has no defaults: an unset
+ * unhealthyPodEvictionPolicy behaves as IfHealthyBudget.
+ */
+import type { FieldError } from '../../api/errors.js';
+import { labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
+import type { KubeObject, Pod } from '../../api/types.js';
+import {
+  child,
+  expectInteger,
+  fieldErrors,
+  isRecord,
+  validateLabelSelectorObject,
+  validateObjectMeta,
+  validateObjectMetaUpdate,
+} from '../../api/validation.js';
+import { ageSince, registerTableColumns } from '../../server/tables.js';
+import type { ResourceInfo } from '../resource-info.js';
+import type { KindStrategy } from '../strategy.js';
+
+// ---------- shapes ----------
+
+/** `2` or `"50%"` (Kubernetes IntOrString). */
+export type IntOrPercent = number | string;
+
+export type UnhealthyPodEvictionPolicy = 'IfHealthyBudget' | 'AlwaysAllow';
+export const UNHEALTHY_POD_EVICTION_POLICIES: readonly UnhealthyPodEvictionPolicy[] = ['IfHealthyBudget', 'AlwaysAllow'];
+
+export interface PodDisruptionBudgetSpec {
+  minAvailable?: IntOrPercent;
+  maxUnavailable?: IntOrPercent;
+  selector?: LabelSelectorObject | null;
+  unhealthyPodEvictionPolicy?: UnhealthyPodEvictionPolicy;
+}
+
+/** metav1.Condition, as PodDisruptionBudget status carries it. */
+export interface PdbCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  observedGeneration?: number;
+  lastTransitionTime: string;
+  reason: string;
+  message: string;
+}
+
+export interface PodDisruptionBudgetStatus {
+  observedGeneration?: number;
+  /** pod name → when an eviction was admitted for it (RFC 3339); the controller expires entries */
+  disruptedPods?: Record<string, string>;
+  disruptionsAllowed: number;
+  currentHealthy: number;
+  desiredHealthy: number;
+  expectedPods: number;
+  conditions?: PdbCondition[];
+}
+
+export interface PodDisruptionBudget extends KubeObject {
+  spec: PodDisruptionBudgetSpec;
+  status?: PodDisruptionBudgetStatus;
+}
+
+/** The condition the controller keeps, and its reasons (upstream's names). */
+export const DISRUPTION_ALLOWED_CONDITION = 'DisruptionAllowed';
+export const SUFFICIENT_PODS_REASON = 'SufficientPods';
+export const INSUFFICIENT_PODS_REASON = 'InsufficientPods';
+export const SYNC_FAILED_REASON = 'SyncFailed';
+/** The StatusCause type of a refused eviction. */
+export const DISRUPTION_BUDGET_CAUSE = 'DisruptionBudget';
+
+/** Client reference (group/version/plural). */
+export const POLICY = {
+  poddisruptionbudgets: { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets' },
+} as const;
+
+// ---------- REST identity ----------
+
+export const PDB_INFO: ResourceInfo = {
+  group: 'policy',
+  version: 'v1',
+  kind: 'PodDisruptionBudget',
+  listKind: 'PodDisruptionBudgetList',
+  plural: 'poddisruptionbudgets',
+  singular: 'poddisruptionbudget',
+  namespaced: true,
+  shortNames: ['pdb'],
+  verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+  subresources: ['status'],
+  categories: [],
+};
+
+// ---------- int-or-percent ----------
+
+const PERCENT = /^[0-9]+%$/;
+
+/**
+ * The count an int-or-percent stands for out of `total`: an integer as is, a percentage of `total`
+ * rounded up or down (intstr.GetScaledValueFromIntOrPercent).
+ */
+export function scaledIntOrPercent(value: IntOrPercent, total: number, roundUp: boolean): number {
+  if (typeof value === 'number') return value;
+  if (!PERCENT.test(value)) throw new Error(`invalid value for IntOrString: invalid value ${JSON.stringify(value)}`);
+  const scaled = (Number(value.slice(0, -1)) * total) / 100;
+  return roundUp ? Math.ceil(scaled) : Math.floor(scaled);
+}
+
+/** A non-negative integer or a percentage of at most 100%, as apps' ValidatePositiveIntOrPercent + IsNotMoreThan100Percent. */
+function validateIntOrPercent(path: string, v: unknown): FieldError[] {
+  if (typeof v === 'number') {
+    if (!Number.isInteger(v)) return [fieldErrors.typeInvalid(path, v, 'must be an integer or percentage (e.g \'5%\')')];
+    return v < 0 ? [fieldErrors.invalid(path, v, 'must be greater than or equal to 0')] : [];
+  }
+  if (typeof v === 'string') {
+    if (!PERCENT.test(v)) {
+      return [fieldErrors.invalid(path, v, "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')")];
+    }
+    return Number(v.slice(0, -1)) > 100 ? [fieldErrors.invalid(path, v, 'must not be greater than 100%')] : [];
+  }
+  return [fieldErrors.typeInvalid(path, v, 'must be an integer or percentage (e.g \'5%\')')];
+}
+
+// ---------- validation ----------
+
+const isSet = (v: unknown) => v !== undefined && v !== null;
+
+export function validatePdbSpec(spec: unknown): FieldError[] {
+  const path = 'spec';
+  if (spec === undefined || spec === null) return [];
+  if (!isRecord(spec)) return [fieldErrors.typeInvalid(path, spec, 'must be an object')];
+  const errs: FieldError[] = [];
+  if (isSet(spec.minAvailable) && isSet(spec.maxUnavailable)) {
+    errs.push(fieldErrors.invalid(path, spec, 'minAvailable and maxUnavailable cannot be both set'));
+  }
+  for (const f of ['minAvailable', 'maxUnavailable'] as const) {
+    if (isSet(spec[f])) errs.push(...validateIntOrPercent(child(path, f), spec[f]));
+  }
+  errs.push(...validateLabelSelectorObject(spec.selector, child(path, 'selector')));
+  const policy = spec.unhealthyPodEvictionPolicy;
+  if (isSet(policy) && !(UNHEALTHY_POD_EVICTION_POLICIES as readonly unknown[]).includes(policy)) {
+    errs.push(fieldErrors.notSupported(child(path, 'unhealthyPodEvictionPolicy'), policy, UNHEALTHY_POD_EVICTION_POLICIES));
+  }
+  return errs;
+}
+
+/** The counts are never negative (ValidatePodDisruptionBudgetStatusUpdate for policy/v1). */
+export function validatePdbStatus(status: unknown): FieldError[] {
+  if (!isRecord(status)) return [];
+  const errs: FieldError[] = [];
+  for (const f of ['disruptionsAllowed', 'currentHealthy', 'desiredHealthy', 'expectedPods', 'observedGeneration'] as const) {
+    const v = status[f];
+    const path = child('status', f);
+    errs.push(...expectInteger(path, v));
+    if (typeof v === 'number' && v < 0) errs.push(fieldErrors.invalid(path, v, 'must be greater than or equal to 0'));
+  }
+  return errs;
+}
+
+function validatePdb(pdb: PodDisruptionBudget): FieldError[] {
+  return [...validateObjectMeta(pdb.metadata, { namespaced: true, nameRule: 'subdomain' }), ...validatePdbSpec(pdb.spec)];
+}
+
+export const pdbStrategy: KindStrategy<PodDisruptionBudget> = {
+  info: PDB_INFO,
+  hasStatus: true,
+  generation: true,
+  // A create cannot set status: the controller's counts start from zero (Go's zero values, all printed).
+  initialStatus: () => ({ disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 }),
+  validate: validatePdb,
+  validateUpdate: (pdb, old) => [...validatePdb(pdb), ...validateObjectMetaUpdate(pdb.metadata, old.metadata), ...validatePdbStatus(pdb.status)],
+};
+
+// ---------- selection and the DisruptionAllowed condition (shared by the controller and eviction) ----------
+
+/** RFC 3339 at whole seconds, as metav1.Time is written. */
+export function metaTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * Whether the budget selects the pod: same namespace and the selector matches. In policy/v1 a null
+ * selector selects nothing and an empty one everything; a selector that does not parse selects nothing.
+ */
+export function pdbSelectsPod(pdb: PodDisruptionBudget, pod: Pod): boolean {
+  if (pdb.metadata.namespace !== pod.metadata.namespace) return false;
+  try {
+    return matchesLabels(labelSelectorFromObject(pdb.spec?.selector), pod.metadata.labels);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Sets the DisruptionAllowed condition from status.disruptionsAllowed (True/SufficientPods when
+ * positive, else False/InsufficientPods), as meta.SetStatusCondition does: the transition time
+ * changes only when the status does.
+ */
+export function setDisruptionAllowedCondition(status: PodDisruptionBudgetStatus, now: number): void {
+  const allowed = status.disruptionsAllowed > 0;
+  setCondition(status, {
+    type: DISRUPTION_ALLOWED_CONDITION,
+    status: allowed ? 'True' : 'False',
+    reason: allowed ? SUFFICIENT_PODS_REASON : INSUFFICIENT_PODS_REASON,
+    message: '',
+    ...(status.observedGeneration !== undefined ? { observedGeneration: status.observedGeneration } : {}),
+  }, now);
+}
+
+/** meta.SetStatusCondition: replace the condition of that type, keeping its transition time unless the status changed. */
+export function setCondition(status: PodDisruptionBudgetStatus, next: Omit<PdbCondition, 'lastTransitionTime'>, now: number): void {
+  const conditions = (status.conditions ??= []);
+  const i = conditions.findIndex((c) => c.type === next.type);
+  const current = i >= 0 ? conditions[i] : undefined;
+  const lastTransitionTime = current && current.status === next.status ? current.lastTransitionTime : metaTime(now);
+  const merged: PdbCondition = { type: next.type, status: next.status, ...(next.observedGeneration !== undefined ? { observedGeneration: next.observedGeneration } : {}), lastTransitionTime, reason: next.reason, message: next.message };
+  if (i >= 0) conditions[i] = merged;
+  else conditions.push(merged);
+}
+
+// ---------- table (pkg/printers/internalversion: podDisruptionBudgetColumnDefinitions) ----------
+
+registerTableColumns(
+  'PodDisruptionBudget',
+  {
+    columns: [
+      { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
+      { name: 'Min Available', type: 'string', format: '', description: 'The minimum number of pods that must be available.', priority: 0 },
+      { name: 'Max Unavailable', type: 'string', format: '', description: 'The maximum number of pods that may be unavailable.', priority: 0 },
+      { name: 'Allowed Disruptions', type: 'integer', format: '', description: 'How many pods may be disrupted now.', priority: 0 },
+      { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created, in UTC.', priority: 0 },
+    ],
+    cells: (obj, { now }) => {
+      const pdb = obj as PodDisruptionBudget;
+      const shown = (v: IntOrPercent | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
+      return [obj.metadata.name ?? '', shown(pdb.spec?.minAvailable), shown(pdb.spec?.maxUnavailable), pdb.status?.disruptionsAllowed ?? 0, ageSince(obj.metadata.creationTimestamp, now)];
+    },
+  },
+  { group: 'policy' },
+);
+
+export const POLICY_STRATEGIES: KindStrategy<KubeObject>[] = [pdbStrategy as unknown as KindStrategy<KubeObject>];
