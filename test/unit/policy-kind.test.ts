@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
 import type { KubeObject } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { PDB_INFO, scaledIntOrPercent, type PodDisruptionBudget } from '../../src/registry/kinds/policy.js';
+import { PDB_INFO, pdbStrategy, scaledIntOrPercent, type PodDisruptionBudget } from '../../src/registry/kinds/policy.js';
 import { Registry } from '../../src/registry/registry.js';
 import { toTable } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
@@ -93,7 +93,7 @@ describe('PodDisruptionBudget kind', () => {
 
   it('table: NAME, MIN AVAILABLE, MAX UNAVAILABLE, ALLOWED DISRUPTIONS, AGE with N/A for the unset bound', () => {
     const obj = { ...pdb({ maxUnavailable: '25%' }, { disruptionsAllowed: 1 }), metadata: { name: 'web', namespace: 'default', creationTimestamp: '2026-01-01T00:00:00Z' } };
-    const table = toTable({ info: PDB_INFO, objects: [obj], includeObject: 'None', now: new Date('2026-01-01T00:05:00Z') });
+    const table = toTable({ columns: pdbStrategy.table, objects: [obj], includeObject: 'None', now: new Date('2026-01-01T00:05:00Z') });
     assert.deepEqual(table.columnDefinitions.map((c) => c.name), ['Name', 'Min Available', 'Max Unavailable', 'Allowed Disruptions', 'Age']);
     assert.deepEqual(table.rows[0]?.cells, ['web', 'N/A', '25%', 1, '5m']);
   });

@@ -20,7 +20,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
-import { ageSince, registerTableColumns } from '../../server/tables.js';
+import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 
@@ -164,8 +164,26 @@ function validatePdb(pdb: PodDisruptionBudget): FieldError[] {
   return [...validateObjectMeta(pdb.metadata, { namespaced: true, nameRule: 'subdomain' }), ...validatePdbSpec(pdb.spec)];
 }
 
+// ---------- table (the columns kubectl shows for PodDisruptionBudgets upstream) ----------
+
+const PDB_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Min Available', 'The minimum number of pods that must be available.'),
+    column('Max Unavailable', 'The maximum number of pods that may be unavailable.'),
+    column('Allowed Disruptions', 'How many pods may be disrupted now.', 0, 'integer'),
+    AGE_COLUMN,
+  ],
+  cells: (obj, { now }) => {
+    const pdb = obj as PodDisruptionBudget;
+    const shown = (v: IntOrPercent | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
+    return [obj.metadata.name ?? '', shown(pdb.spec?.minAvailable), shown(pdb.spec?.maxUnavailable), pdb.status?.disruptionsAllowed ?? 0, ageSince(obj.metadata.creationTimestamp, now)];
+  },
+};
+
 export const pdbStrategy: KindStrategy<PodDisruptionBudget> = {
   info: PDB_INFO,
+  table: PDB_COLUMNS,
   hasStatus: true,
   generation: true,
   // A create cannot set status: the controller's counts start from zero (Go's zero values, all printed).
@@ -220,26 +238,5 @@ export function setCondition(status: PodDisruptionBudgetStatus, next: Omit<PdbCo
   if (i >= 0) conditions[i] = merged;
   else conditions.push(merged);
 }
-
-// ---------- table (pkg/printers/internalversion: podDisruptionBudgetColumnDefinitions) ----------
-
-registerTableColumns(
-  'PodDisruptionBudget',
-  {
-    columns: [
-      { name: 'Name', type: 'string', format: 'name', description: 'Name must be unique within a namespace.', priority: 0 },
-      { name: 'Min Available', type: 'string', format: '', description: 'The minimum number of pods that must be available.', priority: 0 },
-      { name: 'Max Unavailable', type: 'string', format: '', description: 'The maximum number of pods that may be unavailable.', priority: 0 },
-      { name: 'Allowed Disruptions', type: 'integer', format: '', description: 'How many pods may be disrupted now.', priority: 0 },
-      { name: 'Age', type: 'string', format: '', description: 'CreationTimestamp is the time the object was created, in UTC.', priority: 0 },
-    ],
-    cells: (obj, { now }) => {
-      const pdb = obj as PodDisruptionBudget;
-      const shown = (v: IntOrPercent | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
-      return [obj.metadata.name ?? '', shown(pdb.spec?.minAvailable), shown(pdb.spec?.maxUnavailable), pdb.status?.disruptionsAllowed ?? 0, ageSince(obj.metadata.creationTimestamp, now)];
-    },
-  },
-  { group: 'policy' },
-);
 
 export const POLICY_STRATEGIES: KindStrategy<KubeObject>[] = [pdbStrategy as unknown as KindStrategy<KubeObject>];
