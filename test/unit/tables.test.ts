@@ -429,7 +429,7 @@ describe('columns live with their kind', () => {
     assert.deepEqual(withColumns, [
       '/ConfigMap', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret',
       'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet',
-      'batch/CronJob', 'batch/Job', 'coordination.k8s.io/Lease',
+      'batch/CronJob', 'batch/Job', 'coordination.k8s.io/Lease', 'policy/PodDisruptionBudget',
     ]);
   });
 
