@@ -19,7 +19,7 @@ import {
 } from 'yaml';
 import { ApiError, errors } from './errors.js';
 import { isJsonObject, setOwn, type JsonObject } from './patch/json-value.js';
-import { KUBERNETES_PROTOBUF_MEDIA_TYPE, decodeKubeProtobuf } from './protobuf/index.js';
+import { KUBERNETES_PROTOBUF_MEDIA_TYPE, decodeKubeProtobuf, type ProtobufKind } from './protobuf/index.js';
 
 /** Largest request body the server reads (Kubernetes uses 3 MiB too). */
 export const MAX_BODY_BYTES = 3 * 1024 * 1024;
@@ -56,6 +56,8 @@ export interface DecodeOptions {
    * A missing Content-Type is always accepted and sniffed, as curl users expect.
    */
   accept?: readonly string[];
+  /** kinds whose protobuf messages their own modules declare (see ProtobufKind) */
+  protobufKinds?: readonly ProtobufKind[];
 }
 
 type Format = 'json' | 'yaml' | 'sniff' | 'protobuf';
@@ -150,7 +152,7 @@ export function exceedsDepth(value: unknown, maxDepth = MAX_NESTING_DEPTH): bool
 
 function decodeAll(buf: Buffer, contentType: string | undefined, options: DecodeOptions): unknown[] {
   const format = formatFor(contentType, options);
-  if (format === 'protobuf') return buf.length === 0 ? [] : [decodeKubeProtobuf(buf)]; // client-go typed clients
+  if (format === 'protobuf') return buf.length === 0 ? [] : [decodeKubeProtobuf(buf, options.protobufKinds)]; // client-go typed clients
   const text = decodeUtf8(buf);
   if (text.trim() === '') return [];
   if (format === 'json') return nonNull([parseJson(text)]);

@@ -1,5 +1,6 @@
 import type { FieldError } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
+import type { MessageTable } from '../api/protobuf/schema.js';
 import type { ResourceInfo } from './resource-info.js';
 import type { ColumnProvider } from './table-columns.js';
 
@@ -50,6 +51,12 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * generated data by group/version/kind (src/api/api-definitions.ts).
    */
   openAPISchema?(version: string): Record<string, unknown> | undefined;
+  /**
+   * The kind's protobuf messages, for clients that send it as protobuf (client-go's typed clients,
+   * e.g. `kubectl create pdb`): field numbers from Kubernetes' generated.proto, which the generated
+   * API data cannot supply. The message named after the kind is the top-level one.
+   */
+  protobuf?: MessageTable;
   /** the grace period a delete without options uses; undefined → removed at once */
   defaultDeleteGraceSeconds?(obj: T): number | undefined;
   /**

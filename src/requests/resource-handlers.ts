@@ -6,12 +6,13 @@
 export type { ApiRequest, HandlerResult } from './request.js';
 import { errors } from '../api/errors.js';
 import { assertObject, decodeBody, findDuplicateFields, mediaTypeOf } from '../api/body.js';
-import { KUBERNETES_PROTOBUF_MEDIA_TYPE } from '../api/protobuf/index.js';
+import { KUBERNETES_PROTOBUF_MEDIA_TYPE, type ProtobufKind } from '../api/protobuf/index.js';
 import { findUnknownFields, type UnknownFieldOptions } from '../api/unknown-fields.js';
 import { builtinKindSchema } from '../api/api-definitions.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
+import type { ResourceInfo } from '../registry/resource-info.js';
 import { isoSeconds } from '../registry/registry.js';
 import { serverSideApply } from '../registry/field-manager.js';
 import type { ApiRequest, HandlerResult } from './request.js';
@@ -55,14 +56,14 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
     case 'POST': {
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
-      const obj = decodeObject(req);
+      const obj = decodeObject(registry, req);
       const warnings = checkFields(registry, req, obj);
       const body = await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req), warnings });
       return { code: 201, body, warnings: distinct(warnings) };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
-      const obj = decodeObject(req);
+      const obj = decodeObject(registry, req);
       const warnings = checkFields(registry, req, obj);
       const body = await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req), warnings });
       return { code: 200, body, warnings: distinct(warnings) };
@@ -121,9 +122,9 @@ function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, op
  * decodes with the path's group/version/kind as defaults; ones that name something else are
  * refused with the apiserver's wording.
  */
-function decodeObject(req: ApiRequest): KubeObject {
+function decodeObject(registry: Registry, req: ApiRequest): KubeObject {
   if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
-  const doc = decodeBody(req.body, req.contentType);
+  const doc = decodeBody(req.body, req.contentType, { protobufKinds: protobufKindsOf(registry, req.target.info) });
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) assertObject(doc);
   const obj = doc as KubeObject;
   // Subresource bodies (Binding, Eviction, Scale) are other kinds; their handlers check them.
@@ -235,6 +236,12 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   return { code: 200, body, warnings: distinct(warnings) };
 }
 
+/** The target kind's own protobuf messages, when its module declares them. */
+function protobufKindsOf(registry: Registry, info: ResourceInfo): ProtobufKind[] {
+  const messages = registry.lookup(info.group, info.plural)?.protobuf;
+  return messages ? [{ apiVersion: info.group ? `${info.group}/${info.version}` : info.version, kind: info.kind, messages }] : [];
+}
+
 function deleteOptions(req: ApiRequest): DeleteOptions {
   const opts: DeleteOptions = { dryRun: req.query.dryRun === 'All', user: req.user };
   if (req.body && req.body.length > 0) {
@@ -271,7 +278,7 @@ async function deleteCollection(registry: Registry, req: ApiRequest): Promise<Ha
 /** pods/binding: the scheduler's way of assigning a node — only once, only to an unbound pod. */
 async function bindPod(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
   const { info, namespace, name } = req.target;
-  const binding = decodeObject(req) as KubeObject & { target?: { name?: string } };
+  const binding = decodeObject(registry, req) as KubeObject & { target?: { name?: string } };
   const nodeName = binding.target?.name;
   if (!nodeName) throw errors.invalid({ resource: 'bindings', kind: 'Binding', name }, [{ field: 'target.name', type: 'FieldValueRequired', message: 'Required value' }]);
   const pod = (await registry.modify(info, namespace, name!, (cur) => {

@@ -12,7 +12,8 @@ import { promisify } from 'node:util';
 import { decodeBody } from '../../src/api/body.js';
 import { ApiError } from '../../src/api/errors.js';
 import { decodeMessage, goDuration } from '../../src/api/protobuf/decode.js';
-import { PROTOBUF_SCHEMA, decodeKubeProtobuf, supportedProtobufKinds } from '../../src/api/protobuf/index.js';
+import { PROTOBUF_SCHEMA, decodeKubeProtobuf, supportedProtobufKinds, type ProtobufKind } from '../../src/api/protobuf/index.js';
+import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { compileSchema } from '../../src/api/protobuf/schema.js';
 
 const execFileP = promisify(execFile);
@@ -68,7 +69,30 @@ function rejects(fn: () => unknown, code: number, pattern?: RegExp): ApiError {
 
 // ---------- hand-built objects ----------
 
+/** The kinds whose modules declare their own protobuf messages. */
+const KIND_PROTOBUF: ProtobufKind[] = ALL_STRATEGIES.flatMap((s) =>
+  s.protobuf ? [{ apiVersion: s.info.group ? `${s.info.group}/${s.info.version}` : s.info.version, kind: s.info.kind, messages: s.protobuf }] : [],
+);
+
 describe('decodeKubeProtobuf: hand-encoded objects', () => {
+  it("decodes a kind with the messages its own module declares, and only when they are passed", () => {
+    const pdb = Buffer.concat([
+      msg(1, str(1, 'web'), str(3, 'default')),
+      msg(2, intOrStringStr(1, '50%'), msg(2, map(1, { app: 'web' })), str(4, 'AlwaysAllow')),
+      msg(3, int(3, 0), int(6, 2), msg(7, str(1, 'DisruptionAllowed'), str(2, 'False'))),
+    ]);
+    const body = envelope('policy/v1', 'PodDisruptionBudget', pdb);
+    assert.ok(KIND_PROTOBUF.some((k) => k.kind === 'PodDisruptionBudget'), 'the PodDisruptionBudget module declares its messages');
+    assert.deepEqual(decodeKubeProtobuf(body, KIND_PROTOBUF), {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'web', namespace: 'default' },
+      spec: { minAvailable: '50%', selector: { matchLabels: { app: 'web' } }, unhealthyPodEvictionPolicy: 'AlwaysAllow' },
+      status: { disruptionsAllowed: 0, expectedPods: 2, conditions: [{ type: 'DisruptionAllowed', status: 'False' }] },
+    });
+    rejects(() => decodeKubeProtobuf(body), 415, /policy\/v1, Kind=PodDisruptionBudget/);
+  });
+
   it('decodes a ConfigMap: metadata, data, binaryData as base64, a false pointer kept, the zero Time omitted', () => {
     const configMap = Buffer.concat([
       msg(1, str(1, 'settings'), str(2, ''), str(3, 'team-a'), msg(8), map(11, { app: 'web', tier: '' }), map(12, { note: 'x' }), str(14, 'keep')),
@@ -544,6 +568,7 @@ describe('bodies captured from the real kubectl', () => {
     { args: ['create', 'deployment', 'web', '--image=berth/busybox:test', '--replicas=3', '--port=8080'], path: /\/apis\/apps\/v1\/namespaces\/default\/deployments/ },
     { args: ['create', 'cronjob', 'tick', '--image=berth/busybox:test', '--schedule=*/5 * * * *', '--', 'echo', 'hi'], path: /\/apis\/batch\/v1\/namespaces\/default\/cronjobs/ },
     { args: ['create', 'job', 'once', '--image=berth/busybox:test', '--', 'sleep', '1'], path: /\/apis\/batch\/v1\/namespaces\/default\/jobs/ },
+    { args: ['create', 'poddisruptionbudget', 'web', '--selector=app=web', '--min-available=50%'], path: /\/apis\/policy\/v1\/namespaces\/default\/poddisruptionbudgets/ },
   ];
 
   it('decodes what kubectl create sends to the same object kubectl renders as JSON', async (t) => {
@@ -566,7 +591,7 @@ describe('bodies captured from the real kubectl', () => {
         const write = server.requests.filter((r) => r.method === 'POST' && path.test(r.url)).at(-1);
         assert.ok(write, `kubectl ${args.join(' ')} sent no POST; saw ${server.requests.map((r) => r.url).join(', ')}`);
         assert.equal(write.contentType, PROTOBUF, `kubectl ${args.join(' ')} no longer sends protobuf`);
-        const decoded = decodeBody(write.body, write.contentType);
+        const decoded = decodeBody(write.body, write.contentType, { protobufKinds: KIND_PROTOBUF });
         // Flags go before `--`, after which everything is the container's command.
         const dash = args.indexOf('--');
         const flagged = dash < 0 ? [...args, '--dry-run=client', '-o', 'json'] : [...args.slice(0, dash), '--dry-run=client', '-o', 'json', ...args.slice(dash)];

@@ -13,7 +13,7 @@ import { CORE_MESSAGES } from './core.js';
 import { ProtobufDecodeError, decodeMessage } from './decode.js';
 import { META_MESSAGES, RUNTIME_TYPE_META_FIELDS, UNKNOWN_FIELDS } from './meta.js';
 import { POLICY_MESSAGES } from './policy.js';
-import { compileSchema, type CompiledSchema } from './schema.js';
+import { compileSchema, type CompiledSchema, type MessageTable } from './schema.js';
 import { WIRE_TYPE, WireFormatError, readFields, type WireField } from './wire.js';
 
 /** The media type of Kubernetes' protobuf encoding. */
@@ -30,12 +30,37 @@ const KINDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   v1: { ConfigMap: 'ConfigMap', Secret: 'Secret', Namespace: 'Namespace', Pod: 'Pod' },
   'apps/v1': { Deployment: 'Deployment', ReplicaSet: 'ReplicaSet' },
   'batch/v1': { Job: 'Job', CronJob: 'CronJob' },
-  'policy/v1': { Eviction: 'Eviction', PodDisruptionBudget: 'PodDisruptionBudget' },
+  'policy/v1': { Eviction: 'Eviction' },
   'policy/v1beta1': { Eviction: 'Eviction' },
 };
 
 /** DeleteOptions is registered in every group version, so any apiVersion may carry it. */
 const ANY_VERSION_KINDS: Readonly<Record<string, string>> = { DeleteOptions: 'DeleteOptions' };
+
+/**
+ * A kind whose protobuf messages its own module declares (the API facts the schemas are generated
+ * from carry no protobuf field numbers): `messages[kind]` is the top-level message, and may refer to
+ * the shared meta messages (ObjectMeta, LabelSelector, IntOrString, Condition, …).
+ */
+export interface ProtobufKind {
+  apiVersion: string;
+  kind: string;
+  messages: MessageTable;
+}
+
+/** Schemas with kinds' own messages added, compiled once per set of kinds. */
+const schemasWithKinds = new Map<string, CompiledSchema>();
+
+function schemaFor(kinds: readonly ProtobufKind[]): CompiledSchema {
+  if (kinds.length === 0) return PROTOBUF_SCHEMA;
+  const key = kinds.map((k) => `${k.apiVersion}/${k.kind}`).sort().join(',');
+  let schema = schemasWithKinds.get(key);
+  if (!schema) {
+    schema = compileSchema([META_MESSAGES, CORE_MESSAGES, APPS_MESSAGES, BATCH_MESSAGES, POLICY_MESSAGES, ...kinds.map((k) => k.messages)]);
+    schemasWithKinds.set(key, schema);
+  }
+  return schema;
+}
 
 /** The (apiVersion, kind) pairs decodeKubeProtobuf understands, for messages and tests. */
 export function supportedProtobufKinds(): string[] {
@@ -49,7 +74,7 @@ export function supportedProtobufKinds(): string[] {
  * fields omitted as Go's JSON encoding omits them (the registry applies defaults afterwards).
  * Throws 400 for malformed bytes and 415 for a kind (or inner encoding) without a schema here.
  */
-export function decodeKubeProtobuf(buf: Uint8Array): JsonObject {
+export function decodeKubeProtobuf(buf: Uint8Array, kinds: readonly ProtobufKind[] = []): JsonObject {
   if (buf.length < KUBERNETES_PROTOBUF_MAGIC.length || KUBERNETES_PROTOBUF_MAGIC.some((byte, i) => buf[i] !== byte)) {
     throw errors.badRequest('error decoding protobuf body: missing the "k8s\\x00" prefix');
   }
@@ -64,13 +89,14 @@ export function decodeKubeProtobuf(buf: Uint8Array): JsonObject {
     if (envelope.contentType !== '' && envelope.contentType !== KUBERNETES_PROTOBUF_MEDIA_TYPE) {
       throw errors.unsupportedMediaType(`protobuf envelopes holding "${envelope.contentType}" are not supported; send application/json`);
     }
-    const message = KINDS[apiVersion]?.[kind] ?? ANY_VERSION_KINDS[kind];
+    const declared = kinds.find((k) => k.apiVersion === apiVersion && k.kind === kind);
+    const message = declared ? kind : (KINDS[apiVersion]?.[kind] ?? ANY_VERSION_KINDS[kind]);
     if (!message) {
       throw errors.unsupportedMediaType(
         `this server cannot decode ${apiVersion}, Kind=${kind} from ${KUBERNETES_PROTOBUF_MEDIA_TYPE}; send it as application/json`,
       );
     }
-    const object = decodeMessage(PROTOBUF_SCHEMA, message, envelope.raw);
+    const object = decodeMessage(schemaFor(declared ? [declared] : []), message, envelope.raw);
     const out: JsonObject = { apiVersion, kind };
     for (const [key, value] of Object.entries(object)) setOwn(out, key, value);
     return out;

@@ -7,6 +7,15 @@ import type { MessageTable } from './schema.js';
 
 /** meta/v1 messages by name. */
 export const META_MESSAGES: MessageTable = {
+  /** meta/v1 Condition, as the status of several kinds carries it. */
+  Condition: {
+    type: [1, 'string'],
+    status: [2, 'string'],
+    observedGeneration: [3, 'int64'],
+    lastTransitionTime: [4, 'Time'],
+    reason: [5, 'string'],
+    message: [6, 'string'],
+  },
   ObjectMeta: {
     name: [1, 'string'],
     generateName: [2, 'string'],

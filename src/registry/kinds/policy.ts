@@ -21,6 +21,7 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import type { MessageTable } from '../../api/protobuf/schema.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 
@@ -164,6 +165,33 @@ function validatePdb(pdb: PodDisruptionBudget): FieldError[] {
   return [...validateObjectMeta(pdb.metadata, { namespaced: true, nameRule: 'subdomain' }), ...validatePdbSpec(pdb.spec)];
 }
 
+// ---------- protobuf (field numbers of Kubernetes' policy/v1 generated.proto) ----------
+
+/** What `kubectl create pdb` sends: client-go's typed clients speak protobuf. */
+const PDB_PROTOBUF: MessageTable = {
+  PodDisruptionBudget: {
+    metadata: [1, 'ObjectMeta'],
+    spec: [2, 'PodDisruptionBudgetSpec'],
+    status: [3, 'PodDisruptionBudgetStatus'],
+  },
+  PodDisruptionBudgetSpec: {
+    minAvailable: [1, 'IntOrString'],
+    selector: [2, 'LabelSelector'],
+    maxUnavailable: [3, 'IntOrString'],
+    unhealthyPodEvictionPolicy: [4, 'string'],
+  },
+  // The counts are not omitempty in Go's JSON: a zero is a value.
+  PodDisruptionBudgetStatus: {
+    observedGeneration: [1, 'int64'],
+    disruptedPods: [2, 'map<Time>'],
+    disruptionsAllowed: [3, 'int32', 'pointer'],
+    currentHealthy: [4, 'int32', 'pointer'],
+    desiredHealthy: [5, 'int32', 'pointer'],
+    expectedPods: [6, 'int32', 'pointer'],
+    conditions: [7, '[]Condition'],
+  },
+};
+
 // ---------- table (the columns kubectl shows for PodDisruptionBudgets upstream) ----------
 
 const PDB_COLUMNS: ColumnProvider = {
@@ -184,6 +212,7 @@ const PDB_COLUMNS: ColumnProvider = {
 export const pdbStrategy: KindStrategy<PodDisruptionBudget> = {
   info: PDB_INFO,
   table: PDB_COLUMNS,
+  protobuf: PDB_PROTOBUF,
   hasStatus: true,
   generation: true,
   // A create cannot set status: the controller's counts start from zero (Go's zero values, all printed).
