@@ -1,0 +1,147 @@
+/**
+ * The shapes of core/v1 Service and Endpoints and discovery.k8s.io/v1 EndpointSlice, with the
+ * constants Kubernetes fixes for them (labels, ranges, defaults). Pure types shared by the control
+ * plane (the kinds' strategies, the allocators, the EndpointSlice controller) and the agent (the
+ * service proxy, cluster DNS, service environment variables).
+ */
+import type { KubeObject } from './types.js';
+
+export type ServiceType = 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
+export type ServiceProtocol = 'TCP' | 'UDP' | 'SCTP';
+export type TrafficPolicy = 'Cluster' | 'Local';
+export type SessionAffinity = 'None' | 'ClientIP';
+
+export interface ServicePort {
+  name?: string;
+  protocol?: ServiceProtocol;
+  port: number;
+  /** a number, or the name of a container port (resolved per pod) */
+  targetPort?: number | string;
+  nodePort?: number;
+  appProtocol?: string;
+}
+
+export interface ServiceSpec {
+  type?: ServiceType;
+  selector?: Record<string, string>;
+  ports?: ServicePort[];
+  /** an IP, "None" for a headless Service, or "" to have one allocated */
+  clusterIP?: string;
+  clusterIPs?: string[];
+  ipFamilies?: string[];
+  ipFamilyPolicy?: string;
+  externalName?: string;
+  externalIPs?: string[];
+  sessionAffinity?: SessionAffinity;
+  sessionAffinityConfig?: { clientIP?: { timeoutSeconds?: number } };
+  publishNotReadyAddresses?: boolean;
+  internalTrafficPolicy?: TrafficPolicy;
+  externalTrafficPolicy?: TrafficPolicy;
+  healthCheckNodePort?: number;
+  allocateLoadBalancerNodePorts?: boolean;
+  loadBalancerClass?: string;
+  loadBalancerIP?: string;
+  loadBalancerSourceRanges?: string[];
+}
+
+export interface LoadBalancerIngress {
+  ip?: string;
+  hostname?: string;
+  ipMode?: 'VIP' | 'Proxy';
+}
+
+export interface ServiceStatus {
+  loadBalancer?: { ingress?: LoadBalancerIngress[] };
+  conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string; observedGeneration?: number }>;
+}
+
+export interface Service extends KubeObject {
+  spec?: ServiceSpec;
+  status?: ServiceStatus;
+}
+
+export interface ObjectReference {
+  kind?: string;
+  namespace?: string;
+  name?: string;
+  uid?: string;
+  resourceVersion?: string;
+  apiVersion?: string;
+}
+
+// ---------- discovery.k8s.io/v1 EndpointSlice ----------
+
+export interface EndpointConditions {
+  ready?: boolean;
+  serving?: boolean;
+  terminating?: boolean;
+}
+
+export interface Endpoint {
+  addresses: string[];
+  conditions?: EndpointConditions;
+  hostname?: string;
+  targetRef?: ObjectReference;
+  nodeName?: string;
+  zone?: string;
+}
+
+export interface EndpointPort {
+  name?: string;
+  protocol?: ServiceProtocol;
+  port?: number;
+  appProtocol?: string;
+}
+
+export interface EndpointSlice extends KubeObject {
+  addressType: 'IPv4' | 'IPv6' | 'FQDN';
+  endpoints: Endpoint[];
+  ports?: EndpointPort[];
+}
+
+// ---------- core/v1 Endpoints (the legacy view kubectl describe reads) ----------
+
+export interface EndpointAddress {
+  ip: string;
+  hostname?: string;
+  nodeName?: string;
+  targetRef?: ObjectReference;
+}
+
+export interface EndpointSubset {
+  addresses?: EndpointAddress[];
+  notReadyAddresses?: EndpointAddress[];
+  ports?: Array<{ name?: string; port: number; protocol?: ServiceProtocol; appProtocol?: string }>;
+}
+
+export interface Endpoints extends KubeObject {
+  subsets?: EndpointSubset[];
+}
+
+// ---------- constants Kubernetes fixes ----------
+
+/** Label on an EndpointSlice naming its Service. */
+export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';
+/** Label on an EndpointSlice naming the controller that manages it. */
+export const MANAGED_BY_LABEL = 'endpointslice.kubernetes.io/managed-by';
+/** The value of MANAGED_BY_LABEL on slices the EndpointSlice controller keeps. */
+export const ENDPOINTSLICE_CONTROLLER_NAME = 'endpointslice-controller.k8s.io';
+/** Label on a Service (or its slices) that keeps the service proxy away from it. */
+export const SERVICE_PROXY_NAME_LABEL = 'service.kubernetes.io/service-proxy-name';
+/** Label on a Service marking it headless, copied to its EndpointSlices. */
+export const HEADLESS_LABEL = 'service.kubernetes.io/headless';
+/** At most this many endpoints per EndpointSlice (the controller's default --max-endpoints-per-slice). */
+export const MAX_ENDPOINTS_PER_SLICE = 100;
+/** Endpoints objects keep at most this many addresses, marked truncated beyond it. */
+export const MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT = 1000;
+
+/** kube-apiserver's default --service-cluster-ip-range. */
+export const DEFAULT_SERVICE_CLUSTER_IP_RANGE = '10.96.0.0/12';
+/** kube-apiserver's default --service-node-port-range. */
+export const DEFAULT_SERVICE_NODE_PORT_RANGE = '30000-32767';
+/** The default --cluster-domain. */
+export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
+/** ClientIP session affinity's default timeout (3 hours). */
+export const DEFAULT_CLIENT_IP_AFFINITY_SECONDS = 10800;
+/** The headless marker in spec.clusterIP. */
+export const CLUSTER_IP_NONE = 'None';
