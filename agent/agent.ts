@@ -10,6 +10,7 @@ import type { Client } from '../src/client/client.js';
 import { EventRecorder } from '../src/client/events.js';
 import { join, type Joined } from './join.js';
 import { NodeLease } from './lease.js';
+import { startAgentDns } from './dns/node-dns.js';
 import { startPodNetwork } from './network/pod-network.js';
 import { stopUnboundPods } from './stale-pods.js';
 import { NodeStatusReporter } from './node-status.js';
@@ -119,6 +120,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     options.podNetwork === undefined && runtime.networks ? await startPodNetwork({ client, nodeName: o.nodeName, networks: runtime.networks, dataDir: o.dataDir, log }) : undefined;
   const podNetwork = podNet?.name ?? o.podNetwork;
 
+  // Cluster DNS: the node-local resolver outlives the agent; started or adopted before pods get resolv.conf.
+  const dns = await startAgentDns({ client, dataDir: o.dataDir, clusterDNS: o.clusterDNS, clusterDomain: o.clusterDomain, resolvConf: o.resolvConf, runResolver: joined !== undefined, log });
+
   const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs });
   const pods = new PodManager({
     client,
@@ -136,6 +140,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     recorder: new EventRecorder({ client, component: 'kubelet', host: o.nodeName, now: () => o.clock.now(), log }),
     health,
     eventRetryMaxMs: o.intervals.eventRetryMaxMs,
+    podDns: { clusterDns: dns.settings, nodeResolvConf: o.resolvConf },
   });
   await pods.start();
   nodeStatus.start();
@@ -159,6 +164,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         await nodeStatus.stop();
         await lease.stop();
         podNet?.stop();
+        dns.stop();
         claimSweeper?.stop();
         await pods.stop();
         await status.idle();

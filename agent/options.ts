@@ -4,6 +4,7 @@
  */
 import os from 'node:os';
 import pino, { type Logger } from 'pino';
+import { DEFAULT_CLUSTER_DOMAIN } from '../src/api/services.js';
 import type { Client } from '../src/client/client.js';
 import { systemClock, type Clock } from './clock.js';
 import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
@@ -58,6 +59,12 @@ export interface AgentOptions {
   pauseImage?: string;
   /** the agent's HTTPS endpoint (logs, exec); default 10250, or a free port when taken; 0 = any free port */
   agentPort?: number | undefined;
+  /** kubelet's --cluster-dns: ClusterFirst pods' nameservers, the first served by the node-local resolver; default the kube-dns Service's address */
+  clusterDNS?: string[] | undefined;
+  /** kubelet's --cluster-domain; default cluster.local */
+  clusterDomain?: string | undefined;
+  /** kubelet's --resolv-conf: the node's resolvers, for Default pods and the node-local resolver's upstreams; default /etc/resolv.conf */
+  resolvConf?: string | undefined;
 }
 
 export interface ResolvedAgentOptions {
@@ -77,6 +84,9 @@ export interface ResolvedAgentOptions {
   runtime: ContainerRuntime | undefined;
   pauseImage: string | undefined;
   agentPort: number | undefined;
+  clusterDNS: string[] | undefined;
+  clusterDomain: string;
+  resolvConf: string;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -125,6 +135,9 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     runtime: o.runtime,
     pauseImage: o.pauseImage,
     agentPort: o.agentPort,
+    clusterDNS: o.clusterDNS,
+    clusterDomain: o.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
+    resolvConf: o.resolvConf ?? '/etc/resolv.conf',
   };
 }
 

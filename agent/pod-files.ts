@@ -5,9 +5,11 @@
  * /etc/hosts: localhost lines, `<podIP> <hostname>.<subdomain>.<ns>.svc.<domain> <hostname>` (or just the
  * hostname), then hostAliases. A hostNetwork pod gets the node's /etc/hosts plus its hostAliases.
  *
- * resolv.conf per dnsPolicy: Default uses the node's resolver settings; ClusterFirst and
- * ClusterFirstWithHostNet behave like Default for now, because there is no cluster DNS service yet; None
- * starts empty. dnsConfig is then merged in (nameservers and searches appended without duplicates, options
+ * resolv.conf per dnsPolicy, as the kubelet writes it: ClusterFirst (the default) points at the cluster DNS
+ * (the node-local resolver on the kube-dns address) with `search <ns>.svc.<domain> svc.<domain> <domain>`
+ * plus the node's searches and `options ndots:5`; ClusterFirstWithHostNet does the same for hostNetwork
+ * pods, whose plain ClusterFirst means Default; Default uses the node's resolver settings; None starts
+ * empty. dnsConfig is then merged in (nameservers and searches appended without duplicates, options
  * overriding by name). Loopback nameservers of the node are dropped for pods on the pod network, where
  * they would not answer (Docker does the same).
  */
@@ -15,6 +17,9 @@ import fs from 'node:fs';
 import type { Pod } from '../src/api/types.js';
 import { podHostname } from './container-config.js';
 import type { PodPaths } from './volumes/paths.js';
+import { parseResolvConf, readNodeResolverConfig, type ResolverConfig } from './dns/resolv-conf.js';
+
+export { parseResolvConf, readNodeResolverConfig, type ResolverConfig };
 
 export const CLUSTER_DOMAIN = 'cluster.local';
 /** The resolver's own limits, which the kubelet enforces too. */
@@ -33,12 +38,6 @@ interface DnsConfig {
   options?: Array<{ name?: string; value?: string }>;
 }
 
-export interface ResolverConfig {
-  nameservers: string[];
-  searches: string[];
-  /** `name` or `name:value`, in order */
-  options: string[];
-}
 
 function hostAliasLines(pod: Pod): string {
   const aliases = ((pod.spec.hostAliases ?? []) as HostAlias[]).filter((a) => a.ip && a.hostnames?.length);
@@ -47,7 +46,7 @@ function hostAliasLines(pod: Pod): string {
 }
 
 /** The managed /etc/hosts of a pod on the pod network. */
-export function hostsFileContent(p: { pod: Pod; podIP: string | undefined; clusterDomain?: string }): string {
+export function hostsFileContent(p: { pod: Pod; podIP: string | undefined; clusterDomain?: string | undefined }): string {
   const { pod } = p;
   let text =
     '# Kubernetes-managed hosts file.\n' +
@@ -76,21 +75,6 @@ export function hostNetworkHostsContent(p: { pod: Pod; nodeHosts: string }): str
   return `# Kubernetes-managed hosts file (host network).\n${base}${hostAliasLines(p.pod)}`;
 }
 
-/** nameserver/search/domain/options lines of a resolv.conf; anything else is ignored. */
-export function parseResolvConf(text: string): ResolverConfig {
-  const cfg: ResolverConfig = { nameservers: [], searches: [], options: [] };
-  for (const raw of text.split('\n')) {
-    const line = raw.replace(/[#;].*$/, '').trim();
-    const [keyword, ...fields] = line.split(/\s+/);
-    if (!keyword || !fields.length) continue;
-    if (keyword === 'nameserver') cfg.nameservers.push(fields[0]!);
-    // The last search or domain line wins, as in the resolver.
-    else if (keyword === 'search' || keyword === 'domain') cfg.searches = fields;
-    else if (keyword === 'options') cfg.options.push(...fields);
-  }
-  return cfg;
-}
-
 function isLoopback(ip: string): boolean {
   return ip.startsWith('127.') || ip === '::1';
 }
@@ -104,15 +88,37 @@ function optionName(o: string): string {
   return i < 0 ? o : o.slice(0, i);
 }
 
-/** The pod's resolver settings from its dnsPolicy, dnsConfig and the node's resolv.conf. */
-export function podResolverConfig(p: { pod: Pod; node: ResolverConfig }): ResolverConfig {
+/** The cluster's DNS as the kubelet knows it: --cluster-dns and --cluster-domain. */
+export interface ClusterDnsSettings {
+  /** nameservers for ClusterFirst pods; empty: ClusterFirst falls back to Default, as the kubelet does */
+  nameservers: string[];
+  domain: string;
+}
+
+/** The search list of a ClusterFirst pod: its namespace's Service domain, the Service domain, the cluster domain, then the node's. */
+export function clusterFirstSearches(namespace: string, domain: string, nodeSearches: string[]): string[] {
+  return [`${namespace}.svc.${domain}`, `svc.${domain}`, domain, ...nodeSearches];
+}
+
+/**
+ * The pod's resolver settings from its dnsPolicy, dnsConfig and the node's resolv.conf, as the kubelet
+ * builds them: ClusterFirst (the default) and ClusterFirstWithHostNet → the cluster DNS with the
+ * cluster search list and `ndots:5`; a hostNetwork pod's ClusterFirst → Default; Default → the node's
+ * settings; None → nothing but dnsConfig.
+ */
+export function podResolverConfig(p: { pod: Pod; node: ResolverConfig; clusterDns?: ClusterDnsSettings | undefined }): ResolverConfig {
   const { pod } = p;
   const hostNetwork = pod.spec.hostNetwork === true;
-  const policy = typeof pod.spec.dnsPolicy === 'string' ? pod.spec.dnsPolicy : 'ClusterFirst';
+  let policy = typeof pod.spec.dnsPolicy === 'string' ? pod.spec.dnsPolicy : 'ClusterFirst';
+  if (policy === 'ClusterFirst' && hostNetwork) policy = 'Default';
+  if (policy === 'ClusterFirstWithHostNet') policy = 'ClusterFirst';
+  if (policy === 'ClusterFirst' && !p.clusterDns?.nameservers.length) policy = 'Default';
   let cfg: ResolverConfig;
   if (policy === 'None') cfg = { nameservers: [], searches: [], options: [] };
-  else {
-    // Default, and ClusterFirst* while there is no cluster DNS to point at.
+  else if (policy === 'ClusterFirst') {
+    const dns = p.clusterDns!;
+    cfg = { nameservers: [...dns.nameservers], searches: clusterFirstSearches(pod.metadata.namespace ?? 'default', dns.domain, p.node.searches), options: ['ndots:5'] };
+  } else {
     cfg = {
       nameservers: hostNetwork ? [...p.node.nameservers] : p.node.nameservers.filter((ns) => !isLoopback(ns)),
       searches: [...p.node.searches],
@@ -152,8 +158,10 @@ export function formatResolvConf(cfg: ResolverConfig): string {
 export interface PodFilesOptions {
   paths: PodPaths;
   /** the node's files (tests point these elsewhere) */
-  nodeHostsFile?: string;
-  nodeResolvConf?: string;
+  nodeHostsFile?: string | undefined;
+  nodeResolvConf?: string | undefined;
+  /** the cluster DNS; absent: ClusterFirst pods get the node's resolvers */
+  clusterDns?: ClusterDnsSettings | undefined;
 }
 
 /** Where a pod's managed files are, once written. */
@@ -185,14 +193,9 @@ export class PodFiles {
     this.nodeResolvConf = opts.nodeResolvConf ?? '/etc/resolv.conf';
   }
 
-  /** The node's resolver settings; with systemd-resolved's stub in /etc/resolv.conf, the upstream list it manages. */
+  /** The node's resolver settings (see readNodeResolverConfig). */
   nodeResolver(): ResolverConfig {
-    const cfg = parseResolvConf(readOr(this.nodeResolvConf, ''));
-    if (this.nodeResolvConf === '/etc/resolv.conf' && cfg.nameservers.length && cfg.nameservers.every((ns) => ns === '127.0.0.53')) {
-      const upstream = readOr('/run/systemd/resolve/resolv.conf', '');
-      if (upstream) return parseResolvConf(upstream);
-    }
-    return cfg;
+    return readNodeResolverConfig(this.nodeResolvConf);
   }
 
   /** Writes (or refreshes) the pod's /etc/hosts and resolv.conf. */
@@ -204,9 +207,9 @@ export class PodFiles {
     const hostsText =
       p.pod.spec.hostNetwork === true
         ? hostNetworkHostsContent({ pod: p.pod, nodeHosts: readOr(this.nodeHostsFile, '127.0.0.1\tlocalhost\n') })
-        : hostsFileContent({ pod: p.pod, podIP: p.podIP });
+        : hostsFileContent({ pod: p.pod, podIP: p.podIP, clusterDomain: this.opts.clusterDns?.domain });
     writeIfChanged(hosts, hostsText);
-    writeIfChanged(resolvConf, formatResolvConf(podResolverConfig({ pod: p.pod, node: this.nodeResolver() })));
+    writeIfChanged(resolvConf, formatResolvConf(podResolverConfig({ pod: p.pod, node: this.nodeResolver(), clusterDns: this.opts.clusterDns })));
     return { hosts, resolvConf };
   }
 }

@@ -14,6 +14,7 @@ import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
 import { PodEvents } from './pod-events.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
+import type { ClusterDnsSettings } from './pod-files.js';
 import { nodePrestartHooks } from './prestart/node-hooks.js';
 import { ProbeManager } from './prober/manager.js';
 import { Backoff, type BackoffSettings } from './restart-backoff.js';
@@ -41,6 +42,8 @@ export interface PodManagerOptions {
   health?: RuntimeHealth;
   /** cap of the doubling delay between event stream reconnects (starts at retryMs) */
   eventRetryMaxMs?: number;
+  /** pods' DNS: the cluster DNS for ClusterFirst, and the node resolv.conf for Default */
+  podDns?: { clusterDns?: ClusterDnsSettings | undefined; nodeResolvConf?: string | undefined };
 }
 
 /** Default cap of the event stream reconnect delay. */
@@ -106,6 +109,8 @@ export class PodManager {
         nodeName: opts.nodeName,
         log: opts.log,
         retryMs: opts.retryMs,
+        clusterDns: opts.podDns?.clusterDns,
+        nodeResolvConf: opts.podDns?.nodeResolvConf,
       }),
     };
     this.source = new PodSource(

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
+import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -63,6 +64,11 @@ Flags:
   --node-ip ADDR          address other hosts reach this node on (default: first non-loopback IPv4)
   --agent-port PORT       HTTPS port of the agent's endpoint for logs and exec, which only the control
                           plane may call (default 10250, or a free port if taken; 0 = any free port)
+  --cluster-dns IP[,IP]   nameservers of ClusterFirst pods; the node-local resolver answers on the first
+                          (default: the kube-dns Service's address, 10.96.0.10)
+  --cluster-domain NAME   the cluster's DNS domain (default cluster.local)
+  --resolv-conf FILE      the node's resolvers: Default pods inherit them, the node-local resolver forwards
+                          other names to them (default /etc/resolv.conf)
   --heartbeat-interval-ms N   node status heartbeat period (default 10000, as the kubelet)
   --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
   --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims are removed (default 60000)
@@ -186,6 +192,9 @@ async function runAgent(argv: string[]): Promise<void> {
       'docker-socket': { type: 'string' },
       'node-ip': { type: 'string' },
       'agent-port': { type: 'string' },
+      'cluster-dns': { type: 'string' },
+      'cluster-domain': { type: 'string' },
+      'resolv-conf': { type: 'string' },
       'heartbeat-interval-ms': { type: 'string' },
       'relist-interval-ms': { type: 'string' },
       'claim-sweep-interval-ms': { type: 'string' },
@@ -220,6 +229,9 @@ async function runAgent(argv: string[]): Promise<void> {
     dockerSocket: values['docker-socket'],
     nodeIP: values['node-ip'],
     agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
+    clusterDNS: clusterDnsFlag(values['cluster-dns']),
+    clusterDomain: values['cluster-domain'],
+    resolvConf: values['resolv-conf'],
     intervals: {
       heartbeatMs: ms('heartbeat-interval-ms'),
       relistMs: ms('relist-interval-ms'),
@@ -234,6 +246,14 @@ async function runAgent(argv: string[]): Promise<void> {
   onShutdown(async () => {
     await agent.stop();
   });
+}
+
+/** --cluster-dns: comma-separated IPv4 addresses. */
+function clusterDnsFlag(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const ips = value.split(',').map((s) => s.trim()).filter(Boolean);
+  for (const ip of ips) if (!net.isIPv4(ip)) fail(`invalid --cluster-dns "${ip}": must be an IPv4 address`);
+  return ips.length ? ips : undefined;
 }
 
 async function runUp(argv: string[]): Promise<void> {

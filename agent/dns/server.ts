@@ -32,6 +32,11 @@ export interface DnsServerOptions {
   forwarder: Forwarder;
   /** open TCP connections at once; default 256 */
   maxTcpConnections?: number;
+  /**
+   * bind UDP with SO_REUSEADDR and keep retrying a TCP port still held by another listener: how a
+   * successor resolver starts beside its predecessor before that one exits
+   */
+  reuseAddress?: boolean;
   /** an idle TCP connection is closed after this long; default 10 s */
   tcpIdleMs?: number;
   log?: { warn(obj: unknown, msg?: string): void };
@@ -62,7 +67,7 @@ export class DnsServer {
   }
 
   async start(): Promise<void> {
-    const udp = dgram.createSocket({ type: net.isIPv6(this.opts.host) ? 'udp6' : 'udp4' });
+    const udp = dgram.createSocket({ type: net.isIPv6(this.opts.host) ? 'udp6' : 'udp4', reuseAddr: this.opts.reuseAddress === true });
     await new Promise<void>((resolve, reject) => {
       udp.once('error', reject);
       udp.bind(this.opts.port, this.opts.host, () => {
@@ -81,21 +86,41 @@ export class DnsServer {
     this.udp = udp;
     const tcp = net.createServer((socket) => this.serveTcp(socket));
     tcp.maxConnections = this.opts.maxTcpConnections ?? 256;
-    // The same port as UDP (port 0 lets the kernel pick the UDP one; TCP follows it).
-    await new Promise<void>((resolve, reject) => {
-      tcp.once('error', reject);
-      tcp.listen(this.port(), this.opts.host, () => {
-        tcp.off('error', reject);
-        resolve();
-      });
-    });
     this.tcp = tcp;
+    // The same port as UDP (port 0 lets the kernel pick the UDP one; TCP follows it).
+    const listen = () =>
+      new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject);
+        tcp.listen(this.port(), this.opts.host, () => {
+          tcp.off('error', reject);
+          resolve();
+        });
+      });
+    try {
+      await listen();
+    } catch (err) {
+      if (!this.opts.reuseAddress || (err as { code?: string }).code !== 'EADDRINUSE') throw err;
+      // A predecessor still listens; UDP already answers, TCP joins once the port is free.
+      const retry = () => {
+        if (this.stopped) return;
+        listen().catch(() => {
+          this.tcpRetry = setTimeout(retry, 50);
+        });
+      };
+      this.tcpRetry = setTimeout(retry, 50);
+    }
   }
 
+  private stopped = false;
+  private tcpRetry: NodeJS.Timeout | undefined;
+
   async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.tcpRetry);
     for (const s of this.connections) s.destroy();
     this.udp?.close();
-    await new Promise<void>((resolve) => (this.tcp ? this.tcp.close(() => resolve()) : resolve()));
+    const tcp = this.tcp;
+    await new Promise<void>((resolve) => (tcp?.listening ? tcp.close(() => resolve()) : resolve()));
   }
 
   private serveTcp(socket: net.Socket): void {

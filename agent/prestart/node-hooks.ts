@@ -19,6 +19,7 @@ import { ConfigObjects } from '../volumes/config-objects.js';
 import { PodPaths } from '../volumes/paths.js';
 import { EnvHook } from './env.js';
 import { nodeAllocatable } from './node-allocatable.js';
+import type { ClusterDnsSettings } from '../pod-files.js';
 import { PodFilesHook } from './pod-files.js';
 import { PrestartRunner } from './runner.js';
 import { SecurityContextHook } from './security-context.js';
@@ -39,7 +40,9 @@ export interface NodePrestartOptions {
   retryMs: number;
   /** the node's files the pod files start from (tests point these elsewhere) */
   nodeHostsFile?: string;
-  nodeResolvConf?: string;
+  nodeResolvConf?: string | undefined;
+  /** the cluster DNS for ClusterFirst pods */
+  clusterDns?: ClusterDnsSettings | undefined;
 }
 
 export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
@@ -65,7 +68,7 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
         log,
         claims: { volumes: o.runtime.volumes, uidOf: (namespace, name) => claimUid(o.client, namespace, name), clusterId: cachedClusterId, nodeName: o.nodeName },
       }),
-      new PodFilesHook({ paths, nodeHostsFile: o.nodeHostsFile, nodeResolvConf: o.nodeResolvConf }),
+      new PodFilesHook({ paths, nodeHostsFile: o.nodeHostsFile, nodeResolvConf: o.nodeResolvConf, clusterDns: o.clusterDns }),
       new SecurityContextHook({ runtime: o.runtime }),
       new TerminationLogHook({ dataDir: o.dataDir, log }),
     ],

@@ -5,7 +5,7 @@
  * kubelet leaves such a container alone. Cleanup removes both files.
  */
 import fs from 'node:fs';
-import { PodFiles } from '../pod-files.js';
+import { PodFiles, type ClusterDnsSettings } from '../pod-files.js';
 import type { BindMount } from '../runtime/container-options.js';
 import type { PodPaths } from '../volumes/paths.js';
 import { mountsAt, type PrestartHook, type PrestartRequest, type PrestartResult } from './hook.js';
@@ -15,6 +15,8 @@ export interface PodFilesHookOptions {
   /** the node's files (tests point these elsewhere) */
   nodeHostsFile?: string | undefined;
   nodeResolvConf?: string | undefined;
+  /** the cluster DNS ClusterFirst pods use (kubelet's --cluster-dns, --cluster-domain) */
+  clusterDns?: ClusterDnsSettings | undefined;
 }
 
 export const ETC_HOSTS = '/etc/hosts';
@@ -25,7 +27,7 @@ export class PodFilesHook implements PrestartHook {
   private readonly files: PodFiles;
 
   constructor(private readonly opts: PodFilesHookOptions) {
-    this.files = new PodFiles({ paths: opts.paths, nodeHostsFile: opts.nodeHostsFile, nodeResolvConf: opts.nodeResolvConf });
+    this.files = new PodFiles({ paths: opts.paths, nodeHostsFile: opts.nodeHostsFile, nodeResolvConf: opts.nodeResolvConf, clusterDns: opts.clusterDns });
   }
 
   async prestart(req: PrestartRequest): Promise<PrestartResult> {

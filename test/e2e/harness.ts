@@ -15,6 +15,7 @@ import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
+import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 
@@ -75,6 +76,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   fs.mkdirSync(logs);
   let server: ChildProcess | undefined;
   const agents = new Map<string, ChildProcess>();
+  const nodeDnsAddresses: Record<string, string> = {};
 
   const spawnLogged = (name: string, args: string[]) => {
     const out = fs.openSync(path.join(logs, `${name}.log`), 'a');
@@ -100,10 +102,17 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const caCert = fs.readFileSync(path.join(dir, 'server', 'pki', 'ca.crt'), 'utf8');
   const client = new HttpClient({ server: url, token: adminToken, ca: caCert });
 
+  // Every agent runs a node-local DNS resolver; clusters sharing this host each get their own address
+  // for it (link-local, clear of Service ranges), kept across an agent's restarts so it adopts its resolver.
+  const dnsArgs = (nodeName: string): string[] => {
+    if ((opts.agentArgs ?? []).includes('--cluster-dns')) return [];
+    const address = (nodeDnsAddresses[nodeName] ??= `169.254.${20 + Math.floor(Math.random() * 230)}.${1 + Math.floor(Math.random() * 254)}`);
+    return ['--cluster-dns', address];
+  };
   const startAgent = async (nodeName: string) => {
     const child = spawnLogged(`agent-${nodeName}`, [
       'agent', '--server', url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
-      '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...(opts.agentArgs ?? []),
+      '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...dnsArgs(nodeName), ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
     await waitFor(async () => {
@@ -156,6 +165,8 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     async stop() {
       client.close();
       for (const a of agents.values()) await stopChild(a);
+      // The node resolvers outlive their agents by design; a finished cluster ends them.
+      for (const nodeName of agents.keys()) await stopNodeResolver(path.join(dir, `agent-${nodeName}`)).catch(() => undefined);
       await stopChild(server);
       await removeNodeContainers(nodeNames);
       for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
