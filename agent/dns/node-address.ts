@@ -3,6 +3,8 @@
  * DNSCache puts 169.254.20.10 on its `nodelocaldns` interface. Being a local address of the host, pods
  * reach it through their default route to the node (their bridge gateway) and the kernel delivers it
  * locally (the INPUT path), with no NAT rule. Loopback addresses need no interface (tests bind those).
+ * A kernel without the dummy driver gets an empty bridge of the same name instead: with no ports it
+ * forwards nothing, and its local address is delivered all the same.
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
@@ -27,7 +29,8 @@ async function ip(args: string[]): Promise<{ ok: boolean; stderr: string }> {
 /** Puts the address on the dummy interface (created and brought up when missing). Idempotent. */
 export async function addNodeAddress(address: string, iface = DNS_INTERFACE): Promise<void> {
   if (isLoopback(address)) return;
-  const link = await ip(['link', 'add', iface, 'type', 'dummy']);
+  let link = await ip(['link', 'add', iface, 'type', 'dummy']);
+  if (!link.ok && /Unknown device type|not supported/i.test(link.stderr)) link = await ip(['link', 'add', iface, 'type', 'bridge']);
   if (!link.ok && !/File exists/i.test(link.stderr)) throw new Error(`cannot create the ${iface} interface: ${link.stderr.trim()}`);
   const up = await ip(['link', 'set', iface, 'up']);
   if (!up.ok) throw new Error(`cannot bring ${iface} up: ${up.stderr.trim()}`);
