@@ -99,8 +99,8 @@ describe('cluster DNS from inside pods', () => {
   }
 
   /** busybox nslookup from the client pod: the addresses (or names) it printed after the server lines, and its output. */
-  async function lookup(name: string, type = 'a'): Promise<{ answers: string[]; out: string; code: number }> {
-    const r = await exec(clientPod, ['nslookup', `-type=${type}`, name]);
+  async function lookup(name: string, type: string | null = 'a'): Promise<{ answers: string[]; out: string; code: number }> {
+    const r = await exec(clientPod, ['nslookup', ...(type ? [`-type=${type}`] : []), name]);
     const body = r.out.split('\n').slice(3).join('\n');
     const answers = [...body.matchAll(/^(?:Address:\s+(\S+)|.*(?:canonical name|name|service) = (.+))$/gm)].map((m) => (m[1] ?? m[2]!).trim());
     return { answers, out: r.out, code: r.code };
@@ -123,13 +123,16 @@ describe('cluster DNS from inside pods', () => {
     const svc = await createService('web', { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8080 }] });
     const ip = svc.spec!.clusterIP!;
     assert.match(ip, /^10\.(9[6-9]|10[0-9]|11[01])\./, "from the default Service range 10.96.0.0/12");
-    for (const name of ['web', 'web.default', 'web.default.svc.cluster.local']) {
-      const r = await lookup(name);
-      assert.deepEqual(r.answers, [ip], `${name}: ${r.out}`);
+    // The short forms go through the pod's search path and ndots:5, as the C library applies them
+    // (busybox nslookup applies search domains only to dotless names; its ping uses the C library).
+    for (const name of ['web', 'web.default', 'web.default.svc', 'web.default.svc.cluster.local']) {
+      const r = await exec(clientPod, ['ping', '-c', '1', '-W', '1', name]);
+      assert.match(r.out, new RegExp(`^PING ${name.replace(/\./g, '\\.')} \\(${ip.replace(/\./g, '\\.')}\\)`, 'm'), `${name}: ${r.out}`);
     }
+    assert.deepEqual((await lookup('web')).answers, [ip]);
     const srv = await lookup('_http._tcp.web.default.svc.cluster.local', 'srv');
     assert.match(srv.out, /service = 0 100 80 web\.default\.svc\.cluster\.local/, srv.out);
-    const ptr = await lookup(ip, 'ptr');
+    const ptr = await lookup(ip, null);
     assert.match(ptr.out, /name = web\.default\.svc\.cluster\.local/, ptr.out);
   });
 
@@ -173,12 +176,18 @@ describe('cluster DNS from inside pods', () => {
     const srv = await lookup('_web._tcp.nginx.default.svc.cluster.local.', 'srv');
     assert.match(srv.out, /web-0\.nginx\.default\.svc\.cluster\.local/, srv.out);
     assert.match(srv.out, /web-1\.nginx\.default\.svc\.cluster\.local/, srv.out);
-    const ptr = await lookup(web0.status!.podIP!, 'ptr');
+    const ptr = await lookup(web0.status!.podIP!, null);
     assert.match(ptr.out, /name = web-0\.nginx\.default\.svc\.cluster\.local/, ptr.out);
 
-    // Hold web-0's old address with another pod, so the re-created web-0 must get a new one.
-    await c.client.delete(CORE.pods, { namespace: 'default', name: 'web-0' });
+    // Re-create web-0 on a new address: with the set scaled to zero, two other pods take the freed
+    // addresses (Docker hands out the lowest free one), then the set comes back.
+    await c.client.patch(STATEFULSETS, { namespace: 'default', name: 'web', type: 'merge', patch: { spec: { replicas: 0 } } });
+    for (const name of ['web-0', 'web-1']) await waitFor(async () => c.client.get(CORE.pods, { namespace: 'default', name }).then(() => false, () => true), 60_000, `${name} gone`);
+    await eventually('web-0 is gone from DNS', async () => /NXDOMAIN/.test((await lookup('web-0.nginx.default.svc.cluster.local.')).out));
+    for (const name of ['holder-1', 'holder-2']) await runPod(name, { containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
+    await c.client.patch(STATEFULSETS, { namespace: 'default', name: 'web', type: 'merge', patch: { spec: { replicas: 1 } } });
     const reborn = await waitForPod(c.client, 'default', 'web-0', (p) => p.metadata.uid !== web0.metadata.uid && ready(p), 60_000);
+    assert.notEqual(reborn.status!.podIP, web0.status!.podIP, 'the new web-0 has a new address');
     await eventually('web-0 follows the new pod', async () => (await lookup('web-0.nginx.default.svc.cluster.local.')).answers.join() === reborn.status!.podIP);
   });
 
