@@ -100,8 +100,9 @@ export class SystemServicesController {
   }
 
   async start(): Promise<void> {
-    // The objects exist before the first request is served, whatever the informers show yet.
-    await this.reconcile();
+    // A first pass at once, whatever the informers show yet; a failure (a namespace not there yet)
+    // is retried by the next event or tick.
+    await this.reconcile().catch((e: unknown) => this.opts.log.warn({ err: (e as Error).message }, 'system services reconcile failed'));
     await Promise.all(this.informers.map((i) => i.start()));
     const interval = this.opts.intervalMs ?? DEFAULT_SYSTEM_SERVICES_INTERVAL_MS;
     const tick = () => {
