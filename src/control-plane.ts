@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import type http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
@@ -135,6 +135,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // Bad ranges fail the start with a message naming them, not the first Service create.
   serviceIPRange(serviceClusterIPRange);
   parsePortRange(serviceNodePortRange);
+  if (opts.advertiseAddress !== undefined && isIP(opts.advertiseAddress) !== 4) throw new Error(`--advertise-address "${opts.advertiseAddress}" is not an IPv4 address`);
   const registry = new Registry({ backend });
   for (const s of builtinStrategies({ services: { allocation: { serviceClusterIPRange, serviceNodePortRange } } })) registry.register(s);
   // What a crash between an allocation and its Service's write left behind, freed before anything is served.
