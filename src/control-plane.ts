@@ -139,7 +139,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const registry = new Registry({ backend });
   for (const s of builtinStrategies({ services: { allocation: { serviceClusterIPRange, serviceNodePortRange } } })) registry.register(s);
   // What a crash between an allocation and its Service's write left behind, freed before anything is served.
-  await registry.repairStoreHooks(SERVICE_INFO);
+  // A failed repair (a full disk) only delays it to the next start: it must not keep the API down.
+  await registry.repairStoreHooks(SERVICE_INFO).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'Service allocation repair failed'));
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
