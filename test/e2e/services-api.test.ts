@@ -93,6 +93,21 @@ describeEachKubectl('Services through kubectl', (k: Kubectl) => {
     assert.equal((await svc('fixed')).spec?.ports?.[0]?.nodePort, 30081);
   });
 
+  it('kubectl apply of a Service manifest is idempotent and keeps the allocated address and node port', async () => {
+    const file = (label: string) => c.writeFile(`applied-${label}.yaml`, `apiVersion: v1\nkind: Service\nmetadata:\n  name: applied\n  labels: {v: "${label}"}\nspec:\n  type: NodePort\n  selector: {app: web}\n  ports:\n  - {name: http, port: 80, targetPort: http}\n`);
+    assert.match((await c.kubectl(['apply', '-f', file('one')])).stdout, /service\/applied created/);
+    const first = await svc('applied');
+    assert.match((await c.kubectl(['apply', '-f', file('one')])).stdout, /service\/applied unchanged/);
+    assert.match((await c.kubectl(['apply', '-f', file('two')])).stdout, /service\/applied configured/);
+    const second = await svc('applied');
+    assert.equal(second.spec?.clusterIP, first.spec?.clusterIP);
+    assert.equal(second.spec?.ports?.[0]?.nodePort, first.spec?.ports?.[0]?.nodePort);
+    assert.equal(second.spec?.ports?.[0]?.targetPort, 'http');
+    assert.match((await c.kubectl(['apply', '--server-side', '--force-conflicts', '-f', file('three')])).stdout, /service\/applied serverside-applied/);
+    assert.equal((await svc('applied')).spec?.ports?.[0]?.nodePort, first.spec?.ports?.[0]?.nodePort);
+    await c.kubectl(['delete', 'svc', 'applied']);
+  });
+
   it('kubectl create service loadbalancer: EXTERNAL-IP pending with no Ready node', async () => {
     await c.kubectl(['create', 'service', 'loadbalancer', 'lb', '--tcp=80:80']);
     const lb = await svc('lb');
