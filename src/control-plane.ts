@@ -23,6 +23,7 @@ import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
+import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
 import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
 import { TransformingBackend } from './storage/transforming-backend.js';
@@ -73,6 +74,8 @@ export interface ControlPlaneOptions {
   encryptionProviderConfig?: string;
   /** bytes preallocated next to state.db and released when the disk fills, so deletes still work (default 16 MiB) */
   storageReserveBytes?: number;
+  /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
+  releaseStartupMemoryAfterMs?: number;
 }
 
 export interface RunningControlPlane {
@@ -164,6 +167,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   writeSecret(kubeconfigPath, kubeconfig({ url, caCert: opts.insecureHttp ? undefined : pki.caCert, token: auth.adminToken }));
 
   await manager.start('background');
+  const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
   return {
@@ -175,6 +179,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     caCert: pki.caCert,
     registry,
     async stop() {
+      cancelStartupRelease();
       await manager.stop();
       await app.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
