@@ -28,6 +28,7 @@ import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
+import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
 import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
 import { TransformingBackend } from './storage/transforming-backend.js';
@@ -89,6 +90,8 @@ export interface ControlPlaneOptions {
   advertiseAddress?: string;
   /** the cluster's DNS domain, named in the serving certificate (kubernetes.default.svc.<domain>; default cluster.local) */
   clusterDomain?: string;
+  /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
+  releaseStartupMemoryAfterMs?: number;
 }
 
 export interface RunningControlPlane {
@@ -194,6 +197,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // The `kubernetes` Service's targetPort is the port actually bound (the flag may say 0).
   settings.apiServerPort = port;
   await manager.start('background');
+  const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
   return {
@@ -205,6 +209,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     caCert: pki.caCert,
     registry,
     async stop() {
+      cancelStartupRelease();
       await manager.stop();
       await app.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
