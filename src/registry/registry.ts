@@ -308,7 +308,7 @@ export class Registry {
 
   /** The store as kinds' hooks use it: single-key atomic operations (src/registry/strategy.ts). */
   private readonly hookStore: HookStore = {
-    get: async (key) => this.backend.get(key)?.value,
+    get: async (key) => (await this.backend.get(key))?.value,
     createIfAbsent: async (key, value) => {
       try {
         await this.backend.create(key, value);
@@ -348,7 +348,7 @@ export class Registry {
   async repairStoreHooks(info: ResourceInfo): Promise<void> {
     const strategy = this.strategyOf(info);
     if (!strategy.storeHooks?.repair) return;
-    const objects = this.list(info, undefined).items;
+    const objects = (await this.list(info, undefined)).items;
     await strategy.storeHooks.repair(objects, { store: this.hookStore, dryRun: false });
   }
 

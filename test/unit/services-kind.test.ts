@@ -289,3 +289,22 @@ describe('Service, Endpoints and EndpointSlice presentation', () => {
     await rejects(registry.update(ENDPOINTSLICE_INFO, 'default', 's', { ...made, addressType: 'IPv6' } as KubeObject), 422, ['addressType: Invalid value: "IPv6": field is immutable']);
   });
 });
+
+describe('serving certificate names for in-cluster clients', () => {
+  it('an existing data dir without the kubernetes Service names gets a certificate with them, from the same CA', async () => {
+    const { X509Certificate } = await import('node:crypto');
+    const { ensurePki, kubernetesServiceNames } = await import('../../src/auth/pki.js');
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-pki-'));
+    dirs.push(dir);
+    const before = await ensurePki({ dataDir: dir });
+    assert.equal(new X509Certificate(before.serverCert).checkHost('kubernetes.default.svc'), undefined);
+    const names = kubernetesServiceNames({ clusterIP: '10.96.0.1', clusterDomain: 'cluster.local' });
+    assert.deepEqual(names, ['10.96.0.1', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local']);
+    const after = await ensurePki({ dataDir: dir, altNames: names });
+    assert.equal(after.caCert, before.caCert);
+    const cert = new X509Certificate(after.serverCert);
+    for (const host of names.slice(1)) assert.equal(cert.checkHost(host), host);
+    assert.equal(cert.checkIP('10.96.0.1'), '10.96.0.1');
+    assert.ok(cert.checkIssued(new X509Certificate(after.caCert)));
+  });
+});
