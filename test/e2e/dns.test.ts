@@ -136,6 +136,15 @@ describe('cluster DNS from inside pods', () => {
     assert.match(ptr.out, /name = web\.default\.svc\.cluster\.local/, ptr.out);
   });
 
+  it('resolves kubernetes.default.svc to the API server Service, whose address is the first of the range', async () => {
+    const svc = await c.client.get<KubeObject & { spec?: { clusterIP?: string } }>(SERVICES, { namespace: 'default', name: 'kubernetes' });
+    assert.equal(svc.spec!.clusterIP, '10.96.0.1');
+    for (const name of ['kubernetes.default.svc', 'kubernetes.default.svc.cluster.local']) {
+      const r = await exec(clientPod, ['ping', '-c', '1', '-W', '1', name]);
+      assert.match(r.out, new RegExp(`^PING ${name.replace(/\./g, '\\.')} \\(10\\.96\\.0\\.1\\)`, 'm'), r.out);
+    }
+  });
+
   it('forwards names outside the cluster to the node resolver, and answers NXDOMAIN for unknown cluster names without asking it', async () => {
     const r = await lookup('www.upstream.test.');
     assert.deepEqual(r.answers, ['192.0.2.7'], r.out);
