@@ -12,6 +12,7 @@
  * TCP follows as soon as the predecessor has let go of the port.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
@@ -25,6 +26,7 @@ import { DnsServer } from './server.js';
 import { readResolverPid, resolverPidFile, type ResolverPidFile } from './pid-file.js';
 
 const OWNERSHIP_CHECK_MS = 2000;
+const RESOLVER_NICE = -5;
 const UPSTREAM_REFRESH_MS = 5000;
 
 function fail(msg: string): never {
@@ -52,6 +54,13 @@ async function main(): Promise<void> {
   const iface = values.interface ?? DNS_INTERFACE;
   const resolvConf = values['resolv-conf'] ?? '/etc/resolv.conf';
   const log = pino({ name: 'berth-dns', level: values['log-level'] ?? 'info' });
+  // Every name lookup of every pod on the node waits on this process, and a query costs it tens of
+  // microseconds: ahead of the node's batch work in the CPU queue, its answers do not queue behind it.
+  try {
+    os.setPriority(RESOLVER_NICE);
+  } catch (err) {
+    log.warn({ err: (err as Error).message }, 'dns: cannot raise the resolver priority');
+  }
 
   const credentials = JSON.parse(fs.readFileSync(path.join(dataDir, 'credentials.json'), 'utf8')) as { server: string; token: string; ca?: string };
   const client = new HttpClient({ server: credentials.server, token: credentials.token, ...(credentials.ca ? { ca: credentials.ca } : {}) });
