@@ -84,8 +84,25 @@ stop_service() {
   fi
 }
 
+# The node-local DNS resolver the agent started outlives the agent by design (pods keep resolving
+# names while it restarts); uninstalling ends it. Its pid file names it; /proc confirms it is the
+# resolver of this data dir before it is signalled.
+stop_node_resolver() {
+  local data="$1" pid cmdline
+  [ -n "$data" ] || return 0
+  pid="$(sed -n 's/^{"pid":\([0-9]*\),.*/\1/p' "$data/dns/resolver.pid" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 0
+  cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 0
+  [[ "$cmdline" == *"/resolver-main.js "*"--data-dir $data "* ]] || return 0
+  berth_log "stopping the node DNS resolver (pid $pid)"
+  kill -TERM "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
+  removed+=("stopped the node DNS resolver (pid $pid)")
+}
+
 # The agent goes first: it should not see the control plane vanish under it.
 stop_service agent
+stop_node_resolver "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)"
 stop_service server
 if systemd_is_init; then systemctl daemon-reload || true; fi
 rmdir "$run_dir" 2>/dev/null || true

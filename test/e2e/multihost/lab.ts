@@ -23,6 +23,7 @@ import type { KubeObject } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
 import { HttpClient } from '../../../src/client/http-client.js';
 import { BERTH_BIN, runKubectl, sleep, TEST_IMAGE, waitFor } from '../harness.js';
+import { stopNodeResolver } from '../../../agent/dns/node-dns.js';
 
 const execFileP = promisify(execFile);
 export const PAUSE_IMAGE = 'berth/pause:3.9';
@@ -137,6 +138,8 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
   const stop = async () => {
     client?.close();
     for (const [, p] of processes) await killChild(p);
+    // Each host's node-local DNS resolver outlives its agent by design; a finished lab ends them.
+    for (const h of hosts) await stopNodeResolver(path.join(dir, `agent-${h.index}`)).catch(() => undefined);
     for (const h of hosts) {
       const ids = (await sh('docker', ['-H', h.dockerHost, 'ps', '-aq'], { allowFail: true })).split('\n').filter(Boolean);
       if (ids.length) await sh('docker', ['-H', h.dockerHost, 'rm', '-f', ...ids], { allowFail: true });
