@@ -4,8 +4,8 @@
  * StatefulSet's `web-0.nginx.default.svc.cluster.local` following web-0 across re-creation; unready pods
  * left out unless publishNotReadyAddresses; ExternalName as a CNAME; a deleted Service → NXDOMAIN; names
  * outside the cluster forwarded to the node's resolver (a test upstream on loopback, so no traffic leaves
- * the host); and lookups that never fail while the agent restarts — both when it adopts the running
- * resolver and when an upgraded build replaces it.
+ * the host); lookups that never fail while the agent restarts — both when it adopts the running
+ * resolver and when an upgraded build replaces it; and a dead resolver restarted by the agent.
  */
 import assert from 'node:assert/strict';
 import dgram from 'node:dgram';
@@ -264,5 +264,15 @@ describe('cluster DNS from inside pods', () => {
         return true;
       }
     }, 10_000);
+  });
+
+  it('restarts a resolver that died', async () => {
+    const before = readResolverPid(agentDir())!.pid;
+    process.kill(before, 'SIGKILL');
+    await eventually('a new resolver runs', async () => {
+      const now = readResolverPid(agentDir());
+      return now !== undefined && now.pid !== before;
+    }, 15_000);
+    await eventually('names resolve again', async () => (await lookup('kubernetes.default.svc.cluster.local.')).answers.join() === '10.96.0.1', 15_000);
   });
 });
