@@ -32,56 +32,55 @@ export class TransformingBackend implements Backend {
     this.transformerFor = opts.transformerFor;
   }
 
-  currentRevision(): number {
+  currentRevision(): Promise<number> {
     return this.inner.currentRevision();
   }
 
-  compactedRevision(): number {
-    return this.inner.compactedRevision();
+  observedRevision(): number {
+    return this.inner.observedRevision();
   }
 
   /** A revision needs no opening: it comes from the inner store's index. */
-  modRevisionOf(key: string): number | undefined {
-    return this.inner.modRevisionOf ? this.inner.modRevisionOf(key) : this.inner.get(key)?.modRevision;
+  modRevisionOf(key: string): Promise<number | undefined> {
+    return this.inner.modRevisionOf(key);
   }
 
-  get(key: string): KeyValue | undefined {
-    const kv = this.inner.get(key);
+  async get(key: string): Promise<KeyValue | undefined> {
+    const kv = await this.inner.get(key);
     return kv && this.reveal(kv);
   }
 
-  list(prefix: string, opts?: ListOptions): ListResult {
-    const result = this.inner.list(prefix, opts);
+  async list(prefix: string, opts?: ListOptions): Promise<ListResult> {
+    const result = await this.inner.list(prefix, opts);
     return { ...result, items: result.items.map((kv) => this.reveal(kv)) };
   }
 
-  count(prefix: string): number {
+  count(prefix: string): Promise<number> {
     return this.inner.count(prefix);
   }
 
-  create(key: string, value: string): KeyValue {
-    const kv = this.passErrors(() => this.inner.create(key, this.conceal(key, value)));
+  async create(key: string, value: string): Promise<KeyValue> {
+    const kv = await this.passErrors(this.inner.create(key, this.conceal(key, value)));
     return { ...kv, value };
   }
 
-  update(key: string, value: string, expectedRevision: number): KeyValue {
-    const kv = this.passErrors(() => this.inner.update(key, this.conceal(key, value), expectedRevision));
+  async update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
+    const kv = await this.passErrors(this.inner.update(key, this.conceal(key, value), expectedRevision));
     return { ...kv, value };
   }
 
-  delete(key: string, expectedRevision?: number): KeyValue {
-    return this.reveal(this.passErrors(() => this.inner.delete(key, expectedRevision)));
+  async delete(key: string, expectedRevision?: number): Promise<KeyValue> {
+    return this.reveal(await this.passErrors(this.inner.delete(key, expectedRevision)));
   }
 
-  watch(prefix: string, opts: WatchOptions): Watcher {
-    return this.inner.watch(prefix, {
-      fromRevision: opts.fromRevision,
-      onEvent: (ev) => opts.onEvent(this.revealEvent(ev)),
-    });
+  watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
+    const inner: WatchOptions = { fromRevision: opts.fromRevision, onEvent: (ev) => opts.onEvent(this.revealEvent(ev)) };
+    if (opts.onError) inner.onError = opts.onError;
+    return this.inner.watch(prefix, inner);
   }
 
-  compact(revision: number): void {
-    this.inner.compact(revision);
+  compact(revision: number): Promise<void> {
+    return this.inner.compact(revision);
   }
 
   close(): void {
@@ -123,9 +122,9 @@ export class TransformingBackend implements Backend {
   }
 
   /** Errors that carry the current value (AlreadyExists, Conflict) must not hand out its stored form. */
-  private passErrors<T>(fn: () => T): T {
+  private async passErrors<T>(pending: Promise<T>): Promise<T> {
     try {
-      return fn();
+      return await pending;
     } catch (err) {
       if (err instanceof StorageError && err.current) {
         let current: KeyValue | undefined;
@@ -134,7 +133,7 @@ export class TransformingBackend implements Backend {
         } catch {
           current = undefined;
         }
-        const e = new StorageError(err.code, err.message, current);
+        const e = new StorageError(err.code, err.message, current ? { current } : {});
         e.cause = err.cause;
         throw e;
       }

@@ -185,7 +185,7 @@ describe('NodeGraph', () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', pod('before', 'a', 'early'));
     const graph = new NodeGraph({ registry });
-    graph.start();
+    await graph.start();
     await settle();
     assert.ok(graph.reaches('a', 'secrets', 'default', 'early'), 'pods that existed at start are indexed');
     assert.equal(graph.reaches('b', 'secrets', 'default', 'early'), false);
@@ -212,7 +212,7 @@ describe('NodeGraph', () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', pod('old', 'a', 'old-secret'));
     const graph = new NodeGraph({ registry });
-    graph.start();
+    await graph.start();
     assert.ok(graph.reaches('a', 'secrets', 'default', 'old-secret'), 'no wait needed after start');
     await registry.create(PODS, 'default', pod('fresh', 'a', 'new-secret'));
     // No settle: the next request after a write is authorized with the write indexed.
