@@ -6,6 +6,8 @@ import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { StorageError, type Backend, type WatchOptions as StoreWatchOptions } from '../../src/storage/backend.js';
+import { LocalClient } from '../../src/client/local-client.js';
 import { allocatableOf, podRequests, tolerates, unfitReasons, unschedulableMessage } from '../../src/controllers/scheduler/fit.js';
 import { defaultPullPolicy, qosClassOf } from '../../src/registry/kinds/core.js';
 
@@ -377,5 +379,64 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     assert.equal(initial.end(), registry.currentRevision() - 1, 'the initial events end at the revision they were read at');
     assert.equal(unset.end(), undefined, 'only sendInitialEvents=true marks the end');
     for (const w of [unset, zero, exact, none, initial]) w.close();
+  });
+});
+
+describe('registry over a store other processes write (a networked backend)', () => {
+  /** A SQLite store whose event stream is held back at `lag.at`, and whose watches can be ended from the store's side. */
+  async function lagging() {
+    const store = openSqliteBackend({ file: ':memory:' });
+    const lag = { at: undefined as number | undefined };
+    const endings: Array<StoreWatchOptions['onError']> = [];
+    const backend = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'observedRevision') return () => lag.at ?? target.observedRevision();
+        if (prop === 'watch') {
+          return (prefix: string, opts: StoreWatchOptions) => {
+            endings.push(opts.onError);
+            return target.watch(prefix, opts);
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Backend;
+    const registry = new Registry({ backend });
+    for (const st of ALL_STRATEGIES) registry.register(st);
+    await registry.create(NS, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+    return { registry, lag, endings };
+  }
+
+  it('a resourceVersion past the observed revision is checked with the store before it is called too large', async () => {
+    const { registry, lag } = await lagging();
+    const one = await registry.create(CONFIGMAPS, 'default', cm('one'));
+    await registry.create(CONFIGMAPS, 'default', cm('two'));
+    lag.at = 1;
+    const latest = String(Number(one.metadata.resourceVersion) + 1);
+    assert.equal((await registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: latest })).metadata.name, 'one');
+    assert.deepEqual((await registry.list(CONFIGMAPS, 'default', { resourceVersion: latest, resourceVersionMatch: 'NotOlderThan' })).items.length, 2);
+    await assert.rejects(registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: '10' }), (e) => (assert.deepEqual(statusOf(e), { code: 504, reason: 'Timeout', message: `Too large resource version: 10, current: ${latest}` }), true));
+  });
+
+  it('a watch the store ends is 410 Gone to the registry watcher and ends an in-process client watch', async () => {
+    const { registry, endings } = await lagging();
+    let ended: ApiError | undefined;
+    await registry.watch(CONFIGMAPS, 'default', { onEvent: () => {}, onError: (e) => (ended = e) });
+    endings.at(-1)!(new StorageError('Compacted', 'compacted while reconnecting', { compactedRevision: 7 }));
+    assert.deepEqual(statusOf(ended), { code: 410, reason: 'Expired', message: `too old resource version: ${registry.currentRevision()} (7)` });
+
+    const events: string[] = [];
+    let closedWith: Error | undefined;
+    new LocalClient(registry).watch({ plural: 'configmaps' }, { namespace: 'default', onEvent: (e) => events.push(e.type), onClose: (e) => (closedWith = e) });
+    await settle();
+    await registry.create(CONFIGMAPS, 'default', cm('before'));
+    await settle();
+    assert.deepEqual(events, ['ADDED']);
+    endings.at(-1)!(new StorageError('Failed', 'connection lost'));
+    await settle();
+    assert.equal((closedWith as ApiError | undefined)?.code, 500);
+    await registry.create(CONFIGMAPS, 'default', cm('after'));
+    await settle();
+    assert.deepEqual(events, ['ADDED'], 'no event after the store ended the watch');
   });
 });
