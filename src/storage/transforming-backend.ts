@@ -45,9 +45,10 @@ export class TransformingBackend implements Backend {
     return this.inner.modRevisionOf(key);
   }
 
-  async get(key: string): Promise<KeyValue | undefined> {
-    const kv = await this.inner.get(key);
-    return kv && this.reveal(kv);
+  get(key: string): Promise<KeyValue | undefined> {
+    // Keys without a transformer (everything but Secrets and credentials) go straight through: no extra promise.
+    if (!this.transformerFor(key)) return this.inner.get(key);
+    return this.inner.get(key).then((kv) => kv && this.reveal(kv));
   }
 
   async list(prefix: string, opts?: ListOptions): Promise<ListResult> {
@@ -59,18 +60,19 @@ export class TransformingBackend implements Backend {
     return this.inner.count(prefix);
   }
 
-  async create(key: string, value: string): Promise<KeyValue> {
-    const kv = await this.passErrors(this.inner.create(key, this.conceal(key, value)));
-    return { ...kv, value };
+  create(key: string, value: string): Promise<KeyValue> {
+    if (!this.transformerFor(key)) return this.inner.create(key, value);
+    return this.writeConcealed(key, value, (stored) => this.inner.create(key, stored));
   }
 
-  async update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
-    const kv = await this.passErrors(this.inner.update(key, this.conceal(key, value), expectedRevision));
-    return { ...kv, value };
+  update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
+    if (!this.transformerFor(key)) return this.inner.update(key, value, expectedRevision);
+    return this.writeConcealed(key, value, (stored) => this.inner.update(key, stored, expectedRevision));
   }
 
-  async delete(key: string, expectedRevision?: number): Promise<KeyValue> {
-    return this.reveal(await this.passErrors(this.inner.delete(key, expectedRevision)));
+  delete(key: string, expectedRevision?: number): Promise<KeyValue> {
+    if (!this.transformerFor(key)) return this.inner.delete(key, expectedRevision);
+    return this.passErrors(this.inner.delete(key, expectedRevision)).then((kv) => this.reveal(kv));
   }
 
   watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
@@ -90,6 +92,12 @@ export class TransformingBackend implements Backend {
   /** the store underneath (for storage metrics and tests that inspect stored forms) */
   get innerBackend(): Backend {
     return this.inner;
+  }
+
+  /** Writes the stored form of `value`; resolves to the plain value at the write's revisions. */
+  private async writeConcealed(key: string, value: string, write: (stored: string) => Promise<KeyValue>): Promise<KeyValue> {
+    const kv = await this.passErrors(write(this.conceal(key, value)));
+    return { ...kv, value };
   }
 
   private conceal(key: string, value: string): string {

@@ -1,6 +1,7 @@
 /**
  * Runs the Backend contract suite (backend-contract.ts) against the SQLite backend in memory and on
- * disk, and against the encrypting TransformingBackend over SQLite with every value encrypted.
+ * disk, and against the TransformingBackend over SQLite: with every value encrypted, and with none
+ * (the path every key but Secrets' takes).
  */
 import { after } from 'node:test';
 import fs from 'node:fs';
@@ -44,4 +45,10 @@ backendContract({
   openSmall: async () => encrypting(openSqliteBackend({ file: tempDbFile(), logger, maxSizeBytes: SMALL_BYTES })),
   // The limit applies to the stored form: base64 of nonce + ciphertext + tag, after the envelope prefix.
   largestValueBytes: 1024 * 1024,
+});
+
+backendContract({
+  name: 'TransformingBackend (no transformer: values pass straight through) over SQLite',
+  open: async () => new TransformingBackend({ inner: openSqliteBackend({ file: ':memory:', logger }), transformerFor: () => undefined }),
+  openSmall: async () => new TransformingBackend({ inner: openSqliteBackend({ file: tempDbFile(), logger, maxSizeBytes: SMALL_BYTES }), transformerFor: () => undefined }),
 });
