@@ -121,6 +121,11 @@ function storageFailure(message: string, cause: unknown): StorageError {
 /**
  * Backend over one SQLite file in the kine layout: an append-only log, one row per write, whose
  * AUTOINCREMENT id is the revision. Durable on acknowledgement (WAL + synchronous=FULL).
+ *
+ * better-sqlite3 answers synchronously, so each contract method does all its work before it
+ * returns its (already settled) Promise: a write is committed and queued for watchers before its
+ * caller resumes, and no other operation can interleave with it. Methods outside the contract
+ * (alarm state, compacted revision, row and watcher counts, file sizes) are synchronous.
  */
 export class SqliteBackend implements Backend {
   readonly file: string;
