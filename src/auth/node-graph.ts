@@ -63,6 +63,9 @@ export function podReferences(pod: Pod): string[] {
   return [...refs];
 }
 
+/** how long to wait before trying again to rebuild the index when the store refused */
+const REBUILD_RETRY_MS = 1000;
+
 export interface NodeGraphOptions {
   registry: Registry;
 }
@@ -82,45 +85,88 @@ export class NodeGraph {
   private readonly claims = new Set<string>();
   private watches: Array<{ close(): void }> = [];
   private started = false;
+  /** between start() and stop(): a rebuild after a lost watch keeps trying only while wanted */
+  private wanted = false;
+  /** bumped by every start and stop, so a watch ending late cannot restart a newer one */
+  private generation = 0;
 
   constructor(private readonly opts: NodeGraphOptions) {}
 
-  /** Indexes the pods and claims that exist now (resolves once they are) and follows every later change. */
+  /**
+   * Indexes the pods and claims that exist now (resolves once they are) and follows every later
+   * change. If the store ends a watch (a networked store that could not resume it), the index may
+   * have missed changes: it is dropped, so nodes are refused until it is rebuilt, and rebuilt.
+   */
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
+    this.wanted = true;
+    const generation = ++this.generation;
     const { registry } = this.opts;
     const pods = registry.lookup('', 'pods')?.info;
     const claims = registry.lookup('', 'persistentvolumeclaims')?.info;
-    const opened = await Promise.all([
-      pods &&
-        registry.watch(pods, undefined, {
-          onEvent: (ev) => {
-            const pod = ev.object as Pod;
-            const key = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
-            if (ev.type === 'DELETED') this.remove(key);
-            else this.put(key, pod);
-          },
-        }),
-      claims &&
-        registry.watch(claims, undefined, {
-          onEvent: (ev) => {
-            const key = reachKey('persistentvolumeclaims', ev.object.metadata.namespace ?? '', ev.object.metadata.name ?? '');
-            if (ev.type === 'DELETED') this.claims.delete(key);
-            else this.claims.add(key);
-          },
-        }),
-    ]);
+    const onError = () => this.rebuild(generation);
+    let opened: Array<{ close(): void } | undefined>;
+    try {
+      opened = await Promise.all([
+        pods &&
+          registry.watch(pods, undefined, {
+            onEvent: (ev) => {
+              const pod = ev.object as Pod;
+              const key = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+              if (ev.type === 'DELETED') this.remove(key);
+              else this.put(key, pod);
+            },
+            onError,
+          }),
+        claims &&
+          registry.watch(claims, undefined, {
+            onEvent: (ev) => {
+              const key = reachKey('persistentvolumeclaims', ev.object.metadata.namespace ?? '', ev.object.metadata.name ?? '');
+              if (ev.type === 'DELETED') this.claims.delete(key);
+              else this.claims.add(key);
+            },
+            onError,
+          }),
+      ]);
+    } catch (err) {
+      if (generation === this.generation) this.started = false;
+      throw err;
+    }
     const watches = opened.filter((w): w is NonNullable<typeof w> => !!w);
     // stop() may have come while the watches were being opened.
-    if (!this.started) for (const w of watches) w.close();
+    if (generation !== this.generation) for (const w of watches) w.close();
     else this.watches = watches;
   }
 
   stop(): void {
+    this.wanted = false;
+    this.closeWatches();
+  }
+
+  private closeWatches(): void {
+    this.generation++;
     this.started = false;
     for (const w of this.watches) w.close();
     this.watches = [];
+  }
+
+  private rebuild(generation: number): void {
+    if (generation !== this.generation) return;
+    this.closeWatches();
+    this.pods.clear();
+    this.reach.clear();
+    this.claims.clear();
+    const retry = () => {
+      this.start().catch(() => {
+        // The store is unreachable: keep refusing nodes and try again shortly.
+        const timer = setTimeout(() => {
+          if (this.wanted && !this.started) retry();
+        }, REBUILD_RETRY_MS);
+        timer.unref();
+      });
+    };
+    retry();
   }
 
   /** Does a pod bound to `nodeName` reach the object? False for everything until start(). */
