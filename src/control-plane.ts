@@ -146,7 +146,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   await manager.start('serving');
 
   const pki = await ensurePki({ dataDir: opts.dataDir });
-  const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
+  const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   const app = buildApp({
     registry,
@@ -194,7 +194,7 @@ async function ensureSystemNamespaces(registry: Registry): Promise<void> {
   const info = BUILTIN_RESOURCES.find((r) => r.kind === 'Namespace')!;
   for (const name of SYSTEM_NAMESPACES) {
     try {
-      registry.get(info, undefined, name);
+      await registry.get(info, undefined, name);
     } catch {
       await registry.create(info, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
     }

@@ -45,7 +45,7 @@ export function registerPodStreams(app: FastifyInstance, opts: PodStreamsOptions
       },
     });
   }
-  app.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => streams.serveUpgrade(req, socket, head));
+  app.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void streams.serveUpgrade(req, socket, head));
 }
 
 class PodStreams {
@@ -55,11 +55,11 @@ class PodStreams {
     const { namespace, name } = req.params as { namespace: string; name: string };
     this.authorize(req.identity!, 'get', 'log', namespace, name);
     const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
-    const pod = this.pod(namespace, name);
+    const pod = await this.pod(namespace, name);
     const container = pickContainer(pod, query.get('container'));
     const previous = query.get('previous') === 'true' || query.get('previous') === '1';
     const containerID = logContainerID(pod, container, previous);
-    const target = this.agentTarget(pod);
+    const target = await this.agentTarget(pod);
     const forward = new URLSearchParams();
     for (const p of LOG_PARAMS) for (const v of query.getAll(p)) forward.append(p, v);
     forward.set('podUID', pod.metadata.uid ?? '');
@@ -79,7 +79,7 @@ class PodStreams {
     upstream.pipe(res);
   }
 
-  serveUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  async serveUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
@@ -91,11 +91,11 @@ class PodStreams {
       const [namespace, name] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)];
       const subresource = m[3] as 'exec' | 'attach';
       this.authorize(identity, 'create', subresource, namespace, name);
-      const pod = this.pod(namespace, name);
+      const pod = await this.pod(namespace, name);
       const phase = pod.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') throw errors.badRequest(`cannot ${subresource} into a container in a completed pod; current phase is ${phase}`);
       const container = pickContainer(pod, url.searchParams.get('container'));
-      const target = this.agentTarget(pod);
+      const target = await this.agentTarget(pod);
       const forward = new URLSearchParams();
       for (const p of STREAM_PARAMS) for (const v of url.searchParams.getAll(p)) forward.append(p, v);
       forward.set('podUID', pod.metadata.uid ?? '');
@@ -111,8 +111,8 @@ class PodStreams {
     }
   }
 
-  private pod(namespace: string, name: string): Pod {
-    return this.opts.registry.get(this.info('pods'), namespace, name) as Pod;
+  private async pod(namespace: string, name: string): Promise<Pod> {
+    return (await this.opts.registry.get(this.info('pods'), namespace, name)) as Pod;
   }
 
   private info(plural: string) {
@@ -122,12 +122,12 @@ class PodStreams {
   }
 
   /** The node's agent: InternalIP, the port it advertises, and the secret it expects from us. */
-  private agentTarget(pod: Pod): AgentTarget {
+  private async agentTarget(pod: Pod): Promise<AgentTarget> {
     const nodeName = pod.spec.nodeName;
     if (!nodeName) throw errors.badRequest(`pod ${pod.metadata.name} does not have a host assigned`);
     let node: Node;
     try {
-      node = this.opts.registry.get(this.info('nodes'), undefined, nodeName) as Node;
+      node = (await this.opts.registry.get(this.info('nodes'), undefined, nodeName)) as Node;
     } catch (err) {
       if (isApiError(err) && err.code === 404) throw errors.badRequest(`node "${nodeName}" of pod ${pod.metadata.name} no longer exists`);
       throw err;
@@ -139,7 +139,7 @@ class PodStreams {
     if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) {
       throw errors.unavailable(`node "${nodeName}" does not advertise an agent endpoint (address and daemonEndpoints.kubeletEndpoint.Port)`);
     }
-    const secret = this.opts.auth.proxySecretFor(nodeName);
+    const secret = await this.opts.auth.proxySecretFor(nodeName);
     if (!secret) throw errors.unavailable(`node "${nodeName}" joined without agent endpoint credentials; restart its agent so it joins again`);
     return { nodeName, host, port, secret, ca: this.opts.caCert };
   }

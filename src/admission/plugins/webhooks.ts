@@ -32,12 +32,12 @@ export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookP
     async admit(attrs) {
       if (attrs.info.group === 'admissionregistration.k8s.io') return;
       if (kind === 'mutating' && attrs.operation === 'DELETE') return;
-      const configs = opts.registry.list(configInfo, undefined).items as WebhookConfiguration[];
+      const configs = (await opts.registry.list(configInfo, undefined)).items as WebhookConfiguration[];
       if (!configs.length) return;
-      const hooks = configs
-        .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
-        .flatMap((c) => c.webhooks ?? [])
-        .filter((w) => matches(w, attrs, opts.registry));
+      const hooks: Webhook[] = [];
+      for (const hook of configs.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '')).flatMap((c) => c.webhooks ?? [])) {
+        if (await matches(hook, attrs, opts.registry)) hooks.push(hook);
+      }
       for (const hook of hooks) {
         if (attrs.dryRun && !['None', 'NoneOnDryRun'].includes(hook.sideEffects ?? '')) {
           throw errors.badRequest(`admission webhook "${hook.name}" does not support dry run`);
@@ -144,7 +144,7 @@ function post(hook: Webhook, body: unknown): Promise<AdmissionResponse> {
   });
 }
 
-function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boolean {
+async function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): Promise<boolean> {
   const sub = a.subresource ? `${a.info.plural}/${a.subresource}` : a.info.plural;
   const anyOf = (list: string[] | undefined, v: string) => !!list?.some((x) => x === '*' || x === v);
   const ruleOk = (hook.rules ?? []).some(
@@ -164,7 +164,7 @@ function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boo
     else if (a.info.namespaced) {
       const nsInfo = registry.lookup('', 'namespaces')?.info;
       try {
-        nsLabels = nsInfo ? registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default').metadata.labels : undefined;
+        nsLabels = nsInfo ? (await registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default')).metadata.labels : undefined;
       } catch {
         nsLabels = undefined;
       }
