@@ -173,6 +173,18 @@ describe('ClusterIP and NodePort allocation', () => {
     assert.equal(c.spec!.clusterIP, '10.96.0.77');
   });
 
+  it('a dry run checks and fills in allocations and keeps none', async () => {
+    const { registry, backend } = await fresh();
+    await create(registry, svc('a', { clusterIP: '10.96.0.40' }));
+    const dry = (await registry.create(SERVICE_INFO, 'default', svc('b', { type: 'NodePort' }), { dryRun: true })) as Service;
+    assert.ok(dry.spec!.clusterIP && dry.spec!.ports![0]!.nodePort);
+    assert.equal(backend.count(SERVICE_IP_KEY_PREFIX), 1);
+    assert.equal(backend.count(NODE_PORT_KEY_PREFIX), 0);
+    await rejects(registry.create(SERVICE_INFO, 'default', svc('c', { clusterIP: '10.96.0.40' }), { dryRun: true }), 422, [
+      'spec.clusterIPs: Invalid value: ["10.96.0.40"]: failed to allocate IP 10.96.0.40: provided IP is already allocated',
+    ]);
+  });
+
   it('frees the ClusterIP and NodePorts on delete', async () => {
     const { registry, backend } = await fresh();
     await create(registry, svc('a', { clusterIP: '10.96.0.60', type: 'NodePort', ports: [{ port: 80, nodePort: 30200 }] }));
