@@ -25,7 +25,7 @@ async function serviceWithSlice(env: ControllerEnv, name: string, opts: { port: 
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name },
-    spec: opts.type === 'ExternalName' ? { type: 'ExternalName', externalName: 'example.org' } : { selector: { app: name }, clusterIP: '10.96.0.50', ports: [{ name: 'https', port: opts.port, targetPort: opts.targetPort }] },
+    spec: opts.type === 'ExternalName' ? { type: 'ExternalName', externalName: 'example.org' } : { selector: { app: name }, ports: [{ name: 'https', port: opts.port, targetPort: opts.targetPort }] },
   });
   await env.create<EndpointSlice>('discovery.k8s.io', 'endpointslices', {
     apiVersion: 'discovery.k8s.io/v1',
