@@ -124,6 +124,7 @@ describe('EndpointSlice and Endpoints controllers', () => {
     env.syncCaches();
     await c.slices.reconcile('default/web');
     assert.equal(slicesOf(env).length, 1);
+    assert.equal(c.slices.tracker.pending(), 0, 'expectations the cache met are dropped');
   });
 
   it('an empty Service gets one placeholder slice; ExternalName and selector-less Services get no slices and no Endpoints', async () => {

@@ -54,8 +54,8 @@ export class EndpointsController {
       },
       onDelete: (pod) => this.podChanged(pod),
     });
-    // A user's edit or deletion of a kept Endpoints object is undone.
-    this.endpoints.addHandlers({ onDelete: (e) => this.controller.queue.add(keyOf(e)), onUpdate: (e) => this.controller.queue.add(keyOf(e)) });
+    // A deleted Endpoints object of a selector Service is made again (as upstream, edits wait for the next change).
+    this.endpoints.addHandlers({ onDelete: (e) => this.controller.queue.add(keyOf(e)) });
   }
 
   async start(): Promise<void> {
