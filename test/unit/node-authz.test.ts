@@ -121,13 +121,23 @@ describe('Authorizer for node credentials', () => {
     assert.equal(lease('watch', 'kube-node-lease', 'a'), false);
   });
 
-  it('creates events, reads services and namespaces, and nothing else', () => {
+  it('creates events, reads services, endpoints, endpointslices and namespaces, and nothing else', () => {
     assert.ok(allowed({ verb: 'create', resource: 'events', namespace: 'default' }));
     assert.ok(allowed({ verb: 'patch', resource: 'events', namespace: 'default', name: 'e' }));
     assert.ok(authz.authorize(nodeA, { verb: 'create', group: 'events.k8s.io', resource: 'events', namespace: 'default' }).allowed);
     assert.equal(allowed({ verb: 'list', resource: 'events', namespace: 'default' }), false);
     assert.equal(allowed({ verb: 'delete', resource: 'events', namespace: 'default', name: 'e' }), false);
     assert.ok(allowed({ verb: 'watch', resource: 'services' }));
+    // The agent is also the node's service proxy and DNS: upstream's system:node-proxier reads.
+    for (const verb of ['get', 'list', 'watch']) {
+      assert.ok(allowed({ verb, resource: 'endpoints', namespace: 'default', ...(verb === 'get' ? { name: 'web' } : {}) }), verb);
+      assert.ok(authz.authorize(nodeA, { verb, group: 'discovery.k8s.io', resource: 'endpointslices' }).allowed, verb);
+    }
+    for (const verb of ['create', 'update', 'patch', 'delete']) {
+      assert.equal(allowed({ verb, resource: 'services', namespace: 'default', name: 'web' }), false, verb);
+      assert.equal(allowed({ verb, resource: 'endpoints', namespace: 'default', name: 'web' }), false, verb);
+      assert.equal(authz.authorize(nodeA, { verb, group: 'discovery.k8s.io', resource: 'endpointslices', namespace: 'default', name: 'web' }).allowed, false, verb);
+    }
     assert.ok(allowed({ verb: 'get', resource: 'namespaces', name: 'kube-system' }));
     assert.equal(allowed({ verb: 'delete', resource: 'namespaces', name: 'default' }), false);
     assert.equal(allowed({ verb: 'list', resource: 'namespaces' }), false);
