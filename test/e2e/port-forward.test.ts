@@ -34,7 +34,7 @@ const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.contai
 
 interface Forward {
   child: ChildProcess;
-  /** remote port → local port, from kubectl's "Forwarding from 127.0.0.1:L -> R" */
+  /** port asked for → local port, from kubectl's "Forwarding from 127.0.0.1:L -> R" lines */
   local: Map<number, number>;
   stdout(): string;
   stderr(): string;
@@ -56,7 +56,9 @@ async function portForward(c: Cluster, k: Kubectl, target: string, remotePorts: 
   await waitFor(
     () => {
       if (gone) throw new Error(`kubectl port-forward exited: ${err}`);
-      for (const m of out.matchAll(/Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)/g)) local.set(Number(m[2]), Number(m[1]));
+      // kubectl announces the ports in the order asked (a Service's port shows as its pod's target port).
+      const announced = [...out.matchAll(/Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)/g)].map((m) => Number(m[1]));
+      remotePorts.forEach((p, i) => announced[i] !== undefined && local.set(p, announced[i]!));
       return remotePorts.every((p) => local.has(p));
     },
     30_000,
@@ -124,11 +126,17 @@ describe('kubectl port-forward', () => {
         spec: {
           replicas: 1,
           selector: { matchLabels: { app: 'webd' } },
-          template: { metadata: { labels: { app: 'webd' } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'httpd', image: TEST_IMAGE, command: ['sh', '-c', SERVE], ports: [{ containerPort: 8080 }] }] } },
+          template: { metadata: { labels: { app: 'webd' } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'httpd', image: TEST_IMAGE, command: ['sh', '-c', SERVE], ports: [{ name: 'http', containerPort: 8080 }] }] } },
         },
       }),
     );
     await cluster.kubectl(['apply', '-f', deploy]);
+    // Port 80 → the pods' port named `http` (8080): kubectl resolves both client-side.
+    const svc = cluster.writeFile(
+      'svc.yaml',
+      JSON.stringify({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'websvc', namespace: 'default' }, spec: { selector: { app: 'webd' }, ports: [{ name: 'web', port: 80, targetPort: 'http' }] } }),
+    );
+    await cluster.kubectl(['apply', '-f', svc]);
     await waitForPod(cluster.client, 'default', 'web', allRunning, 60_000);
     await cluster.kubectl(['rollout', 'status', 'deployment/webd', '--timeout=60s']);
     const nodeToken = (JSON.parse(fs.readFileSync(path.join(cluster.dir, `agent-${nodeName}`, 'credentials.json'), 'utf8')) as { token: string }).token;
@@ -177,6 +185,19 @@ describe('kubectl port-forward', () => {
         const r = await httpGet(pf.local.get(8080)!);
         const served = /^hello from (\S+)$/m.exec(r.body)?.[1];
         assert.ok(served && names.includes(served), `served by ${served}, the Deployment's pods are ${names.join(', ')}`);
+      } finally {
+        await pf.stop();
+      }
+    });
+
+    it('svc/x forwards to a pod behind the Service, its port mapped to the target port', async () => {
+      const pods = await cluster.client.list(CORE.pods, { namespace: 'default', labelSelector: 'app=webd' });
+      const names = pods.items.map((p) => p.metadata.name);
+      const pf = await portForward(cluster, k, 'svc/websvc', [80]);
+      try {
+        assert.match(pf.stdout(), /-> 8080/, 'kubectl mapped Service port 80 to the named target port 8080');
+        const served = /^hello from (\S+)$/m.exec((await httpGet(pf.local.get(80)!)).body)?.[1];
+        assert.ok(served && names.includes(served), `served by ${served}, the Service's pods are ${names.join(', ')}`);
       } finally {
         await pf.stop();
       }
