@@ -51,9 +51,9 @@ export class NetnsDialer implements PodPortDialer {
       const timer = setTimeout(() => this.settle(id, new Error(`no connection to port ${port} within ${(this.opts.dialTimeoutMs ?? DIAL_TIMEOUT_MS) / 1000} s`)), this.opts.dialTimeoutMs ?? DIAL_TIMEOUT_MS);
       timer.unref();
       this.pending.set(id, { resolve, reject, timer });
-      child.send({ id, port }, (err) => {
-        if (err) this.settle(id, err);
-      });
+      // A failed send means the child is going away: its exit reports why (nsenter's message), so the
+      // error here is not the one to give; the timeout covers a child that neither answers nor exits.
+      child.send({ id, port }, () => undefined);
     });
   }
 
