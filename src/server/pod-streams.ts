@@ -1,9 +1,11 @@
 /**
- * The pod subresources that stream from a node: `log` (GET …/pods/{name}/log) and `exec` / `attach` (upgrade
- * requests to …/pods/{name}/exec|attach). The API server authenticates and authorizes the caller (verb `get`
- * on pods/log, `create` on pods/exec and pods/attach — the WebSocket GET included, as Kubernetes does since
- * 1.30), checks the pod and container the way the kubelet would, and then proxies to the agent of the pod's
- * node (agent-proxy.ts). Users never talk to agents directly.
+ * The pod subresources that stream from a node: `log` (GET …/pods/{name}/log) and `exec` / `attach` /
+ * `portforward` (upgrade requests to …/pods/{name}/exec|attach|portforward). The API server authenticates
+ * and authorizes the caller (verb `get` on pods/log, `create` on pods/exec, pods/attach and pods/portforward —
+ * the WebSocket GET included, as Kubernetes does since 1.30), checks the pod and container the way the
+ * kubelet would, and then proxies to the agent of the pod's node (agent-proxy.ts), which speaks every
+ * streaming protocol itself (port-forward's WebSocket tunnel of SPDY included), so the API server splices
+ * bytes and never translates. Users never talk to agents directly.
  *
  * Upgrade requests bypass fastify's routing (Node hands them to the server's 'upgrade' event, which listen.ts
  * forwards to `app.server`), so this module authenticates those itself.
@@ -30,13 +32,13 @@ export interface PodStreamsOptions {
 const LOG_PARAMS = ['follow', 'tailLines', 'sinceSeconds', 'sinceTime', 'timestamps', 'previous', 'limitBytes'];
 /** Exec / attach query parameters passed through to the agent. */
 const STREAM_PARAMS = ['command', 'stdin', 'stdout', 'stderr', 'tty'];
-const STREAM_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach)$/;
+const STREAM_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/;
 
 export function registerPodStreams(app: FastifyInstance, opts: PodStreamsOptions): void {
   const streams = new PodStreams(opts);
   app.get('/api/v1/namespaces/:namespace/pods/:name/log', (req, reply) => streams.serveLog(req, reply));
-  // Reaching a route means no Upgrade header: exec and attach only exist as upgrades.
-  for (const sub of ['exec', 'attach']) {
+  // Reaching a route means no Upgrade header: exec, attach and portforward only exist as upgrades.
+  for (const sub of ['exec', 'attach', 'portforward']) {
     app.route({
       method: ['GET', 'POST'],
       url: `/api/v1/namespaces/:namespace/pods/:name/${sub}`,
@@ -89,9 +91,15 @@ class PodStreams {
       const m = STREAM_PATH.exec(url.pathname);
       if (!m) throw new ApiError('NotFound', 'the server could not find the requested resource');
       const [namespace, name] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)];
-      const subresource = m[3] as 'exec' | 'attach';
+      const subresource = m[3] as 'exec' | 'attach' | 'portforward';
       this.authorize(identity, 'create', subresource, namespace, name);
       const pod = await this.pod(namespace, name);
+      if (subresource === 'portforward') {
+        // As kube-apiserver: the pod must be on a node; whether it runs is the agent's (the kubelet's) call.
+        const target = await this.agentTarget(pod);
+        const forward = new URLSearchParams({ podUID: pod.metadata.uid ?? '' });
+        return proxyUpgrade(target, req, socket, head, `/portForward/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?${forward}`);
+      }
       const phase = pod.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') throw errors.badRequest(`cannot ${subresource} into a container in a completed pod; current phase is ${phase}`);
       const container = pickContainer(pod, url.searchParams.get('container'));
