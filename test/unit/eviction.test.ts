@@ -3,6 +3,7 @@
  * and as Kubernetes protobuf (what kubectl drain sends), all through the one body decoder, against
  * a real registry.
  */
+import { bytes, envelope, int, msg, str } from './protobuf-encoder.js';
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
@@ -16,29 +17,6 @@ import { openSqliteBackend } from '../../src/storage/sqlite.js';
 const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 const PODS = BUILTIN_RESOURCES.find((r) => r.group === '' && r.plural === 'pods')!;
 const NAMESPACES = BUILTIN_RESOURCES.find((r) => r.group === '' && r.plural === 'namespaces')!;
-
-// ---------- a tiny protobuf encoder, for tests only ----------
-
-function varint(value: number): Buffer {
-  let v = BigInt.asUintN(64, BigInt(value));
-  const out: number[] = [];
-  do {
-    let byte = Number(v & 0x7fn);
-    v >>= 7n;
-    if (v !== 0n) byte |= 0x80;
-    out.push(byte);
-  } while (v !== 0n);
-  return Buffer.from(out);
-}
-const tag = (no: number, wireType: number): Buffer => varint((no << 3) | wireType);
-const int = (no: number, value: number): Buffer => Buffer.concat([tag(no, 0), varint(value)]);
-const bytes = (no: number, payload: Uint8Array): Buffer => Buffer.concat([tag(no, 2), varint(payload.length), payload]);
-const str = (no: number, text: string): Buffer => bytes(no, Buffer.from(text, 'utf8'));
-const msg = (no: number, ...parts: Buffer[]): Buffer => bytes(no, Buffer.concat(parts));
-
-function envelope(apiVersion: string, kind: string, raw: Buffer, contentEncoding = ''): Buffer {
-  return Buffer.concat([Buffer.from('k8s\0', 'latin1'), msg(1, str(1, apiVersion), str(2, kind)), bytes(2, raw), str(3, contentEncoding)]);
-}
 
 /** Eviction{metadata{name, namespace}, deleteOptions{...}} in protobuf. */
 function evictionProto(name: string, deleteOptions: Buffer[] = []): Buffer {
@@ -101,7 +79,7 @@ describe('pods/eviction bodies', () => {
 
   it('refuses a protobuf envelope whose content is encoded (415), as for every other protobuf body', async () => {
     const registry = await clusterWithPod();
-    await rejected(evict(registry, envelope('policy/v1', 'Eviction', evictionProto('web-0'), 'gzip'), PROTOBUF), 415, /content encoding "gzip"/);
+    await rejected(evict(registry, envelope('policy/v1', 'Eviction', evictionProto('web-0'), { contentEncoding: 'gzip' }), PROTOBUF), 415, /content encoding "gzip"/);
     assert.equal((await podOf(registry)).metadata.deletionTimestamp, undefined);
   });
 });
