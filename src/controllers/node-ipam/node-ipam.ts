@@ -46,7 +46,7 @@ export class NodeIpamController {
       throw new Error(`node CIDR mask size /${this.nodePrefix} does not fit in cluster CIDR ${formatCidr(this.cluster)}`);
     }
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
-    const kick = () => this.kick();
+    const kick = () => this.pass.kick();
     this.nodes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
   }
 
@@ -57,7 +57,7 @@ export class NodeIpamController {
 
   async start(): Promise<void> {
     await this.nodes.start();
-    this.kick();
+    this.pass.kick();
     await this.idle();
   }
 
@@ -68,10 +68,6 @@ export class NodeIpamController {
   /** Resolves when no pass is running (tests). */
   async idle(): Promise<void> {
     await this.pass.idle();
-  }
-
-  private kick(): void {
-    this.pass.kick();
   }
 
   /**

@@ -59,14 +59,14 @@ export class ServiceLBController {
     });
     this.services = opts.informers.informerFor<Service>(SERVICES);
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
-    const kick = () => this.kick();
+    const kick = () => this.pass.kick();
     this.services.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
     this.nodes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
   }
 
   async start(): Promise<void> {
     await Promise.all([this.services.start(), this.nodes.start()]);
-    this.kick();
+    this.pass.kick();
     await this.idle();
   }
 
@@ -77,10 +77,6 @@ export class ServiceLBController {
   /** Resolves when no pass is running (tests). */
   async idle(): Promise<void> {
     await this.pass.idle();
-  }
-
-  private kick(): void {
-    this.pass.kick();
   }
 
   /** One pass over the cached Services. Public so tests drive passes themselves. */
