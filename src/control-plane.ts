@@ -174,7 +174,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   // In-cluster clients call https://kubernetes.default.svc (or the ClusterIP): the certificate names both.
   const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
-  const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
+  const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   const app = buildApp({
     registry,
@@ -224,7 +224,7 @@ async function ensureSystemNamespaces(registry: Registry): Promise<void> {
   const info = BUILTIN_RESOURCES.find((r) => r.kind === 'Namespace')!;
   for (const name of SYSTEM_NAMESPACES) {
     try {
-      registry.get(info, undefined, name);
+      await registry.get(info, undefined, name);
     } catch {
       await registry.create(info, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
     }

@@ -71,8 +71,9 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   let authorizer = opts.authorizer;
   let nodeGraph: NodeGraph | undefined;
   if (!authorizer) {
-    nodeGraph = new NodeGraph({ registry: opts.registry });
-    nodeGraph.start();
+    const graph = (nodeGraph = new NodeGraph({ registry: opts.registry }));
+    // Indexed before the server takes its first request (listen() waits for onReady).
+    app.addHook('onReady', () => graph.start());
     authorizer = new Authorizer({ graph: nodeGraph });
   }
   const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
@@ -147,7 +148,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
     if (verb === 'watch') {
       reply.hijack();
-      serveWatch(reply.raw, {
+      await serveWatch(reply.raw, {
         registry: opts.registry,
         target,
         query,
@@ -160,7 +161,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     }
     // A plain GET of one object is sent as stored: serialized once per revision, written with backpressure.
     if (req.method === 'GET' && target.name !== undefined && !target.subresource && !table && version === target.info.version) {
-      return sendJsonBytes(reply, 200, opts.registry.getSerialized(target.info, target.namespace, target.name));
+      return sendJsonBytes(reply, 200, await opts.registry.getSerialized(target.info, target.namespace, target.name));
     }
     const result = await handleResourceRequest(opts.registry, {
       method: req.method,

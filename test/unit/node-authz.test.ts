@@ -15,6 +15,7 @@ import type { Identity } from '../../src/auth/tokens.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { StorageError, type Backend, type WatchOptions } from '../../src/storage/backend.js';
 
 const info = (plural: string) => ALL_STRATEGIES.find((s) => s.info.plural === plural)!.info;
 const nodeA: Identity = { user: 'system:node:a', groups: ['system:nodes', 'system:authenticated'], nodeName: 'a' };
@@ -195,7 +196,7 @@ describe('NodeGraph', () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', pod('before', 'a', 'early'));
     const graph = new NodeGraph({ registry });
-    graph.start();
+    await graph.start();
     await settle();
     assert.ok(graph.reaches('a', 'secrets', 'default', 'early'), 'pods that existed at start are indexed');
     assert.equal(graph.reaches('b', 'secrets', 'default', 'early'), false);
@@ -222,12 +223,66 @@ describe('NodeGraph', () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', pod('old', 'a', 'old-secret'));
     const graph = new NodeGraph({ registry });
-    graph.start();
+    await graph.start();
     assert.ok(graph.reaches('a', 'secrets', 'default', 'old-secret'), 'no wait needed after start');
     await registry.create(PODS, 'default', pod('fresh', 'a', 'new-secret'));
     // No settle: the next request after a write is authorized with the write indexed.
     assert.ok(graph.reaches('a', 'secrets', 'default', 'new-secret'));
     assert.equal(graph.reaches('b', 'secrets', 'default', 'new-secret'), false);
+    graph.stop();
+  });
+
+  it('follows which claims exist', async () => {
+    const registry = await fresh();
+    const CLAIMS = info('persistentvolumeclaims');
+    const claim = (name: string) => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } });
+    await registry.create(CLAIMS, 'default', claim('early'));
+    const graph = new NodeGraph({ registry });
+    await graph.start();
+    assert.ok(graph.exists('persistentvolumeclaims', 'default', 'early'));
+    await registry.create(CLAIMS, 'default', claim('late'));
+    assert.ok(graph.exists('persistentvolumeclaims', 'default', 'late'));
+    await registry.delete(CLAIMS, 'default', 'early');
+    await settle();
+    assert.equal(graph.exists('persistentvolumeclaims', 'default', 'early'), false);
+    assert.equal(graph.exists('secrets', 'default', 'late'), false, 'only claims are followed');
+    graph.stop();
+  });
+
+  it('rebuilds its index when the store ends a watch, so changes it missed meanwhile are not kept', async () => {
+    // A store that can drop events and end watches, as a networked one that lost its stream.
+    const store = openSqliteBackend({ file: ':memory:' });
+    const link = { up: true, endings: [] as Array<NonNullable<WatchOptions['onError']>> };
+    const backend = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'watch') {
+          return (prefix: string, opts: WatchOptions) => {
+            if (opts.onError) link.endings.push(opts.onError);
+            return target.watch(prefix, { ...opts, onEvent: (ev) => link.up && opts.onEvent(ev) });
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Backend;
+    const registry = new Registry({ backend });
+    for (const s of ALL_STRATEGIES) registry.register(s);
+    await registry.create(info('namespaces'), undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+    await registry.create(PODS, 'default', pod('gone-unseen', 'a', 'stale-secret'));
+    const graph = new NodeGraph({ registry });
+    await graph.start();
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'stale-secret'));
+
+    link.up = false;
+    await registry.delete(PODS, 'default', 'gone-unseen', { gracePeriodSeconds: 0 });
+    await registry.create(PODS, 'default', pod('new-unseen', 'a', 'fresh-secret'));
+    await settle();
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'stale-secret'), 'the lost events were not seen');
+    link.up = true;
+    for (const end of link.endings.splice(0)) end(new StorageError('Compacted', 'compacted while reconnecting', { compactedRevision: 1 }));
+    await settle();
+    assert.equal(graph.reaches('a', 'secrets', 'default', 'stale-secret'), false, 'the deleted pod is gone after the rebuild');
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'fresh-secret'), 'the pod created meanwhile is indexed');
     graph.stop();
   });
 });

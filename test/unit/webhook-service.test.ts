@@ -25,7 +25,7 @@ async function serviceWithSlice(env: ControllerEnv, name: string, opts: { port: 
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name },
-    spec: opts.type === 'ExternalName' ? { type: 'ExternalName', externalName: 'example.org' } : { selector: { app: name }, clusterIP: '10.96.0.50', ports: [{ name: 'https', port: opts.port, targetPort: opts.targetPort }] },
+    spec: opts.type === 'ExternalName' ? { type: 'ExternalName', externalName: 'example.org' } : { selector: { app: name }, ports: [{ name: 'https', port: opts.port, targetPort: opts.targetPort }] },
   });
   await env.create<EndpointSlice>('discovery.k8s.io', 'endpointslices', {
     apiVersion: 'discovery.k8s.io/v1',
@@ -73,16 +73,16 @@ describe('webhooks through clientConfig.service', () => {
     const env = await controllerEnv();
     await serviceWithSlice(env, 'hooks', { port: 443, targetPort: 8443, endpoints: [{ ip: '10.244.0.5', ready: false }, { ip: '10.244.0.6' }, { ip: '10.244.0.7' }] });
     const picks: number[] = [];
-    const target = resolveWebhookService(env.registry, { namespace: 'default', name: 'hooks', path: '/validate' }, (n) => (picks.push(n), n - 1));
+    const target = await resolveWebhookService(env.registry, { namespace: 'default', name: 'hooks', path: '/validate' }, (n) => (picks.push(n), n - 1));
     assert.deepEqual(picks, [2], 'the unready endpoint is not a candidate');
     assert.deepEqual(target, { url: 'https://10.244.0.7:8443/validate', servername: 'hooks.default.svc' });
 
-    assert.throws(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'nope' }), /service "nope" not found/);
-    assert.throws(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'hooks', port: 8080 }), /no service port 8080 found for service "hooks"/);
+    await assert.rejects(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'nope' }), /service "nope" not found/);
+    await assert.rejects(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'hooks', port: 8080 }), /no service port 8080 found for service "hooks"/);
     await serviceWithSlice(env, 'idle', { port: 443, targetPort: 8443, endpoints: [{ ip: '10.244.0.9', ready: false }] });
-    assert.throws(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'idle' }), /no endpoints available for service "idle"/);
+    await assert.rejects(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'idle' }), /no endpoints available for service "idle"/);
     await serviceWithSlice(env, 'ext', { port: 443, targetPort: 443, endpoints: [], type: 'ExternalName' });
-    assert.throws(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'ext' }), /unsupported service type "ExternalName"/);
+    await assert.rejects(() => resolveWebhookService(env.registry, { namespace: 'default', name: 'ext' }), /unsupported service type "ExternalName"/);
   });
 
   it('calls the endpoint over HTTPS with the service DNS name as TLS server name, and a certificate without that name fails', async () => {

@@ -36,12 +36,12 @@ export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookP
     async admit(attrs) {
       if (attrs.info.group === 'admissionregistration.k8s.io') return;
       if (kind === 'mutating' && attrs.operation === 'DELETE') return;
-      const configs = opts.registry.list(configInfo, undefined).items as WebhookConfiguration[];
+      const configs = (await opts.registry.list(configInfo, undefined)).items as WebhookConfiguration[];
       if (!configs.length) return;
-      const hooks = configs
-        .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
-        .flatMap((c) => c.webhooks ?? [])
-        .filter((w) => matches(w, attrs, opts.registry));
+      const hooks: Webhook[] = [];
+      for (const hook of configs.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '')).flatMap((c) => c.webhooks ?? [])) {
+        if (await matches(hook, attrs, opts.registry)) hooks.push(hook);
+      }
       for (const hook of hooks) {
         if (attrs.dryRun && !['None', 'NoneOnDryRun'].includes(hook.sideEffects ?? '')) {
           throw errors.badRequest(`admission webhook "${hook.name}" does not support dry run`);
@@ -130,17 +130,17 @@ const ROUTABLE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer']);
  * the Service port numbered `port` (default 443), then a random ready endpoint, among the Service's
  * EndpointSlices, that serves a port of the same name. Errors say what is missing.
  */
-export function resolveWebhookService(
+export async function resolveWebhookService(
   registry: Registry,
   ref: { namespace: string; name: string; path?: string; port?: number },
   pick: (n: number) => number = (n) => randomInt(n),
-): WebhookTarget {
+): Promise<WebhookTarget> {
   const serviceInfo = registry.lookup('', 'services')?.info;
   const sliceInfo = registry.lookup('discovery.k8s.io', 'endpointslices')?.info;
   if (!serviceInfo || !sliceInfo) throw new Error('services are not served');
   let service: Service;
   try {
-    service = registry.get(serviceInfo, ref.namespace, ref.name) as Service;
+    service = (await registry.get(serviceInfo, ref.namespace, ref.name)) as Service;
   } catch {
     throw new Error(`service "${ref.name}" not found`);
   }
@@ -150,7 +150,7 @@ export function resolveWebhookService(
   const servicePort = (service.spec?.ports ?? []).find((p) => p.port === wanted);
   if (!servicePort) throw new Error(`no service port ${wanted} found for service "${ref.name}"`);
   const portName = servicePort.name ?? '';
-  const slices = registry.list(sliceInfo, ref.namespace, { labelSelector: `${SERVICE_NAME_LABEL}=${ref.name}` }).items as EndpointSlice[];
+  const slices = (await registry.list(sliceInfo, ref.namespace, { labelSelector: `${SERVICE_NAME_LABEL}=${ref.name}` })).items as EndpointSlice[];
   const candidates: Array<{ ip: string; port: number }> = [];
   for (const slice of slices) {
     if (slice.addressType !== 'IPv4') continue;
@@ -168,15 +168,11 @@ export function resolveWebhookService(
   return { url: `https://${chosen.ip}:${chosen.port}${path.startsWith('/') || path === '' ? path : `/${path}`}`, servername: `${ref.name}.${ref.namespace}.svc` };
 }
 
-function post(hook: Webhook, body: unknown, registry: Registry): Promise<AdmissionResponse> {
+async function post(hook: Webhook, body: unknown, registry: Registry): Promise<AdmissionResponse> {
   let target: WebhookTarget;
-  try {
-    if (hook.clientConfig.url) target = { url: hook.clientConfig.url };
-    else if (hook.clientConfig.service) target = resolveWebhookService(registry, hook.clientConfig.service);
-    else throw new Error('clientConfig has neither url nor service');
-  } catch (e) {
-    return Promise.reject(e);
-  }
+  if (hook.clientConfig.url) target = { url: hook.clientConfig.url };
+  else if (hook.clientConfig.service) target = await resolveWebhookService(registry, hook.clientConfig.service);
+  else throw new Error('clientConfig has neither url nor service');
   const url = target.url;
   const ca = hook.clientConfig.caBundle ? Buffer.from(hook.clientConfig.caBundle, 'base64').toString('utf8') : undefined;
   const payload = JSON.stringify(body);
@@ -207,7 +203,7 @@ function post(hook: Webhook, body: unknown, registry: Registry): Promise<Admissi
   });
 }
 
-function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boolean {
+async function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): Promise<boolean> {
   const sub = a.subresource ? `${a.info.plural}/${a.subresource}` : a.info.plural;
   const anyOf = (list: string[] | undefined, v: string) => !!list?.some((x) => x === '*' || x === v);
   const ruleOk = (hook.rules ?? []).some(
@@ -227,7 +223,7 @@ function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boo
     else if (a.info.namespaced) {
       const nsInfo = registry.lookup('', 'namespaces')?.info;
       try {
-        nsLabels = nsInfo ? registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default').metadata.labels : undefined;
+        nsLabels = nsInfo ? (await registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default')).metadata.labels : undefined;
       } catch {
         nsLabels = undefined;
       }

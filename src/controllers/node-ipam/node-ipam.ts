@@ -4,6 +4,7 @@
  * stable across control-plane restarts (the in-use set is rebuilt from the nodes before anything new is
  * handed out) and a subnet is free again as soon as its Node is deleted.
  */
+import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Node } from '../../api/types.js';
@@ -31,18 +32,21 @@ export class NodeIpamController {
   readonly nodes: Informer<Node>;
   private readonly cluster: Ipv4Cidr;
   private readonly nodePrefix: number;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly pass: CoalescedPass;
 
   constructor(private readonly opts: NodeIpamOptions) {
+    this.pass = new CoalescedPass({
+      run: () => this.allocate(),
+      ready: () => this.nodes.hasSynced(),
+      onError: (e) => this.opts.log.warn({ err: e.message }, 'pod CIDR allocation failed'),
+    });
     this.cluster = parseCidr(opts.clusterCidr ?? DEFAULT_CLUSTER_CIDR);
     this.nodePrefix = opts.nodeCidrMaskSize ?? DEFAULT_NODE_CIDR_MASK_SIZE;
     if (subnetCount(this.cluster, this.nodePrefix) === 0) {
       throw new Error(`node CIDR mask size /${this.nodePrefix} does not fit in cluster CIDR ${formatCidr(this.cluster)}`);
     }
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
-    const kick = () => this.kick();
+    const kick = () => this.pass.kick();
     this.nodes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
   }
 
@@ -53,36 +57,17 @@ export class NodeIpamController {
 
   async start(): Promise<void> {
     await this.nodes.start();
-    this.kick();
+    this.pass.kick();
     await this.idle();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    await this.idle();
+    await this.pass.stop();
   }
 
-  /** Resolves when no allocation pass is running (tests). */
+  /** Resolves when no pass is running (tests). */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
-  }
-
-  /** Coalesces bursts of node events into one allocation pass at a time. */
-  private kick(): void {
-    if (this.stopped || !this.nodes.hasSynced()) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.allocate()
-      .catch((e: unknown) => this.opts.log.warn({ err: (e as Error).message }, 'pod CIDR allocation failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    await this.pass.idle();
   }
 
   /**

@@ -6,6 +6,7 @@
  * ingress cleared; one with a `loadBalancerClass` belongs to another implementation and is left
  * alone, as upstream's service controller and ServiceLB leave it.
  */
+import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { LoadBalancerIngress, Service } from '../../api/services.js';
@@ -48,48 +49,34 @@ function compareIPs(a: string, b: string): number {
 export class ServiceLBController {
   readonly services: Informer<Service>;
   readonly nodes: Informer<Node>;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private stopped = false;
+  private readonly pass: CoalescedPass;
 
   constructor(private readonly opts: ServiceLBOptions) {
+    this.pass = new CoalescedPass({
+      run: () => this.sync(),
+      ready: () => this.services.hasSynced() && this.nodes.hasSynced(),
+      onError: (e) => this.opts.log.warn({ err: e.message }, 'load balancer status sync failed'),
+    });
     this.services = opts.informers.informerFor<Service>(SERVICES);
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
-    const kick = () => this.kick();
+    const kick = () => this.pass.kick();
     this.services.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
     this.nodes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
   }
 
   async start(): Promise<void> {
     await Promise.all([this.services.start(), this.nodes.start()]);
-    this.kick();
+    this.pass.kick();
     await this.idle();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    await this.idle();
+    await this.pass.stop();
   }
 
+  /** Resolves when no pass is running (tests). */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
-  }
-
-  private kick(): void {
-    if (this.stopped || !this.services.hasSynced() || !this.nodes.hasSynced()) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.sync()
-      .catch((e: unknown) => this.opts.log.warn({ err: (e as Error).message }, 'load balancer status sync failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.kick();
-        }
-      });
+    await this.pass.idle();
   }
 
   /** One pass over the cached Services. Public so tests drive passes themselves. */
