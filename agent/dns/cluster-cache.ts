@@ -85,6 +85,7 @@ export class ClusterCache {
   readonly services: Informer<Service>;
   readonly slices: Informer<EndpointSlice>;
   readonly view: CacheClusterView;
+  private stopped = false;
 
   constructor(opts: ClusterCacheOptions) {
     const common = { client: opts.client, retryDelayMs: opts.retryDelayMs ?? 1000, ...(opts.log ? { log: opts.log } : {}) };
@@ -108,8 +109,6 @@ export class ClusterCache {
     run(this.services);
     run(this.slices);
   }
-
-  private stopped = false;
 
   stop(): void {
     this.stopped = true;

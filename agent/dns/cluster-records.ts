@@ -109,7 +109,7 @@ export function publishedEndpoints(svc: Service, slices: EndpointSlice[]): Publi
   return out;
 }
 
-function a(name: string, ip: string): Answer {
+function aRecord(name: string, ip: string): Answer {
   return { name, type: 'A', class: 'IN', ttl: CLUSTER_TTL, data: ip };
 }
 
@@ -155,7 +155,7 @@ export class ClusterZone {
       if (rest.length !== 2) return nxdomain();
       const ip = rest[0]!.replace(/-/g, '.');
       if (!isIPv4(ip)) return nxdomain();
-      return q.type === 'A' ? found([a(name, ip)]) : nodata();
+      return q.type === 'A' ? found([aRecord(name, ip)]) : nodata();
     }
     if (kind !== 'svc') return nxdomain();
     if (rest.length === 0) return nodata();
@@ -181,7 +181,7 @@ export class ClusterZone {
     if (prefix.length === 1 && isHeadless(svc)) {
       const matches = publishedEndpoints(svc, view.slicesOf(namespace, serviceName)).filter((e) => e.label === prefix[0]);
       if (!matches.length) return nxdomain();
-      return q.type === 'A' ? found(matches.map((e) => a(name, e.address))) : nodata();
+      return q.type === 'A' ? found(matches.map((e) => aRecord(name, e.address))) : nodata();
     }
     return nxdomain();
   }
@@ -214,9 +214,9 @@ export class ClusterZone {
     if (type !== 'A') return nodata();
     if (isHeadless(svc)) {
       const ns = svc.metadata.namespace ?? 'default';
-      return found(publishedEndpoints(svc, view.slicesOf(ns, svc.metadata.name ?? '')).map((e) => a(fqdn, e.address)));
+      return found(publishedEndpoints(svc, view.slicesOf(ns, svc.metadata.name ?? '')).map((e) => aRecord(fqdn, e.address)));
     }
-    return found(clusterIPs(svc).filter(isIPv4).map((ip) => a(fqdn, ip)));
+    return found(clusterIPs(svc).filter(isIPv4).map((ip) => aRecord(fqdn, ip)));
   }
 
   private namedPort(svc: Service, portName: string, proto: string): ServicePort | undefined {
@@ -229,7 +229,7 @@ export class ClusterZone {
     if (!isHeadless(svc)) {
       const ips = clusterIPs(svc).filter(isIPv4);
       if (!ips.length) return [[], []];
-      return [[{ name: qname, type: 'SRV', class: 'IN', ttl: CLUSTER_TTL, data: { priority: 0, weight: 100, port: port.port, target: svcFqdn } }], ips.map((ip) => a(svcFqdn, ip))];
+      return [[{ name: qname, type: 'SRV', class: 'IN', ttl: CLUSTER_TTL, data: { priority: 0, weight: 100, port: port.port, target: svcFqdn } }], ips.map((ip) => aRecord(svcFqdn, ip))];
     }
     const endpoints = publishedEndpoints(svc, view.slicesOf(svc.metadata.namespace ?? 'default', svc.metadata.name ?? ''));
     const answers: Answer[] = [];
@@ -240,7 +240,7 @@ export class ClusterZone {
       const slicePort = (e.slice.ports ?? []).find((p) => (p.name ?? '') === (port.name ?? '') && (p.protocol ?? 'TCP') === proto);
       const target = `${e.label}.${svcFqdn}`;
       answers.push({ name: qname, type: 'SRV', class: 'IN', ttl: CLUSTER_TTL, data: { priority: 0, weight, port: slicePort?.port ?? port.port, target } });
-      additionals.push(a(target, e.address));
+      additionals.push(aRecord(target, e.address));
     }
     return [answers, additionals];
   }

@@ -56,6 +56,8 @@ export class DnsServer {
   private udp: dgram.Socket | undefined;
   private tcp: net.Server | undefined;
   private readonly connections = new Set<net.Socket>();
+  private stopped = false;
+  private tcpRetry: NodeJS.Timeout | undefined;
   /** counters for logs and benchmarks */
   readonly stats = { queries: 0, local: 0, forwarded: 0, truncated: 0 };
 
@@ -110,9 +112,6 @@ export class DnsServer {
       this.tcpRetry = setTimeout(retry, 50);
     }
   }
-
-  private stopped = false;
-  private tcpRetry: NodeJS.Timeout | undefined;
 
   async stop(): Promise<void> {
     this.stopped = true;
