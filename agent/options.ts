@@ -8,6 +8,7 @@ import type { Client } from '../src/client/client.js';
 import { systemClock, type Clock } from './clock.js';
 import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
+import type { NftExecutor } from './proxy/nft-executor.js';
 
 export interface AgentIntervals {
   /** node heartbeat (Ready condition) period; Kubernetes: 10 s */
@@ -58,6 +59,10 @@ export interface AgentOptions {
   pauseImage?: string;
   /** the agent's HTTPS endpoint (logs, exec); default 10250, or a free port when taken; 0 = any free port */
   agentPort?: number | undefined;
+  /** the service proxy's nftables table (family ip); default `berth` */
+  serviceProxyTable?: string | undefined;
+  /** tests: the service proxy's nft; without it the proxy runs real nft, and only with the Docker runtime */
+  nftExecutor?: NftExecutor;
 }
 
 export interface ResolvedAgentOptions {
@@ -77,6 +82,8 @@ export interface ResolvedAgentOptions {
   runtime: ContainerRuntime | undefined;
   pauseImage: string | undefined;
   agentPort: number | undefined;
+  serviceProxyTable: string;
+  nftExecutor: NftExecutor | undefined;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -107,6 +114,9 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     throw new Error(`agent: node name "${o.nodeName}" is not a valid DNS subdomain (lower-case letters, digits, '-', '.')`);
   }
   if (!o.dataDir) throw new Error('agent: dataDir is required');
+  if (o.serviceProxyTable !== undefined && !/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(o.serviceProxyTable)) {
+    throw new Error(`agent: service proxy table "${o.serviceProxyTable}" is not a valid nftables table name (a letter, then letters, digits, '_', '.', '-')`);
+  }
   const log = o.logger ?? pino({ name: 'berth-agent' });
   return {
     server: o.server.replace(/\/+$/, ''),
@@ -125,6 +135,8 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     runtime: o.runtime,
     pauseImage: o.pauseImage,
     agentPort: o.agentPort,
+    serviceProxyTable: o.serviceProxyTable ?? 'berth',
+    nftExecutor: o.nftExecutor,
   };
 }
 
