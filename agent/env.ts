@@ -3,7 +3,9 @@
  * (ConfigMaps/Secrets, with prefix), then `env` entries in order — literal values with `$(VAR)` expansion
  * against what is defined so far, or `valueFrom` (configMapKeyRef, secretKeyRef, fieldRef, resourceFieldRef).
  * A missing object or key that is not optional throws ContainerConfigError naming it. Values are read once:
- * a later change to a ConfigMap or Secret does not reach a running container.
+ * a later change to a ConfigMap or Secret does not reach a running container. Service variables, when
+ * given, are what `$(VAR)` falls back to, and are added after the container's own variables unless one
+ * of those has the same name (the kubelet's order).
  */
 import type { Container, Pod } from '../src/api/types.js';
 import { ContainerConfigError } from './config-error.js';
@@ -60,7 +62,13 @@ export function envObjectRefs(pod: Pod): Set<string> {
 }
 
 /** Resolves one container's environment; see the module comment for the order and rules. */
-export async function resolveEnv(p: { pod: Pod; container: Container; objects: ConfigObjectReader; facts: PodRuntimeFacts }): Promise<ResolvedEnv> {
+export async function resolveEnv(p: {
+  pod: Pod;
+  container: Container;
+  objects: ConfigObjectReader;
+  facts: PodRuntimeFacts;
+  serviceEnv?: ReadonlyMap<string, string>;
+}): Promise<ResolvedEnv> {
   const { pod, container } = p;
   const namespace = pod.metadata.namespace ?? 'default';
   const vars = new Map<string, string>();
@@ -111,13 +119,14 @@ export async function resolveEnv(p: { pod: Pod; container: Container; objects: C
   for (const e of container.env ?? []) {
     let v: string | undefined = '';
     if (e.value) {
-      v = expandVars(e.value, vars);
+      v = expandVars(e.value, p.serviceEnv?.size ? new Map([...p.serviceEnv, ...vars]) : vars);
     } else if (e.valueFrom) {
       v = await valueFrom({ ...p, namespace, valueFrom: e.valueFrom, configMap, secret });
       if (v === undefined) continue; // optional and absent: the variable is not set at all
     }
     vars.set(e.name, v);
   }
+  for (const [k, v] of p.serviceEnv ?? []) if (!vars.has(k)) vars.set(k, v);
   return { env: [...vars].map(([k, v]) => `${k}=${v}`), vars, skippedKeys };
 }
 

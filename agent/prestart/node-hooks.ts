@@ -9,12 +9,14 @@
  *
  * env comes first because volume mounts expand its variables (subPathExpr); volumes come before the pod
  * files so a container's own mount at /etc/hosts is known. Cleanup runs in reverse. The hooks share one
- * cache of watched ConfigMaps and Secrets, which stops with them.
+ * cache of watched ConfigMaps and Secrets and one cache of Services (for service variables), which stop
+ * with them.
  */
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { claimUid, clusterId } from '../volumes/claim-volumes.js';
+import { ServicesCache } from '../services/services-cache.js';
 import { ConfigObjects } from '../volumes/config-objects.js';
 import { PodPaths } from '../volumes/paths.js';
 import { EnvHook } from './env.js';
@@ -47,6 +49,8 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
   const paths = new PodPaths(o.dataDir);
   const objects = new ConfigObjects({ client: o.client, log, retryMs: o.retryMs });
   const allocatable = nodeAllocatable(o.dataDir);
+  const services = new ServicesCache({ client: o.client, log, retryMs: o.retryMs });
+  services.start();
   // The cluster id changes only with a new control-plane store (and the agent with it): read once, but
   // a failed read is not kept, so the next claim volume asks again.
   let cluster: Promise<string> | undefined;
@@ -57,7 +61,7 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
     }));
   return new PrestartRunner({
     hooks: [
-      new EnvHook({ objects, hostIP: o.hostIP, allocatable, log }),
+      new EnvHook({ objects, hostIP: o.hostIP, allocatable, log, services }),
       new VolumesHook({
         paths,
         objects,
@@ -70,6 +74,9 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
       new TerminationLogHook({ dataDir: o.dataDir, log }),
     ],
     log,
-    onStop: () => objects.stop(),
+    onStop: () => {
+      objects.stop();
+      services.stop();
+    },
   });
 }

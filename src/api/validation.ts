@@ -24,6 +24,7 @@ export {
   DNS1123_SUBDOMAIN_MAX_LENGTH,
   LABEL_VALUE_MAX_LENGTH,
   QUALIFIED_NAME_MAX_LENGTH,
+  dns1035LabelErrors,
   dns1123LabelErrors,
   dns1123SubdomainErrors,
   emptyError,

@@ -10,6 +10,8 @@ import { CronJobController } from './cronjob/cronjob-controller.js';
 import { DaemonSetController } from './daemonset/daemonset-controller.js';
 import { DeploymentController } from './deployment/deployment-controller.js';
 import { DisruptionController } from './disruption/disruption-controller.js';
+import { EndpointsController } from './endpointslice/endpoints-controller.js';
+import { EndpointSliceController } from './endpointslice/endpointslice-controller.js';
 import { EventTTLController } from './event-ttl/event-ttl.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
 import { JobController } from './job/job-controller.js';
@@ -53,4 +55,6 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'daemonset', build: (ctx) => new DaemonSetController(ctx) }),
   controller({ name: 'statefulset', build: (ctx) => new StatefulSetController(ctx) }),
   controller({ name: 'disruption', build: (ctx) => new DisruptionController(ctx) }),
+  controller({ name: 'endpointslice', build: (ctx) => new EndpointSliceController(ctx) }),
+  controller({ name: 'endpoint', build: (ctx) => new EndpointsController(ctx) }),
 ] as const;

@@ -15,10 +15,13 @@ import {
   isRecord,
   listOf,
 } from './field-errors.js';
-import { dns1123LabelErrors, dns1123SubdomainErrors, labelValueErrors, qualifiedNameErrors } from './names.js';
+import { dns1035LabelErrors, dns1123LabelErrors, dns1123SubdomainErrors, labelValueErrors, qualifiedNameErrors } from './names.js';
 
-/** Which RFC 1123 rule an object's name follows: most kinds use subdomain, a few (Namespace) label. */
-export type NameRule = 'subdomain' | 'label';
+/**
+ * Which rule an object's name follows: most kinds use an RFC 1123 subdomain, a few (Namespace) an
+ * RFC 1123 label, and Service an RFC 1035 label (its name is a DNS label and an env var prefix).
+ */
+export type NameRule = 'subdomain' | 'label' | 'dns1035';
 
 export interface ObjectMetaRules {
   /** namespaced kinds must carry metadata.namespace (the caller fills it from the URL first) */
@@ -33,6 +36,7 @@ export const TOTAL_ANNOTATION_SIZE_LIMIT_BYTES = 256 * 1024;
 export function nameErrors(name: string, rule: NameRule, prefix = false): string[] {
   // generateName may end in '-' since random characters are appended after it.
   const checked = prefix && name.length > 1 && name.endsWith('-') ? `${name.slice(0, -1)}a` : name;
+  if (rule === 'dns1035') return dns1035LabelErrors(checked);
   return rule === 'label' ? dns1123LabelErrors(checked) : dns1123SubdomainErrors(checked);
 }
 

@@ -70,6 +70,22 @@ export function isDNS1123Subdomain(value: string): boolean {
   return dns1123SubdomainErrors(value).length === 0;
 }
 
+// ---------- RFC 1035 ----------
+
+export const DNS1035_LABEL_MAX_LENGTH = 63;
+const DNS1035_LABEL_FMT = '[a-z]([-a-z0-9]*[a-z0-9])?';
+const DNS1035_LABEL_RE = new RegExp(`^${DNS1035_LABEL_FMT}$`);
+const DNS1035_LABEL_MSG =
+  "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+
+/** Problems with `value` as an RFC 1035 label (Service names: they become DNS names and env var prefixes). */
+export function dns1035LabelErrors(value: string): string[] {
+  const errs: string[] = [];
+  if (value.length > DNS1035_LABEL_MAX_LENGTH) errs.push(maxLenError(DNS1035_LABEL_MAX_LENGTH));
+  if (!DNS1035_LABEL_RE.test(value)) errs.push(regexError(DNS1035_LABEL_MSG, DNS1035_LABEL_FMT, ['my-name', 'abc-123']));
+  return errs;
+}
+
 // ---------- qualified names (label keys, annotation keys, finalizers) ----------
 
 export const QUALIFIED_NAME_MAX_LENGTH = 63;

@@ -1,0 +1,124 @@
+/**
+ * The Endpoints controller: keeps the legacy core/v1 Endpoints object named after each Service
+ * with a selector (endpoints.ts computes it), which `kubectl describe svc` and older clients read,
+ * as kube-controller-manager's endpoints controller does. Endpoints carry no owner reference
+ * upstream, so a deleted Service's Endpoints are deleted here; at start every cached Endpoints
+ * object is looked at once, so one left by a Service deleted while the controller was down goes
+ * too. Selector-less Services (default/kubernetes, kube-dns, user-managed ones) and ExternalName
+ * Services are never touched.
+ */
+import type { Logger } from 'pino';
+import { isApiError } from '../../api/errors.js';
+import { MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT, type Endpoints, type Service } from '../../api/services.js';
+import type { Pod } from '../../api/types.js';
+import { CORE, type Client } from '../../client/client.js';
+import { keyOf, type Informer } from '../../client/informer.js';
+import { Controller, type ReconcileResult } from '../runtime/controller.js';
+import type { SharedInformers } from '../runtime/informer-factory.js';
+import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
+import { desiredEndpoints, endpointsEqual } from './endpoints.js';
+import { ENDPOINTS, SERVICES, servicesSelecting } from './endpointslice-controller.js';
+
+/** Endpoints objects kept for leader election have no Service and are never deleted (upstream's rule). */
+const LEADER_ELECTION_ANNOTATION = 'control-plane.alpha.kubernetes.io/leader';
+
+export interface EndpointsControllerOptions {
+  client: Client;
+  informers: SharedInformers;
+  log: Logger;
+  workers?: number;
+  /** addresses kept per object before truncation (default 1000) */
+  maxCapacity?: number;
+}
+
+export class EndpointsController {
+  readonly services: Informer<Service>;
+  readonly pods: Informer<Pod>;
+  readonly endpoints: Informer<Endpoints>;
+  readonly controller: Controller;
+  /** `namespace/name` → resourceVersion this controller replaced: seeing it again in the cache means the cache is behind */
+  private readonly replaced = new Map<string, string>();
+
+  constructor(private readonly opts: EndpointsControllerOptions) {
+    this.services = opts.informers.informerFor<Service>(SERVICES);
+    this.pods = opts.informers.informerFor<Pod>(CORE.pods);
+    this.endpoints = opts.informers.informerFor<Endpoints>(ENDPOINTS);
+    this.controller = new Controller({ name: 'endpoint', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 1 });
+    const queue = (o: Service) => this.controller.queue.add(keyOf(o));
+    this.services.addHandlers({ onAdd: queue, onUpdate: queue, onDelete: queue });
+    this.pods.addHandlers({
+      onAdd: (pod) => this.podChanged(pod),
+      onUpdate: (pod, old) => {
+        this.podChanged(pod);
+        if (JSON.stringify(pod.metadata.labels ?? {}) !== JSON.stringify(old.metadata.labels ?? {})) this.podChanged(old);
+      },
+      onDelete: (pod) => this.podChanged(pod),
+    });
+    // A user's edit or deletion of a kept Endpoints object is undone.
+    this.endpoints.addHandlers({ onDelete: (e) => this.controller.queue.add(keyOf(e)), onUpdate: (e) => this.controller.queue.add(keyOf(e)) });
+  }
+
+  async start(): Promise<void> {
+    await Promise.all([this.services.start(), this.pods.start(), this.endpoints.start()]);
+    this.checkLeftovers();
+    this.controller.start();
+  }
+
+  async stop(): Promise<void> {
+    await this.controller.stop();
+  }
+
+  /** Queues every cached Endpoints object, so one whose Service is gone is deleted. */
+  checkLeftovers(): void {
+    for (const e of this.endpoints.list()) {
+      if (e.metadata.annotations?.[LEADER_ELECTION_ANNOTATION] !== undefined) continue;
+      this.controller.queue.add(keyOf(e));
+    }
+  }
+
+  private podChanged(pod: Pod): void {
+    for (const s of servicesSelecting(this.services, pod)) this.controller.queue.add(keyOf(s));
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const [namespace, name] = splitOnce(key);
+    const service = this.services.get(key);
+    if (!service) {
+      const current = this.endpoints.get(key);
+      if (current?.metadata.annotations?.[LEADER_ELECTION_ANNOTATION] !== undefined) return;
+      try {
+        await this.opts.client.delete(ENDPOINTS, { namespace, name });
+      } catch (err) {
+        if (!(isApiError(err) && err.reason === 'NotFound')) throw err;
+      }
+      this.replaced.delete(key);
+      return;
+    }
+    if (!selectsPods(service)) return;
+
+    const current = this.endpoints.get(key);
+    if (current && this.replaced.get(key) === current.metadata.resourceVersion) {
+      throw new Error(`endpoints informer cache is out of date, resource version ${current.metadata.resourceVersion} already processed for endpoints ${key}`);
+    }
+    const pods = this.pods.listNamespace(namespace).filter((p) => serviceSelectsPod(service, p));
+    const next = desiredEndpoints(service, pods, current, this.opts.maxCapacity ?? MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT);
+    if (current && endpointsEqual(current, next)) return;
+    if (!current) {
+      try {
+        await this.opts.client.create(ENDPOINTS, next, { namespace });
+      } catch (err) {
+        // A terminating namespace refuses creates until it is gone: nothing to retry.
+        if (isApiError(err) && err.reason === 'Forbidden' && /terminat/i.test(err.message)) return;
+        throw err;
+      }
+      return;
+    }
+    const updated = await this.opts.client.update<Endpoints>(ENDPOINTS, next);
+    if (updated.metadata.resourceVersion !== current.metadata.resourceVersion) this.replaced.set(key, current.metadata.resourceVersion ?? '');
+  }
+}
+
+function splitOnce(key: string): [string, string] {
+  const i = key.indexOf('/');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
