@@ -5,7 +5,7 @@ import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
 import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../storage/backend.js';
 import { apiVersionOf, type ResourceInfo } from './resource-info.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
-import { baseSelectableFields, type KindStrategy } from './strategy.js';
+import { baseSelectableFields, type HookStore, type KindStrategy, type StoreHookTransaction } from './strategy.js';
 import type { AdmissionAttributes } from './admission-attributes.js';
 import { builtinPatchSchema } from '../api/patch.js';
 import { recordUpdate } from './field-manager.js';
@@ -272,20 +272,84 @@ export class Registry {
     strategy.applyDefaults?.(obj);
     canonicalizeQuantities(info.group, info.kind, obj);
     this.validate(strategy, obj, strategy.validate(obj));
-    await this.admission?.validate(attrs);
-    if (opts.fieldManager) {
-      obj.metadata.managedFields = recordUpdate({ old: undefined, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
-    }
-    const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
-    if (opts.dryRun) {
-      if (this.backend.get(key)) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
-      return obj;
-    }
+    // What the kind keeps beside the object (allocations) is reserved before validating admission
+    // sees the object, as upstream's BeginCreate, and given back if the write does not happen.
+    const held = await strategy.storeHooks?.beforeCreate(obj, { store: this.hookStore, dryRun: !!opts.dryRun });
+    return this.finishHooked(held, async () => {
+      await this.admission?.validate(attrs);
+      if (opts.fieldManager) {
+        obj.metadata.managedFields = recordUpdate({ old: undefined, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
+      }
+      const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
+      if (opts.dryRun) {
+        if (this.backend.get(key)) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
+        return obj;
+      }
+      try {
+        return decode(info, this.backend.create(key, encode(obj)));
+      } catch (e) {
+        throw mapStorageError(e, { resource: info.plural, group: info.group, name: obj.metadata.name });
+      }
+    });
+  }
+
+  /** Runs a write after a store hook's reservation: kept when the write succeeds, given back when it throws. */
+  private async finishHooked<R>(held: StoreHookTransaction | undefined, write: () => Promise<R>): Promise<R> {
+    let result: R;
     try {
-      return decode(info, this.backend.create(key, encode(obj)));
+      result = await write();
     } catch (e) {
-      throw mapStorageError(e, { resource: info.plural, group: info.group, name: obj.metadata.name });
+      await held?.revert();
+      throw e;
     }
+    await held?.commit();
+    return result;
+  }
+
+  /** The store as kinds' hooks use it: single-key atomic operations (src/registry/strategy.ts). */
+  private readonly hookStore: HookStore = {
+    get: async (key) => this.backend.get(key)?.value,
+    createIfAbsent: async (key, value) => {
+      try {
+        await this.backend.create(key, value);
+        return true;
+      } catch (e) {
+        if (e instanceof StorageError && e.code === 'AlreadyExists') return false;
+        throw e;
+      }
+    },
+    deleteIfValue: async (key, value) => {
+      const kv = await this.backend.get(key);
+      if (!kv || kv.value !== value) return;
+      try {
+        await this.backend.delete(key, kv.modRevision);
+      } catch (e) {
+        // Someone changed or removed it meanwhile: it is no longer ours to free.
+        if (!(e instanceof StorageError && (e.code === 'Conflict' || e.code === 'NotFound'))) throw e;
+      }
+    },
+    list: async (prefix) => {
+      const out: Array<{ key: string; value: string }> = [];
+      let startAfter: string | undefined;
+      for (;;) {
+        const page = await this.backend.list(prefix, { limit: 1000, startAfter });
+        for (const kv of page.items) out.push({ key: kv.key, value: kv.value });
+        const last = page.items[page.items.length - 1];
+        if (!page.more || !last) return out;
+        startAfter = last.key;
+      }
+    },
+  };
+
+  /**
+   * Brings a kind's hook-kept keys in line with its stored objects (StoreHooks.repair): call at
+   * start, before requests are served.
+   */
+  async repairStoreHooks(info: ResourceInfo): Promise<void> {
+    const strategy = this.strategyOf(info);
+    if (!strategy.storeHooks?.repair) return;
+    const objects = this.list(info, undefined).items;
+    await strategy.storeHooks.repair(objects, { store: this.hookStore, dryRun: false });
   }
 
   /**
@@ -310,31 +374,41 @@ export class Registry {
     const obj = this.mergeForUpdate(strategy, structuredClone(input), old, opts.subresource);
     const attrs: AdmissionAttributes = { operation: 'UPDATE', info, object: obj, oldObject: old, subresource: opts.subresource, dryRun: !!opts.dryRun, user: opts.user, warnings: opts.warnings };
     await this.admission?.mutate(attrs);
+    strategy.prepareForUpdate?.(obj, old);
     strategy.applyDefaults?.(obj);
     canonicalizeQuantities(info.group, info.kind, obj);
     const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);
     this.validate(strategy, obj, fieldErrors);
-    await this.admission?.validate(attrs);
-    if (opts.fieldManager && opts.subresource !== 'status') {
-      obj.metadata.managedFields = recordUpdate({ old, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
-    }
-    if (opts.dryRun) return obj;
+    const hookContext = { store: this.hookStore, dryRun: !!opts.dryRun };
+    const held = await strategy.storeHooks?.beforeUpdate(obj, old, hookContext);
+    let removed = false;
+    const result = await this.finishHooked(held, async () => {
+      await this.admission?.validate(attrs);
+      if (opts.fieldManager && opts.subresource !== 'status') {
+        obj.metadata.managedFields = recordUpdate({ old, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
+      }
+      if (opts.dryRun) return obj;
 
-    // A terminating object whose last finalizer was just removed is gone now.
-    if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !strategy.deletionBlocked?.(obj) && !this.waitsForGrace(strategy, obj)) {
+      // A terminating object whose last finalizer was just removed is gone now.
+      if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !strategy.deletionBlocked?.(obj) && !this.waitsForGrace(strategy, obj)) {
+        try {
+          // The answer carries the deletion's revision, the one watchers see on DELETED.
+          const gone = decode(info, this.backend.delete(key, current.modRevision));
+          removed = true;
+          return gone;
+        } catch (e) {
+          throw mapStorageError(e, { resource: info.plural, group: info.group, name });
+        }
+      }
+      if (sameStored(obj, old)) return old; // a no-op write is not a new revision
       try {
-        // The answer carries the deletion's revision, the one watchers see on DELETED.
-        return decode(info, this.backend.delete(key, current.modRevision));
+        return decode(info, this.backend.update(key, encode(obj), current.modRevision));
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name });
       }
-    }
-    if (sameStored(obj, old)) return old; // a no-op write is not a new revision
-    try {
-      return decode(info, this.backend.update(key, encode(obj), current.modRevision));
-    } catch (e) {
-      throw mapStorageError(e, { resource: info.plural, group: info.group, name });
-    }
+    });
+    if (removed) await strategy.storeHooks?.afterDelete(obj, hookContext);
+    return result;
   }
 
   /**
@@ -383,12 +457,15 @@ export class Registry {
     const graceful = grace !== undefined && grace > 0;
     if (!hasFinalizers && !graceful) {
       if (opts.dryRun) return { object: obj, removed: true };
+      let gone: KubeObject;
       try {
         // The answer carries the deletion's revision, the one watchers see on DELETED.
-        return { object: decode(info, this.backend.delete(key, current.modRevision)), removed: true };
+        gone = decode(info, this.backend.delete(key, current.modRevision));
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name });
       }
+      await strategy.storeHooks?.afterDelete(obj, { store: this.hookStore, dryRun: false });
+      return { object: gone, removed: true };
     }
     // Graceful deletion: mark, and let the owner of the object (agent, finalizer holder) finish it.
     const next = structuredClone(obj);

@@ -64,6 +64,58 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * Age, as Kubernetes does for kinds without a printer and CRDs without printer columns.
    */
   table?: ColumnProvider;
+  /**
+   * Adjust an update before defaults and validation, knowing the stored object (a Service keeps
+   * its allocated ClusterIP and NodePorts when the client leaves them out).
+   */
+  prepareForUpdate?(obj: T, old: T): void;
+  /**
+   * Keys the kind keeps in the store beside its objects (a Service's ClusterIP and NodePorts, one
+   * key each), written inside the registry's create, update and delete of the object.
+   */
+  storeHooks?: StoreHooks<T>;
+}
+
+/**
+ * The store as a kind's hooks see it. Each call is atomic on its own: `createIfAbsent` is the
+ * store's create (fails when the key is live), so two writers racing for a key cannot both get it.
+ */
+export interface HookStore {
+  get(key: string): Promise<string | undefined>;
+  /** false when the key is already live */
+  createIfAbsent(key: string, value: string): Promise<boolean>;
+  /** removes the key when it still holds `value` (a key someone else took since is left alone) */
+  deleteIfValue(key: string, value: string): Promise<void>;
+  list(prefix: string): Promise<Array<{ key: string; value: string }>>;
+}
+
+export interface StoreHookContext {
+  store: HookStore;
+  /** a dry run checks and fills in what the write would, and keeps nothing */
+  dryRun: boolean;
+}
+
+/** What a hook reserved for one write: kept when the write succeeds, given back when it fails. */
+export interface StoreHookTransaction {
+  commit(): Promise<void>;
+  revert(): Promise<void>;
+}
+
+/**
+ * A kind's work in the store around its objects' writes, run by the registry: after validation
+ * and before the object's write (which may fill fields, e.g. an allocated ClusterIP), and after
+ * the object's removal. Throwing refuses the write (an ApiError reaches the client as is).
+ */
+export interface StoreHooks<T extends KubeObject = KubeObject> {
+  beforeCreate(obj: T, ctx: StoreHookContext): Promise<StoreHookTransaction>;
+  beforeUpdate(obj: T, old: T, ctx: StoreHookContext): Promise<StoreHookTransaction>;
+  afterDelete(old: T, ctx: StoreHookContext): Promise<void>;
+  /**
+   * Bring the kind's keys in line with its stored objects (keys whose object is gone are freed;
+   * values an object holds without a key are recorded): run at start, before requests are served,
+   * for what a crash between the two writes left behind.
+   */
+  repair?(objects: T[], ctx: StoreHookContext): Promise<void>;
 }
 
 export function baseSelectableFields(obj: KubeObject): Record<string, string> {

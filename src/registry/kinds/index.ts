@@ -9,11 +9,17 @@ import { ADMISSIONREGISTRATION_STRATEGIES } from './admissionregistration.js';
 import { crdStrategy } from './apiextensions.js';
 import { COORDINATION_STRATEGIES } from './coordination.js';
 import { POLICY_STRATEGIES } from './policy.js';
-import { SERVICE_STRATEGIES } from './services.js';
+import { serviceStrategies, type ServiceStrategyOptions } from './services.js';
 import { ENDPOINTSLICE_STRATEGIES } from './endpointslices.js';
 
 /**
  * Every built-in kind the control plane serves. A kind is one strategy (with its ResourceInfo);
- * each group of kinds lives in its own file here and is listed once below.
+ * each group of kinds lives in its own file here and is listed once below. Kinds that depend on the
+ * control plane's flags (the Service ranges) take them here.
  */
-export const ALL_STRATEGIES: KindStrategy<KubeObject>[] = [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy as unknown as KindStrategy<KubeObject>, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...SERVICE_STRATEGIES, ...ENDPOINTSLICE_STRATEGIES];
+export function builtinStrategies(opts: { services?: ServiceStrategyOptions } = {}): KindStrategy<KubeObject>[] {
+  return [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy as unknown as KindStrategy<KubeObject>, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES];
+}
+
+/** The built-in kinds with their default configuration (Services allocate from the default ranges). */
+export const ALL_STRATEGIES: KindStrategy<KubeObject>[] = builtinStrategies();

@@ -40,6 +40,7 @@ import type { MessageTable } from '../../api/protobuf/schema.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import { DEFAULT_SERVICE_ALLOCATION, serviceAllocationHooks, type ServiceAllocationConfig } from '../service-allocation.js';
 
 export type { Endpoints, Service } from '../../api/services.js';
 
@@ -635,8 +636,10 @@ const ENDPOINTS_COLUMNS: ColumnProvider = {
 
 // ---------- strategies ----------
 
-// eslint-disable-next-line @typescript-eslint/no-empty-interface
-export interface ServiceStrategyOptions {}
+export interface ServiceStrategyOptions {
+  /** where ClusterIPs and NodePorts come from (--service-cluster-ip-range, --service-node-port-range) */
+  allocation?: ServiceAllocationConfig;
+}
 
 export function serviceStrategy(opts: ServiceStrategyOptions = {}): KindStrategy<Service> {
   return {
@@ -645,6 +648,11 @@ export function serviceStrategy(opts: ServiceStrategyOptions = {}): KindStrategy
     protobuf: SERVICE_PROTOBUF,
     hasStatus: true,
     applyDefaults: defaultService,
+    prepareForUpdate: (svc, old) => {
+      dropTypeDependentFields(svc, old);
+      keepAllocatedValues(svc, old);
+    },
+    storeHooks: serviceAllocationHooks(opts.allocation ?? DEFAULT_SERVICE_ALLOCATION),
     // A create cannot set a load balancer's status: the LoadBalancer controller does.
     initialStatus: () => ({ loadBalancer: {} }),
     validate: validateService,
@@ -666,5 +674,5 @@ export function serviceStrategies(opts: ServiceStrategyOptions = {}): KindStrate
   return [serviceStrategy(opts) as unknown as KindStrategy<KubeObject>, endpointsStrategy as unknown as KindStrategy<KubeObject>];
 }
 
-/** The Service kinds with no allocation (tests of validation, OpenAPI and tables). */
+/** The Service kinds allocating from the default ranges. */
 export const SERVICE_STRATEGIES: KindStrategy<KubeObject>[] = serviceStrategies();
