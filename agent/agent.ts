@@ -148,7 +148,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Claim volumes live in the runtime; a runtime without named volumes (tests) has none to sweep.
   // The service proxy programs the host's nftables: only with a given executor (tests) or the real Docker runtime.
   const serviceProxy =
-    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, clusterCidr: podNet?.clusterCidr, executor: o.nftExecutor, log }) : undefined;
+    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
