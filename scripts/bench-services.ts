@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import { parseArgs } from 'node:util';
 import { NftCommand } from '../agent/proxy/nft-executor.js';
-import { fullScript, incrementalScript, mergeElements, renderService, type RenderedService } from '../agent/proxy/nft-rules.js';
+import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService } from '../agent/proxy/nft-rules.js';
 import { planServicePorts } from '../agent/proxy/service-ports.js';
 import type { EndpointSlice, Service } from '../src/api/services.js';
 import type { Pod } from '../src/api/types.js';
@@ -85,8 +85,11 @@ async function programming(n: number): Promise<void> {
     const change = async (key: string, next: RenderedService) => {
       const newState = new Map(state).set(key, next);
       const newElements = mergeElements(newState);
-      const script = incrementalScript(table, { changed: new Map([[key, { old: state.get(key), next }]]), oldElements: elements, newElements });
-      const ms = await timed(() => nft.apply(script));
+      const inc = incrementalScript(table, { changed: new Map([[key, { old: state.get(key), next }]]), oldElements: elements, newElements });
+      const ms = await timed(() => nft.apply(inc.script));
+      // The proxy deletes what a change left unused later, off the change's path; so does this loop.
+      const cleanup = deleteStaleScript(table, inc.staleChains, inc.staleSets);
+      if (cleanup) await nft.apply(cleanup);
       state.set(key, next);
       elements = newElements;
       return ms;

@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { EndpointSlice, Service } from '../../src/api/services.js';
 import type { Client, ResourceRef } from '../../src/client/client.js';
 import { Informer, keyOf } from '../../src/client/informer.js';
-import { fullScript, incrementalScript, mergeElements, renderService, type RenderedService, type RenderOptions } from './nft-rules.js';
+import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService, type RenderOptions } from './nft-rules.js';
 import type { NftExecutor } from './nft-executor.js';
 import { planServicePorts, sliceService } from './service-ports.js';
 
@@ -41,6 +41,8 @@ export interface ServiceProxyOptions {
   retryMs?: number;
   /** a full rebuild this often, repairing anything changed behind the proxy's back (default 1 h, as kube-proxy's nftables mode) */
   fullSyncMs?: number;
+  /** chains and sets no longer used are deleted once no change came for this long (default 1 s) */
+  staleDeleteDelayMs?: number;
 }
 
 export interface SyncStats {
@@ -59,6 +61,11 @@ export class ServiceProxy {
   private readonly render: RenderOptions;
   private readonly retryMs: number;
   private readonly fullSyncMs: number;
+  private readonly staleDeleteDelayMs: number;
+  /** unreferenced chains and sets waiting for their delete transaction */
+  private readonly staleChains = new Set<string>();
+  private readonly staleSets = new Set<string>();
+  private staleTimer: NodeJS.Timeout | undefined;
   /** what the kernel holds, per Service (namespace/name), after the last successful transaction */
   private applied = new Map<string, RenderedService>();
   private appliedElements = mergeElements(new Map());
@@ -78,6 +85,7 @@ export class ServiceProxy {
     this.render = { clusterCidr: o.clusterCidr };
     this.retryMs = o.retryMs ?? 1000;
     this.fullSyncMs = o.fullSyncMs ?? 3_600_000;
+    this.staleDeleteDelayMs = o.staleDeleteDelayMs ?? 1000;
     const log = o.log;
     this.services = new Informer<Service>({ client: o.client, resource: SERVICES, log });
     this.slices = new Informer<EndpointSlice>({ client: o.client, resource: ENDPOINT_SLICES, log });
@@ -145,6 +153,7 @@ export class ServiceProxy {
     this.slices.stop();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.fullTimer) clearInterval(this.fullTimer);
+    if (this.staleTimer) clearTimeout(this.staleTimer);
   }
 
   /** Resolves when no sync is running or pending (tests, benchmarks). */
@@ -164,9 +173,41 @@ export class ServiceProxy {
 
   private schedule(): void {
     if (this.stopped || this.running) return;
+    if (this.staleTimer) clearTimeout(this.staleTimer);
+    this.staleTimer = undefined;
     this.running = this.loop().finally(() => {
       this.running = undefined;
+      this.scheduleStaleDelete();
     });
+  }
+
+  /** Once changes have paused, one transaction deletes what earlier ones left flushed. */
+  private scheduleStaleDelete(): void {
+    if (this.stopped || this.running || this.staleTimer || (this.staleChains.size === 0 && this.staleSets.size === 0)) return;
+    this.staleTimer = setTimeout(() => {
+      this.staleTimer = undefined;
+      if (this.stopped || this.running) return;
+      this.running = this.deleteStale().finally(() => {
+        this.running = undefined;
+        // Changes that arrived meanwhile were left for this moment.
+        if (this.needFull || this.dirty.size > 0) this.schedule();
+      });
+    }, this.staleDeleteDelayMs);
+    this.staleTimer.unref();
+  }
+
+  private async deleteStale(): Promise<void> {
+    const chains = [...this.staleChains];
+    const sets = [...this.staleSets];
+    try {
+      await this.o.executor.apply(deleteStaleScript(this.table, chains, sets));
+      for (const c of chains) this.staleChains.delete(c);
+      for (const s of sets) this.staleSets.delete(s);
+    } catch (err) {
+      // Harmless leftovers (empty chains, unused sets); the next full rebuild drops them.
+      this.o.log.warn({ err: (err as Error).message.slice(0, 500) }, 'deleting unused service proxy chains failed; rebuilding the table');
+      this.needFull = true;
+    }
   }
 
   /** Runs syncs until nothing is left to do; events during a sync join the next one. */
@@ -206,7 +247,8 @@ export class ServiceProxy {
       changed.set(name, { old: this.applied.get(name), next: r });
     }
     const newElements = mergeElements(next);
-    const script = full ? fullScript(this.table, next) : incrementalScript(this.table, { changed, oldElements: this.appliedElements, newElements });
+    const inc = full ? undefined : incrementalScript(this.table, { changed, oldElements: this.appliedElements, newElements, pendingDelete: this.staleChains });
+    const script = inc ? inc.script : fullScript(this.table, next);
     const t0 = performance.now();
     try {
       if (script) await this.o.executor.apply(script);
@@ -221,6 +263,18 @@ export class ServiceProxy {
     }
     const ms = performance.now() - t0;
     this.consecutiveFailures = 0;
+    if (full) {
+      this.staleChains.clear();
+      this.staleSets.clear();
+    } else {
+      for (const c of inc!.staleChains) this.staleChains.add(c);
+      for (const st of inc!.staleSets) this.staleSets.add(st);
+      // A name back in use (an endpoint that returned) is not deleted.
+      for (const { next: r } of changed.values()) {
+        for (const c of r?.chains.keys() ?? []) this.staleChains.delete(c);
+        for (const st of r?.sets.keys() ?? []) this.staleSets.delete(st);
+      }
+    }
     this.applied = next;
     this.appliedElements = newElements;
     this.stats.syncs++;

@@ -2,7 +2,7 @@
  * A model of one nftables table for the service proxy's unit tests: applies the commands the proxy
  * writes (add/flush/delete of tables, chains, sets, maps, rules and map elements) in order, and refuses
  * what the kernel refuses — a rule or element pointing at a chain or set that does not exist, deleting a
- * chain that is not empty or still referenced, adding an element whose key exists, deleting one that
+ * chain or set that is still referenced (a deleted chain's own rules go with it), adding an element whose key exists, deleting one that
  * does not. A refused transaction changes nothing, as with nft.
  */
 export interface TableState {
@@ -72,7 +72,8 @@ export class NftModel {
         if (!t.maps.has(name)) t.maps.set(name, new Map());
         return;
       case 'add set':
-        if (t.sets.has(name)) throw new Error(`model: set ${name} exists`);
+        // nft: adding a set that exists with the same definition is a no-op.
+        if (t.sets.has(name) && t.sets.get(name) !== rest) throw new Error(`model: set ${name} exists with another definition`);
         t.sets.set(name, rest);
         return;
       case 'delete set':
@@ -81,7 +82,7 @@ export class NftModel {
         t.sets.delete(name);
         return;
       case 'add chain':
-        if (t.chains.has(name) && !rest) throw new Error(`model: chain ${name} exists`);
+        // nft: adding a chain that exists is a no-op (its rules stay).
         if (!t.chains.has(name)) t.chains.set(name, []);
         return;
       case 'flush chain':
@@ -90,7 +91,6 @@ export class NftModel {
         return;
       case 'delete chain':
         if (!t.chains.has(name)) throw new Error(`model: no chain ${name}`);
-        if (t.chains.get(name)!.length > 0) throw new Error(`model: chain ${name} is not empty`);
         if (referenced(name, new RegExp(`(goto|jump) ${escape(name)}(\\s|$)`))) throw new Error(`model: chain ${name} is in use`);
         t.chains.delete(name);
         return;

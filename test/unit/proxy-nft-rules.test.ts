@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { endpointChainName, fullScript, incrementalScript, mergeElements, renderService, serviceChainName, type RenderedService } from '../../agent/proxy/nft-rules.js';
+import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService } from '../../agent/proxy/nft-rules.js';
+import { NftModel, type TableState } from './proxy-nft-model.js';
 import { planServicePorts } from '../../agent/proxy/service-ports.js';
 import type { EndpointSlice, Service } from '../../src/api/services.js';
-import { NftModel } from './proxy-nft-model.js';
 import { endpoint, HTTP_PORT, service, slice } from './proxy-fixtures.js';
 
 const NODE = 'n1';
@@ -18,12 +18,18 @@ function rendered(entries: Array<[Service, EndpointSlice[]]>): Map<string, Rende
   return out;
 }
 
-/** Applies the incremental step old → next to `model` and returns the script. */
-function step(model: NftModel, old: Map<string, RenderedService>, next: Map<string, RenderedService>): string {
+/**
+ * Applies the incremental step old → next to `model`, then (unless `keepStale`) the later deletion of
+ * what it left unused; returns the step's script.
+ */
+function step(model: NftModel, old: Map<string, RenderedService>, next: Map<string, RenderedService>, pending?: Set<string>): string {
   const changed = new Map<string, { old: RenderedService | undefined; next: RenderedService | undefined }>();
   for (const k of new Set([...old.keys(), ...next.keys()])) changed.set(k, { old: old.get(k), next: next.get(k) });
-  const script = incrementalScript(T, { changed, oldElements: mergeElements(old), newElements: mergeElements(next) });
+  const { script, staleChains, staleSets } = incrementalScript(T, { changed, oldElements: mergeElements(old), newElements: mergeElements(next), pendingDelete: pending });
   if (script) model.apply(script);
+  if (pending) for (const ch of staleChains) pending.add(ch);
+  const cleanup = deleteStaleScript(T, staleChains, staleSets);
+  if (cleanup && !pending) model.apply(cleanup);
   return script;
 }
 
@@ -33,6 +39,14 @@ function fullState(state: Map<string, RenderedService>): unknown {
   return m.snapshot(T);
 }
 
+/** The one chain of `kind` whose name ends in `id` (names are `<kind>-<hash of its rules>-<id>`). */
+function chain(t: TableState, kind: string, id: string): string {
+  const found = [...t.chains.keys()].filter((n) => new RegExp(`^${kind}-[0-9a-f]{8}-`).test(n) && n.endsWith(`-${id}`));
+  assert.equal(found.length, 1, `one ${kind} chain for ${id}: ${found.join(', ')}`);
+  return found[0]!;
+}
+const KEY = 'default/web/tcp/http';
+
 const web = (spec: Partial<Service['spec']> = {}) => service('web', { clusterIP: '10.96.0.20', ports: HTTP_PORT, ...spec });
 const two = [slice('web', [endpoint('10.1.0.2', NODE), endpoint('10.1.0.3', 'n2')])];
 
@@ -40,11 +54,11 @@ test('a ClusterIP port: service-ips element → svc chain choosing by numgen amo
   const m = new NftModel();
   m.apply(fullScript(T, rendered([[web(), two]])));
   const t = m.tables.get(T)!;
-  const svc = serviceChainName('svc', 'default/web/tcp/http');
+  const svc = chain(t, 'svc', KEY);
   assert.equal(t.maps.get('service-ips')!.get('10.96.0.20 . tcp . 80'), `goto ${svc}`);
-  const ep2 = endpointChainName('default/web/tcp/http', { ip: '10.1.0.2', port: 8080, local: true });
-  const ep3 = endpointChainName('default/web/tcp/http', { ip: '10.1.0.3', port: 8080, local: false });
-  assert.deepEqual(t.chains.get(svc), [`numgen random mod 2 vmap { 0 : goto ${ep2} , 1 : goto ${ep3} }`]);
+  const ep2 = chain(t, 'ep', `${KEY}__10.1.0.2/8080`);
+  const ep3 = chain(t, 'ep', `${KEY}__10.1.0.3/8080`);
+  assert.deepEqual(t.chains.get(svc), [`numgen random mod 2 0 goto ${ep2}`, `goto ${ep3}`]);
   assert.deepEqual(t.chains.get(ep2), ['ip saddr 10.1.0.2 meta mark set meta mark | 0x4000', 'meta l4proto tcp dnat to 10.1.0.2:8080']);
   // Only marked packets are masqueraded; nothing else in the table masquerades.
   assert.deepEqual(t.chains.get('masquerading'), ['meta mark & 0x4000 == 0 return', 'meta mark set meta mark ^ 0x4000', 'masquerade fully-random']);
@@ -67,24 +81,27 @@ test('NodePort and LoadBalancer under the Cluster policy: external traffic not f
   svc.status = { loadBalancer: { ingress: [{ ip: '192.0.2.2' }] } };
   m.apply(fullScript(T, rendered([[svc, two]])));
   const t = m.tables.get(T)!;
-  const ext = serviceChainName('ext', 'default/web/tcp/http');
+  const ext = chain(t, 'ext', KEY);
   assert.equal(t.maps.get('service-nodeports')!.get('tcp . 30080'), `goto ${ext}`);
   assert.equal(t.maps.get('service-ips')!.get('192.0.2.2 . tcp . 80'), `goto ${ext}`);
-  assert.deepEqual(t.chains.get(ext), ['fib saddr type != local meta mark set meta mark | 0x4000', `goto ${serviceChainName('svc', 'default/web/tcp/http')}`]);
+  assert.deepEqual(t.chains.get(ext), ['fib saddr type != local meta mark set meta mark | 0x4000', `goto ${chain(t, 'svc', KEY)}`]);
 });
 
 test('externalTrafficPolicy Local: outside traffic only to local endpoints, unmasqueraded; the node and pods go cluster-wide; no local endpoint → drop', () => {
   const m = new NftModel();
   const svc = web({ type: 'NodePort', externalTrafficPolicy: 'Local', ports: [{ name: 'http', port: 80, nodePort: 30080, protocol: 'TCP' }] });
   m.apply(fullScript(T, rendered([[svc, two]])));
-  const ext = serviceChainName('ext', 'default/web/tcp/http');
-  const svcChain = serviceChainName('svc', 'default/web/tcp/http');
-  const loc = serviceChainName('loc', 'default/web/tcp/http');
+  const t = m.tables.get(T)!;
+  const ext = chain(t, 'ext', KEY);
+  const svcChain = chain(t, 'svc', KEY);
+  const loc = chain(t, 'loc', KEY);
   assert.deepEqual(m.tables.get(T)!.chains.get(ext), [`fib saddr type local goto ${svcChain}`, `ip saddr 10.1.0.0/16 goto ${svcChain}`, `goto ${loc}`]);
-  assert.deepEqual(m.tables.get(T)!.chains.get(loc), [`numgen random mod 1 vmap { 0 : goto ${endpointChainName('default/web/tcp/http', { ip: '10.1.0.2', port: 8080, local: true })} }`]);
+  assert.deepEqual(m.tables.get(T)!.chains.get(loc), [`goto ${chain(t, 'ep', `${KEY}__10.1.0.2/8080`)}`]);
   const m2 = new NftModel();
   m2.apply(fullScript(T, rendered([[svc, [slice('web', [endpoint('10.1.0.3', 'n2')])]]])));
-  assert.deepEqual(m2.tables.get(T)!.chains.get(ext), [`fib saddr type local goto ${svcChain}`, `ip saddr 10.1.0.0/16 goto ${svcChain}`, 'drop']);
+  const t2 = m2.tables.get(T)!;
+  const svc2 = chain(t2, 'svc', KEY);
+  assert.deepEqual(t2.chains.get(chain(t2, 'ext', KEY)), [`fib saddr type local goto ${svc2}`, `ip saddr 10.1.0.0/16 goto ${svc2}`, 'drop']);
 });
 
 test('ClientIP affinity: a timed set per endpoint, looked up before the random pick and refreshed in the endpoint chain', () => {
@@ -93,10 +110,10 @@ test('ClientIP affinity: a timed set per endpoint, looked up before the random p
   const t = m.tables.get(T)!;
   assert.equal(t.sets.size, 2);
   for (const body of t.sets.values()) assert.equal(body, '{ type ipv4_addr ; flags dynamic,timeout ; timeout 60s ; }');
-  const rules = t.chains.get(serviceChainName('svc', 'default/web/tcp/http'))!;
-  assert.equal(rules.length, 3);
+  const rules = t.chains.get(chain(t, 'svc', KEY))!;
+  assert.equal(rules.length, 4);
   assert.match(rules[0]!, /^ip saddr @aff-\S+ goto ep-/);
-  const ep = t.chains.get(endpointChainName('default/web/tcp/http', { ip: '10.1.0.2', port: 8080, local: true }))!;
+  const ep = t.chains.get(chain(t, 'ep', `${KEY}__10.1.0.2/8080`))!;
   assert.match(ep[1]!, /^update @aff-\S+ \{ ip saddr \}$/);
 });
 
@@ -135,9 +152,46 @@ test('an incremental step names only what changed: one endpoint added to one of 
   const m = new NftModel();
   m.apply(fullScript(T, before));
   const script = step(m, before, after);
-  assert.doesNotMatch(script, /table/);
-  for (const line of script.trim().split('\n')) assert.match(line, /default\/s7\//, line);
-  assert.equal(script.trim().split('\n').length, 5, script); // add ep chain, its 2 rules, flush + refill of the svc chain
+  assert.doesNotMatch(script, /table|delete chain|flush/);
+  for (const line of script.trim().split('\n')) assert.match(line, /default\/s7\/|10\.96\.1\.7 /, line);
+  // a new endpoint chain and its 2 rules, a new svc chain and its 2 rules, the ClusterIP's element swapped
+  assert.equal(script.trim().split('\n').length, 8, script);
+});
+
+test('chains an endpoint change leaves unused are deleted by a later transaction; an endpoint that returns first reuses its chain', () => {
+  const a = rendered([[web(), two]]);
+  const b = rendered([[web(), [slice('web', [endpoint('10.1.0.2', NODE)])]]]);
+  const m = new NftModel();
+  m.apply(fullScript(T, a));
+  const gone = chain(m.tables.get(T)!, 'ep', `${KEY}__10.1.0.3/8080`);
+  const oldSvc = chain(m.tables.get(T)!, 'svc', KEY);
+  const pending = new Set<string>();
+  const script = step(m, a, b, pending);
+  assert.doesNotMatch(script, /delete chain|flush chain/);
+  assert.deepEqual([...pending].sort(), [gone, oldSvc].sort());
+  // Nothing reachable leads to them any more: no map element, no chain other than each other.
+  const t = m.tables.get(T)!;
+  const live = [...t.chains].filter(([n]) => !pending.has(n));
+  assert.ok(!live.flatMap(([, rules]) => rules).some((r) => r.includes(gone) || r.includes(oldSvc)));
+  assert.ok(![...t.maps.values()].some((mp) => [...mp.values()].some((v) => v.includes(gone) || v.includes(oldSvc))));
+  // Back before the deletion ran: the waiting chains are used as they are (no chain added, no doubled
+  // rules), and once the rest is deleted the state is a full rebuild's.
+  const back = step(m, b, a, pending);
+  assert.doesNotMatch(back, /add chain/);
+  const inUse = new Set(a.get('default/web')!.chains.keys());
+  m.apply(deleteStaleScript(T, [...pending].filter((n) => !inUse.has(n)), []));
+  assert.deepEqual(m.snapshot(T), fullState(a));
+});
+
+test('deleting what a deleted Service left works in one transaction: referring chains go before the chains they refer to', () => {
+  const a = rendered([[web({ type: 'NodePort', sessionAffinity: 'ClientIP', externalTrafficPolicy: 'Local', ports: [{ name: 'http', port: 80, nodePort: 30080, protocol: 'TCP' }] }), two]]);
+  const m = new NftModel();
+  m.apply(fullScript(T, a));
+  const changed = new Map([['default/web', { old: a.get('default/web'), next: undefined }]]);
+  const inc = incrementalScript(T, { changed, oldElements: mergeElements(a), newElements: mergeElements(new Map()) });
+  m.apply(inc.script);
+  m.apply(deleteStaleScript(T, [...inc.staleChains].reverse(), inc.staleSets));
+  assert.deepEqual(m.snapshot(T), fullState(new Map()));
 });
 
 test('deleting a Service removes its chains, sets and map elements', () => {
@@ -157,7 +211,7 @@ test('two Services claiming one external address and port: the first by name kee
   const label = (s: EndpointSlice, n: string) => ({ ...s, metadata: { ...s.metadata, name: n, labels: { 'kubernetes.io/service-name': n } } });
   const m = new NftModel();
   m.apply(fullScript(T, rendered([[a, [label(two[0]!, 'a')]], [b, [label(two[0]!, 'b')]]])));
-  assert.equal(m.tables.get(T)!.maps.get('service-ips')!.get('192.0.2.2 . tcp . 80'), `goto ${serviceChainName('ext', 'default/a/tcp/http')}`);
+  assert.equal(m.tables.get(T)!.maps.get('service-ips')!.get('192.0.2.2 . tcp . 80'), `goto ${chain(m.tables.get(T)!, 'ext', 'default/a/tcp/http')}`);
 });
 
 test('the full script replaces only its own table: it starts by deleting and re-adding that table and names no other', () => {

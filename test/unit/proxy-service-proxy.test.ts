@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import pino from 'pino';
 import type { NftExecutor } from '../../agent/proxy/nft-executor.js';
-import { serviceChainName } from '../../agent/proxy/nft-rules.js';
 import { ServiceProxy } from '../../agent/proxy/service-proxy.js';
 import { FakeClient } from './agent-fake-client.js';
 import { NftModel } from './proxy-nft-model.js';
@@ -10,7 +9,8 @@ import { endpoint, HTTP_PORT, service, slice } from './proxy-fixtures.js';
 
 const log = pino({ level: 'silent' });
 const NODE = 'n1';
-const WEB_SVC_CHAIN = serviceChainName('svc', 'default/web/tcp/http');
+/** the ClusterIP's element leads to web's svc chain (its name carries a hash of its rules) */
+const WEB_SVC_CHAIN = /^goto svc-[0-9a-f]{8}-default\/web\/tcp\/http$/;
 
 /** nft as the model: scripts are applied (or refused) in order; `failNext` makes the next one fail. */
 class ModelExecutor implements NftExecutor {
@@ -31,7 +31,7 @@ class ModelExecutor implements NftExecutor {
 async function setup(opts: { retryMs?: number } = {}) {
   const client = new FakeClient();
   const nft = new ModelExecutor();
-  const proxy = new ServiceProxy({ client, nodeName: NODE, executor: nft, log, table: 'berth-test', retryMs: opts.retryMs ?? 5, fullSyncMs: 0 });
+  const proxy = new ServiceProxy({ client, nodeName: NODE, executor: nft, log, table: 'berth-test', retryMs: opts.retryMs ?? 5, fullSyncMs: 0, staleDeleteDelayMs: 10 });
   return { client, nft, proxy };
 }
 
@@ -44,13 +44,14 @@ test('start: one full rebuild from what the informers listed; later changes go a
   await proxy.start();
   assert.equal(nft.model.scripts.length, 1);
   assert.ok(isFull(nft.model.scripts[0]!));
-  assert.equal(nft.model.tables.get('berth-test')!.maps.get('service-ips')!.get('10.96.0.20 . tcp . 80'), `goto ${WEB_SVC_CHAIN}`);
+  assert.match(nft.model.tables.get('berth-test')!.maps.get('service-ips')!.get('10.96.0.20 . tcp . 80')!, WEB_SVC_CHAIN);
 
   client.put('endpointslices', slice('web', [endpoint('10.1.0.2', NODE), endpoint('10.1.0.3', 'n2')]));
   await proxy.idle();
   assert.equal(nft.model.scripts.length, 2);
   assert.ok(!isFull(nft.model.scripts[1]!));
-  assert.match(nft.model.tables.get('berth-test')!.chains.get(WEB_SVC_CHAIN)![0]!, /numgen random mod 2/);
+  const svcChain = nft.model.tables.get('berth-test')!.maps.get('service-ips')!.get('10.96.0.20 . tcp . 80')!.slice('goto '.length);
+  assert.match(nft.model.tables.get('berth-test')!.chains.get(svcChain)![0]!, /numgen random mod 2 0 goto ep-/);
   proxy.stop();
 });
 
@@ -75,9 +76,14 @@ test('deleting the Service removes its rules; stopping the proxy leaves the tabl
   await proxy.start();
   client.drop('services', 'default', 'web');
   await proxy.idle();
-  const t = nft.model.tables.get('berth-test')!;
-  assert.equal(t.maps.get('service-ips')!.size, 0);
-  assert.deepEqual([...t.chains.keys()].filter((c) => c.includes('default/web')), []);
+  const webChains = () => [...nft.model.tables.get('berth-test')!.chains].filter(([c]) => c.includes('default/web'));
+  // At once: no element leads to the Service's chains; shortly after, the chains are gone.
+  assert.equal(nft.model.tables.get('berth-test')!.maps.get('service-ips')!.size, 0);
+  assert.ok(webChains().length > 0);
+  for (let i = 0; i < 100 && webChains().length > 0; i++) await new Promise((r) => setTimeout(r, 5));
+  await proxy.idle();
+  assert.deepEqual(webChains(), []);
+  assert.ok(!/delete chain/.test(nft.model.scripts.at(-2)!) && /^delete chain/.test(nft.model.scripts.at(-1)!));
   client.put('services', service('api', { clusterIP: '10.96.0.21', ports: HTTP_PORT }));
   client.put('endpointslices', slice('api', [endpoint('10.1.0.4', NODE)], undefined, 'api-x'));
   await proxy.idle();
@@ -98,7 +104,7 @@ test('a failed transaction is retried as a full rebuild that includes the change
   await proxy.idle();
   assert.equal(proxy.stats.failures, 1);
   assert.ok(isFull(nft.model.scripts.at(-1)!));
-  assert.equal(nft.model.tables.get('berth-test')!.maps.get('service-ips')!.get('10.96.0.20 . tcp . 80'), `goto ${WEB_SVC_CHAIN}`);
+  assert.match(nft.model.tables.get('berth-test')!.maps.get('service-ips')!.get('10.96.0.20 . tcp . 80')!, WEB_SVC_CHAIN);
   proxy.stop();
 });
 
