@@ -42,7 +42,8 @@ set -euo pipefail
 # that installs a tool or depends on one that setup.sh installs — install.test.js runs
 # scripts/check-packaging.sh (vagrant, systemd-analyze), kubectl.test.js drives the kubectl setup
 # installed, streams.test.js needs tmux, streams-spdy.test.js and openapi-v2.test.js drive Debian's
-# kubectl 1.20 (fetched by scripts/kubectl-versions.sh) over SPDY and /openapi/v2, the multihost tests need iproute2, nsenter, iptables and a
+# kubectl 1.20 (fetched by scripts/kubectl-versions.sh) over SPDY and /openapi/v2, port-forward.test.js
+# drives both kubectls and enters pods' network namespaces with nsenter, the multihost tests need iproute2, nsenter, iptables and a
 # second dockerd, services.test.js the nft that setup.sh installs for the agent's service proxy, runtime-docker.test.js the Docker engine itself. The other e2e files exercise
 # Berth's own API against the same engine and run in the normal suite, on the CI machine.
 FRESH_TESTS=(
@@ -52,6 +53,7 @@ FRESH_TESTS=(
   dist/test/e2e/streams.test.js
   dist/test/e2e/streams-spdy.test.js
   dist/test/e2e/openapi-v2.test.js
+  dist/test/e2e/port-forward.test.js
   dist/test/e2e/runtime-docker.test.js
   dist/test/e2e/services.test.js
   'dist/test/e2e/multihost/*.test.js'

@@ -48,6 +48,12 @@ Flags:
                           default: DIR/encryption-config.yaml, generated on first start (AES-GCM for Secrets)
   --storage-reserve-bytes N   space kept in DIR/state.db.reserve and released when the disk fills,
                           so reads and deletes still work (default 16777216)
+  --service-cluster-ip-range CIDR  Service ClusterIPs; the first address is the kubernetes Service's,
+                          the tenth kube-dns's (default 10.96.0.0/12)
+  --service-node-port-range A-B    Service NodePorts (default 30000-32767)
+  --advertise-address IP  the address pods reach the API server at, the kubernetes Service's endpoint
+                          (default: --bind-address if specific, else the default-route interface's address)
+  --cluster-domain DOMAIN the cluster's DNS domain, named in the serving certificate (default cluster.local)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -128,6 +134,10 @@ async function runServer(argv: string[]): Promise<void> {
       'idle-timeout-ms': { type: 'string' },
       'encryption-provider-config': { type: 'string' },
       'storage-reserve-bytes': { type: 'string' },
+      'service-cluster-ip-range': { type: 'string' },
+      'service-node-port-range': { type: 'string' },
+      'advertise-address': { type: 'string' },
+      'cluster-domain': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -169,6 +179,10 @@ async function runServer(argv: string[]): Promise<void> {
     ...podSecurityOptions(values),
     encryptionProviderConfig: values['encryption-provider-config'],
     storageReserveBytes: num(values['storage-reserve-bytes'], 'storage-reserve-bytes'),
+    serviceClusterIPRange: values['service-cluster-ip-range'],
+    serviceNodePortRange: values['service-node-port-range'],
+    advertiseAddress: values['advertise-address'],
+    clusterDomain: values['cluster-domain'],
     logger: log,
   });
   onShutdown(async () => {

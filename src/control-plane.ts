@@ -1,7 +1,8 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import type http from 'node:http';
 import path from 'node:path';
-import type { AddressInfo } from 'node:net';
+import { isIP, type AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
@@ -11,18 +12,23 @@ import { nodeRestriction } from './admission/plugins/node-restriction.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import type { KubeObject } from './api/types.js';
-import { ensurePki, writeSecret } from './auth/pki.js';
+import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
 import { disabledControllerSet } from './controller-names.js';
-import { ALL_STRATEGIES } from './registry/kinds/index.js';
+import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE } from './api/services.js';
+import { kubernetesServiceIP } from './controllers/system-services/system-services.js';
+import { builtinStrategies } from './registry/kinds/index.js';
+import { SERVICE_INFO } from './registry/kinds/services.js';
+import { parsePortRange, serviceIPRange } from './registry/service-allocation.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
 import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
+import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
 import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
 import { TransformingBackend } from './storage/transforming-backend.js';
@@ -73,6 +79,19 @@ export interface ControlPlaneOptions {
   encryptionProviderConfig?: string;
   /** bytes preallocated next to state.db and released when the disk fills, so deletes still work (default 16 MiB) */
   storageReserveBytes?: number;
+  /** ClusterIPs come from here (kube-apiserver's --service-cluster-ip-range, default 10.96.0.0/12) */
+  serviceClusterIPRange?: string;
+  /** NodePorts come from here (--service-node-port-range, default 30000-32767) */
+  serviceNodePortRange?: string;
+  /**
+   * The address pods reach the API server at: the `kubernetes` Service's endpoint (--advertise-address).
+   * Default: the bind address when it is a specific one, else the address of the host's default-route interface.
+   */
+  advertiseAddress?: string;
+  /** the cluster's DNS domain, named in the serving certificate (kubernetes.default.svc.<domain>; default cluster.local) */
+  clusterDomain?: string;
+  /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
+  releaseStartupMemoryAfterMs?: number;
 }
 
 export interface RunningControlPlane {
@@ -114,8 +133,17 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     transformerFor: transformerForKeys(encryption.config, { extraPrefixes: [{ prefix: NODE_CREDENTIAL_PREFIX, group: '', plural: 'secrets' }] }),
   });
   const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
+  const serviceClusterIPRange = opts.serviceClusterIPRange ?? DEFAULT_SERVICE_CLUSTER_IP_RANGE;
+  const serviceNodePortRange = opts.serviceNodePortRange ?? DEFAULT_SERVICE_NODE_PORT_RANGE;
+  // Bad ranges fail the start with a message naming them, not the first Service create.
+  serviceIPRange(serviceClusterIPRange);
+  parsePortRange(serviceNodePortRange);
+  if (opts.advertiseAddress !== undefined && isIP(opts.advertiseAddress) !== 4) throw new Error(`--advertise-address "${opts.advertiseAddress}" is not an IPv4 address`);
   const registry = new Registry({ backend });
-  for (const s of ALL_STRATEGIES) registry.register(s);
+  for (const s of builtinStrategies({ services: { allocation: { serviceClusterIPRange, serviceNodePortRange } } })) registry.register(s);
+  // What a crash between an allocation and its Service's write left behind, freed before anything is served.
+  // A failed repair (a full disk) only delays it to the next start: it must not keep the API down.
+  await registry.repairStoreHooks(SERVICE_INFO).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'Service allocation repair failed'));
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
@@ -137,13 +165,16 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     nodeMonitorPeriodMs: opts.nodeMonitorPeriodMs,
     eventTTLMs: opts.eventTTLMs,
     jobBackoffBaseMs: opts.jobBackoffBaseMs,
+    advertiseAddresses: [opts.advertiseAddress ?? defaultAdvertiseAddress(bind)],
+    serviceClusterIPRange,
   };
   const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
   for (const reg of CONTROLLER_REGISTRATIONS) manager.register(reg);
   await manager.start('serving');
 
-  const pki = await ensurePki({ dataDir: opts.dataDir });
-  const auth = new TokenAuthenticator({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
+  // In-cluster clients call https://kubernetes.default.svc (or the ClusterIP): the certificate names both.
+  const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
+  const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   const app = buildApp({
     registry,
@@ -163,7 +194,10 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const kubeconfigPath = path.join(opts.dataDir, 'kubeconfig.yaml');
   writeSecret(kubeconfigPath, kubeconfig({ url, caCert: opts.insecureHttp ? undefined : pki.caCert, token: auth.adminToken }));
 
+  // The `kubernetes` Service's targetPort is the port actually bound (the flag may say 0).
+  settings.apiServerPort = port;
   await manager.start('background');
+  const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
   return {
@@ -175,6 +209,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     caCert: pki.caCert,
     registry,
     async stop() {
+      cancelStartupRelease();
       await manager.stop();
       await app.close();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -189,13 +224,41 @@ async function ensureSystemNamespaces(registry: Registry): Promise<void> {
   const info = BUILTIN_RESOURCES.find((r) => r.kind === 'Namespace')!;
   for (const name of SYSTEM_NAMESPACES) {
     try {
-      registry.get(info, undefined, name);
+      await registry.get(info, undefined, name);
     } catch {
       await registry.create(info, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
     }
   }
 }
 
+
+/**
+ * The address pods reach the API server at when --advertise-address is not given: a specific bind
+ * address itself, else the IPv4 address of the interface holding the host's default route (as
+ * kube-apiserver picks it), else the first non-internal IPv4 address.
+ */
+export function defaultAdvertiseAddress(bind: string): string {
+  if (bind !== '0.0.0.0' && bind !== '::') return bind;
+  const interfaces = os.networkInterfaces();
+  const ipv4Of = (name: string) => interfaces[name]?.find((a) => a.family === 'IPv4' && !a.internal)?.address;
+  try {
+    // /proc/net/route: Iface Destination Gateway ...; the default route has destination 00000000.
+    for (const line of fs.readFileSync('/proc/net/route', 'utf8').split('\n').slice(1)) {
+      const [iface, destination] = line.trim().split(/\s+/);
+      if (iface && destination === '00000000') {
+        const ip = ipv4Of(iface);
+        if (ip) return ip;
+      }
+    }
+  } catch {
+    // not Linux, or no /proc: fall through to any address
+  }
+  for (const name of Object.keys(interfaces)) {
+    const ip = ipv4Of(name);
+    if (ip) return ip;
+  }
+  return '127.0.0.1';
+}
 
 function isLoopback(addr: string): boolean {
   return addr === 'localhost' || addr === '::1' || addr.startsWith('127.');

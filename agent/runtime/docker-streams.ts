@@ -1,5 +1,6 @@
 /**
- * Docker's side of ContainerStreams: container logs, exec and attach over the Engine API. Kept apart from
+ * Docker's side of ContainerStreams: container logs, exec and attach over the Engine API, and port-forward
+ * dialers into an infra container's network namespace (netns-dialer.ts). Kept apart from
  * docker.ts (container lifecycle) because streaming has its own wire details: the 8-byte frame header Docker
  * puts on multiplexed stdout/stderr when there is no TTY, and hijacked connections whose write side is
  * half-closed to deliver EOF to the process's stdin.
@@ -7,7 +8,8 @@
 import { PassThrough, Transform, type Duplex, type TransformCallback } from 'node:stream';
 import type Dockerode from 'dockerode';
 import type { Logger } from 'pino';
-import type { AttachOptions, ContainerProcess, ContainerStreams, ExecOptions, LogStreamOptions, TerminalSize } from './runtime.js';
+import { NetnsDialer } from './netns-dialer.js';
+import type { AttachOptions, ContainerProcess, ContainerStreams, ExecOptions, LogStreamOptions, PodPortDialer, TerminalSize } from './runtime.js';
 
 /** Docker's stream type byte in a multiplexed frame header. */
 const STREAM_STDOUT = 1;
@@ -132,6 +134,14 @@ export class DockerStreams implements ContainerStreams {
       },
       exitCode: async () => undefined,
     });
+  }
+
+  async portDialer(infraId: string): Promise<PodPortDialer> {
+    const info = await this.docker.getContainer(infraId).inspect();
+    const pid = info.State?.Pid;
+    if (!info.State?.Running || !pid) throw new Error(`the pod's infra container ${infraId.slice(0, 12)} is not running`);
+    // The namespace is held by the infra (pause) process, as CRI runtimes hold a sandbox's.
+    return new NetnsDialer({ netnsPath: `/proc/${pid}/ns/net` });
   }
 
   private async hasTty(id: string): Promise<boolean> {

@@ -3,6 +3,7 @@
  * vocabulary; agent/runtime/docker.ts implements it over dockerode and agent/runtime/fake.ts in memory.
  * Everything above this interface is runtime-neutral: no Docker types leak past it.
  */
+import type { Duplex } from 'node:stream';
 import type { PullPolicy } from '../../src/api/types.js';
 import type { ContainerOptions, SandboxOptions } from './container-options.js';
 import type { NetworkRuntime } from './networks.js';
@@ -209,14 +210,27 @@ export interface ContainerProcess {
 }
 
 /**
- * Streaming access to containers: logs, exec, attach. Optional on a runtime: the agent's endpoint answers
- * 501 for a runtime without it (the in-memory fake).
+ * TCP connections to ports inside one pod's network namespace (`kubectl port-forward`, CRI's PortForward):
+ * `localhost` is the pod's loopback, so servers bound to 127.0.0.1 in the pod are reachable.
+ */
+export interface PodPortDialer {
+  /** connects to localhost:port in the pod; rejects with the reason (e.g. ECONNREFUSED) */
+  dial(port: number): Promise<Duplex>;
+  /** releases what the dialer holds; connections already made stay open */
+  close(): void;
+}
+
+/**
+ * Streaming access to containers: logs, exec, attach, port-forward. Optional on a runtime: the agent's
+ * endpoint answers 503 for a runtime without it (the in-memory fake).
  */
 export interface ContainerStreams {
   /** stdout and stderr interleaved as written (a TTY container's output as is) */
   logs(id: string, opts: LogStreamOptions): Promise<NodeJS.ReadableStream>;
   exec(id: string, opts: ExecOptions): Promise<ContainerProcess>;
   attach(id: string, opts: AttachOptions): Promise<ContainerProcess>;
+  /** a dialer into the network namespace of a running infra container */
+  portDialer(infraId: string): Promise<PodPortDialer>;
 }
 
 /**

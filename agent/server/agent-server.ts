@@ -10,8 +10,11 @@
  *   GET /containerLogs/{namespace}/{pod}/{container}?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes
  *   GET|POST (upgrade) /exec/{namespace}/{pod}/{container}?command=…&stdin&stdout&stderr&tty
  *   GET|POST (upgrade) /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
+ *   GET|POST (upgrade) /portForward/{namespace}/{pod}
  * Exec and attach are served over WebSocket (v5 / v4.channel.k8s.io, remote-command.ts) and over SPDY/3.1
- * (v4.channel.k8s.io, remote-command-spdy.ts), as the kubelet serves both.
+ * (v4.channel.k8s.io, remote-command-spdy.ts), as the kubelet serves both. Port-forward is SPDY/3.1
+ * (portforward.k8s.io, port-forward.ts), upgraded directly or tunnelled in WebSocket messages
+ * (`SPDY/3.1+portforward.k8s.io`, what kubectl 1.31+ tries first).
  * (plus podUID / containerID hints from the control plane, see container-lookup.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -23,11 +26,14 @@ import type { Logger } from 'pino';
 import type { WebSocketServer } from 'ws';
 import { ApiError, errors, isApiError } from '../../src/api/errors.js';
 import { guardConnections, resolveConnectionLimits, serverTimeoutOptions, type ConnectionGuard, type ConnectionLimits } from '../../src/net/connection-hygiene.js';
+import { identityFromLabels } from '../labels.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
-import { findContainer } from './container-lookup.js';
+import { findContainer, findInfraContainer } from './container-lookup.js';
 import { serveContainerLogs, type ContainerTarget } from './container-logs.js';
 import { chooseProtocol, runRemoteCommand } from './remote-command.js';
 import { runSpdyRemoteCommand, SPDY_REMOTE_COMMAND_PROTOCOLS } from './remote-command-spdy.js';
+import { runPortForward, SPDY_PORT_FORWARD_PROTOCOLS, WEBSOCKET_PORT_FORWARD_TUNNEL } from './port-forward.js';
+import { acceptWebSocketTunnel, handshakeProblem, offeredSubprotocols } from './websocket-tunnel.js';
 import { isSpdyUpgrade, negotiateStreamProtocol, SPDY_PROTOCOL, SpdySession, spdyUpgradeResponse, STREAM_PROTOCOL_HEADER } from './spdy.js';
 
 /** The kubelet's port, which the agent takes by default. */
@@ -68,6 +74,19 @@ const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
 function parseTarget(pathname: string): { route: string; target: ContainerTarget } | undefined {
   const parts = pathname.split('/');
   if (parts.length !== 5 || parts[0] !== '') return undefined;
+  return parseNames(parts);
+}
+
+/** Splits `/portForward/{ns}/{pod}` (a pod, no container); undefined when the path has another shape. */
+function parsePodTarget(pathname: string): { namespace: string; pod: string } | undefined {
+  const parts = pathname.split('/');
+  if (parts.length !== 4 || parts[0] !== '' || parts[1] !== 'portForward') return undefined;
+  // The container slot is unused here; any valid name fills it.
+  const parsed = parseNames([...parts, 'pod']);
+  return parsed && { namespace: parsed.target.namespace, pod: parsed.target.pod };
+}
+
+function parseNames(parts: string[]): { route: string; target: ContainerTarget } | undefined {
   let decoded: string[];
   try {
     decoded = parts.slice(1).map((p) => decodeURIComponent(p));
@@ -111,6 +130,8 @@ export class AgentServer {
   private readonly log: Logger;
   private proxyDigest: Buffer;
   private wss: WebSocketServer | undefined;
+  /** the WebSocket subprotocol each upgrade was checked for, answered by the WebSocket server */
+  private readonly chosenSubprotocols = new WeakMap<http.IncomingMessage, string>();
   /** open connections, so close() does not wait for follow streams and shells to end on their own */
   private readonly sockets = new Set<Duplex>();
   private boundPort = 0;
@@ -198,6 +219,7 @@ export class AgentServer {
     try {
       if (!this.authenticated(req)) return reply(errors.unauthorized());
       const url = new URL(req.url ?? '/', 'https://agent');
+      if (parsePodTarget(url.pathname)) return reply(errors.badRequest('Upgrade request required'));
       const parsed = parseTarget(url.pathname);
       if (!parsed) return reply(new ApiError('NotFound', 'the server could not find the requested resource'));
       if (parsed.route === 'exec' || parsed.route === 'attach') return reply(errors.badRequest('Upgrade request required'));
@@ -216,6 +238,8 @@ export class AgentServer {
     try {
       if (!this.authenticated(req)) return refuseUpgrade(socket, errors.unauthorized());
       const url = new URL(req.url ?? '/', 'https://agent');
+      const podTarget = parsePodTarget(url.pathname);
+      if (podTarget) return await this.portForward(req, socket, head, podTarget, url.searchParams);
       const parsed = parseTarget(url.pathname);
       if (!parsed || (parsed.route !== 'exec' && parsed.route !== 'attach')) return refuseUpgrade(socket, new ApiError('NotFound', 'the server could not find the requested resource'));
       if (req.method !== 'GET' && req.method !== 'POST') return refuseUpgrade(socket, errors.methodNotAllowed(`${req.method} is not allowed`));
@@ -257,6 +281,7 @@ export class AgentServer {
       const protocol = chooseProtocol(req.headers['sec-websocket-protocol']);
       if (!protocol) return refuseUpgrade(socket, errors.badRequest('no supported subprotocol: offer v5.channel.k8s.io or v4.channel.k8s.io'));
       const wss = await this.webSocketServer();
+      this.chosenSubprotocols.set(req, protocol);
       wss.handleUpgrade(req, socket, head, (ws) => {
         log.debug({ tty: io.tty, stdin: io.stdin, protocol }, 'remote command session opened');
         void runRemoteCommand({ ws, protocol, command, reportExitCode: exec, log, start }).then(() => log.debug('remote command session closed'));
@@ -268,6 +293,59 @@ export class AgentServer {
     }
   }
 
+  /**
+   * `kubectl port-forward`: the pod's infra container holds the network namespace every connection is
+   * dialled in. Checks come before the transport, so WebSocket and SPDY clients see the same errors.
+   */
+  private async portForward(req: http.IncomingMessage, socket: Duplex, head: Buffer, target: { namespace: string; pod: string }, q: URLSearchParams): Promise<void> {
+    if (req.method !== 'GET' && req.method !== 'POST') return refuseUpgrade(socket, errors.methodNotAllowed(`${req.method} is not allowed`));
+    const streams = this.opts.runtime.streams;
+    if (!streams) return refuseUpgrade(socket, new ApiError('ServiceUnavailable', "this node's container runtime cannot forward ports"));
+    const lookup: Parameters<typeof findInfraContainer>[1] = { nodeName: this.opts.nodeName, ...target };
+    const podUID = q.get('podUID');
+    if (podUID) lookup.podUID = podUID;
+    const infra = await findInfraContainer(this.opts.runtime, lookup);
+    const log = this.log.child({ pod: `${target.namespace}/${target.pod}`, route: 'portForward' });
+    const serve = async (session: SpdySession, transport: string) => {
+      log.debug({ transport }, 'port-forward session opened');
+      let dialer: Awaited<ReturnType<typeof streams.portDialer>> | undefined;
+      let dialerFailure: Error | undefined;
+      const dialerReady = streams.portDialer(infra.id).then(
+        (d) => (dialer = d),
+        (err: Error) => (dialerFailure = err),
+      );
+      const dial = async (port: number) => {
+        await dialerReady;
+        if (!dialer) throw dialerFailure ?? new Error('no dialer');
+        return dialer.dial(port);
+      };
+      await runPortForward({ session, dial, sandboxId: infra.id, podUID: identityFromLabels(infra.labels)?.podUid ?? '', log, streamCreationTimeoutMs: this.opts.streamCreationTimeoutMs });
+      await dialerReady;
+      dialer?.close();
+      log.debug('port-forward session closed');
+    };
+    if (isSpdyUpgrade(req.headers)) {
+      const protocol = negotiateStreamProtocol(req.headers, SPDY_PORT_FORWARD_PROTOCOLS);
+      if (!protocol) {
+        const offered = String(req.headers[STREAM_PROTOCOL_HEADER.toLowerCase()] ?? '');
+        return refuseUpgrade(socket, errors.forbidden(`unable to upgrade: unable to negotiate protocol: client supports [${offered}], server accepts [${SPDY_PORT_FORWARD_PROTOCOLS.join(' ')}]`));
+      }
+      socket.write(spdyUpgradeResponse(protocol));
+      void serve(new SpdySession({ socket, head }), 'SPDY');
+      return;
+    }
+    if (!/\bwebsocket\b/i.test(req.headers.upgrade ?? '')) {
+      return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: the Upgrade header must be websocket or ${SPDY_PROTOCOL}`));
+    }
+    if (!offeredSubprotocols(req.headers).includes(WEBSOCKET_PORT_FORWARD_TUNNEL)) {
+      return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: no supported WebSocket subprotocol: offer ${WEBSOCKET_PORT_FORWARD_TUNNEL}`));
+    }
+    const problem = handshakeProblem(req.headers);
+    if (problem) return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: ${problem}`));
+    const tunnel = acceptWebSocketTunnel({ socket, head, key: String(req.headers['sec-websocket-key']), subprotocol: WEBSOCKET_PORT_FORWARD_TUNNEL });
+    void serve(new SpdySession({ socket: tunnel }), 'WebSocket');
+  }
+
   /** `ws` is loaded on the first session: most agents never serve one, and it stays out of their heap. */
   private async webSocketServer(): Promise<WebSocketServer> {
     if (!this.wss) {
@@ -277,7 +355,7 @@ export class AgentServer {
         perMessageDeflate: false,
         maxPayload: 4 << 20,
         // The subprotocol was chosen (and checked) before the upgrade; answer with the same one.
-        handleProtocols: (offered: Set<string>) => chooseProtocol([...offered].join(',')) ?? false,
+        handleProtocols: (_offered: Set<string>, req: http.IncomingMessage) => this.chosenSubprotocols.get(req) ?? false,
       });
     }
     return this.wss;

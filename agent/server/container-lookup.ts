@@ -5,9 +5,9 @@
  * container's labels say it is that pod's container on this node, so a caller cannot reach other containers
  * by ID. Without an ID the newest instance (or, for previous, the one before it) is chosen by labels.
  */
-import { errors } from '../../src/api/errors.js';
-import { identityFromLabels, LABEL_CONTAINER_NAME, LABEL_POD_NAME, LABEL_POD_NAMESPACE, labelFilter } from '../labels.js';
-import type { ContainerInfo, ContainerRuntime } from '../runtime/runtime.js';
+import { ApiError, errors } from '../../src/api/errors.js';
+import { identityFromLabels, LABEL_CONTAINER_NAME, LABEL_CONTAINER_TYPE, LABEL_POD_NAME, LABEL_POD_NAMESPACE, labelFilter } from '../labels.js';
+import type { ContainerInfo, ContainerRuntime, ContainerSummary } from '../runtime/runtime.js';
 
 export interface ContainerQuery {
   nodeName: string;
@@ -56,5 +56,25 @@ export async function findContainer(runtime: ContainerRuntime, q: ContainerQuery
   }
   const info = await runtime.inspect(pick.id);
   if (!info) throw errors.notFound({ resource: 'containers', name: q.container });
+  return info;
+}
+
+/**
+ * The running infra (pause) container of `{namespace}/{pod}` on this node, which holds the pod's network
+ * namespace; the newest one when several attempts exist. NotFound ("pod does not exist", the kubelet's words)
+ * when there is none, BadRequest when it is not running.
+ */
+export async function findInfraContainer(runtime: ContainerRuntime, q: { nodeName: string; namespace: string; pod: string; podUID?: string }): Promise<ContainerInfo> {
+  const listed = await runtime.list({ labels: [...labelFilter({ nodeName: q.nodeName, podUid: q.podUID }), `${LABEL_POD_NAMESPACE}=${q.namespace}`, `${LABEL_POD_NAME}=${q.pod}`, `${LABEL_CONTAINER_TYPE}=infra`] });
+  const instances = listed.filter((c) => {
+    const id = identityFromLabels(c.labels);
+    return id?.type === 'infra' && id.nodeName === q.nodeName && id.podNamespace === q.namespace && id.podName === q.pod && (!q.podUID || id.podUid === q.podUID);
+  });
+  const running = instances.filter((c) => c.state === 'running');
+  const pick = (running.length ? running : instances).reduce<ContainerSummary | undefined>((a, b) => (!a || b.createdAt > a.createdAt ? b : a), undefined);
+  if (!pick) throw new ApiError('NotFound', 'pod does not exist');
+  const info = await runtime.inspect(pick.id);
+  if (!info) throw new ApiError('NotFound', 'pod does not exist');
+  if (info.state !== 'running') throw errors.badRequest(`pod ${q.pod} is not running: its sandbox is ${info.state}`);
   return info;
 }

@@ -43,10 +43,12 @@ export interface AuthorizerOptions {
 /**
  * Resources whose access is not divided per node: the rest of upstream's `system:node` rules that
  * Berth serves. Namespaces `get` is Berth's own: the agent reads kube-system's uid as the cluster's id
- * (claim volumes are labelled with it); a Namespace holds no secrets.
+ * (claim volumes are labelled with it); a Namespace holds no secrets. Endpoints and EndpointSlices
+ * are upstream's `system:node-proxier` rules: the agent is also the node's service proxy and DNS.
  */
 const NODE_RULES: Array<{ group: string; resources: string[]; verbs: string[] }> = [
-  { group: '', resources: ['services'], verbs: ['get', 'list', 'watch'] },
+  { group: '', resources: ['services', 'endpoints'], verbs: ['get', 'list', 'watch'] },
+  { group: 'discovery.k8s.io', resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
   { group: '', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: 'events.k8s.io', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: '', resources: ['namespaces'], verbs: ['get'] },

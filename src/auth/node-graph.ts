@@ -1,8 +1,9 @@
 /**
  * Owns the Node authorizer's graph: which objects each node may reach because a pod bound to it uses
  * them (as Kubernetes' node authorizer graph, with the pod → node edge and the secret, configmap,
- * persistentvolumeclaim and serviceaccount → pod edges). It is an index kept from a watch on pods,
- * so an authorization decision is two map lookups, allowed or refused alike. The index is as current
+ * persistentvolumeclaim and serviceaccount → pod edges). It is an index kept from a watch on pods
+ * (and one on claims, for whether a claim exists at all), so an authorization decision is a few map
+ * lookups, allowed or refused alike, and never waits for the store. The index is as current
  * as the store for every request: the store delivers watch events in a microtask right after the
  * commit, and a request is handled in an I/O callback, which runs only after pending microtasks —
  * so a pod written by one request is indexed before the next request is authorized.
@@ -62,6 +63,9 @@ export function podReferences(pod: Pod): string[] {
   return [...refs];
 }
 
+/** how long to wait before trying again to rebuild the index when the store refused */
+const REBUILD_RETRY_MS = 1000;
+
 export interface NodeGraphOptions {
   registry: Registry;
 }
@@ -71,34 +75,98 @@ interface IndexedPod {
   refs: string[];
 }
 
-/** What node → reachable objects the cluster's pods imply; start() before the first lookup, stop() to end the watch. */
+/** What node → reachable objects the cluster's pods imply; start() before the first lookup, stop() to end the watches. */
 export class NodeGraph {
   /** `namespace/name` → the pod's node and references, for pods bound to a node */
   private readonly pods = new Map<string, IndexedPod>();
   /** node → reach key → how many of its pods reach it */
   private readonly reach = new Map<string, Map<string, number>>();
-  private watch: { close(): void } | undefined;
+  /** reach keys of the claims that are stored */
+  private readonly claims = new Set<string>();
+  private watches: Array<{ close(): void }> = [];
+  private started = false;
+  /** between start() and stop(): a rebuild after a lost watch keeps trying only while wanted */
+  private wanted = false;
+  /** bumped by every start and stop, so a watch ending late cannot restart a newer one */
+  private generation = 0;
 
   constructor(private readonly opts: NodeGraphOptions) {}
 
-  /** Indexes the pods that exist now (synchronously) and follows every later change. */
-  start(): void {
-    if (this.watch) return;
-    const info = this.opts.registry.lookup('', 'pods')?.info;
-    if (!info) return;
-    this.watch = this.opts.registry.watch(info, undefined, {
-      onEvent: (ev) => {
-        const pod = ev.object as Pod;
-        const key = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
-        if (ev.type === 'DELETED') this.remove(key);
-        else this.put(key, pod);
-      },
-    });
+  /**
+   * Indexes the pods and claims that exist now (resolves once they are) and follows every later
+   * change. If the store ends a watch (a networked store that could not resume it), the index may
+   * have missed changes: it is dropped, so nodes are refused until it is rebuilt, and rebuilt.
+   */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    this.wanted = true;
+    const generation = ++this.generation;
+    const { registry } = this.opts;
+    const pods = registry.lookup('', 'pods')?.info;
+    const claims = registry.lookup('', 'persistentvolumeclaims')?.info;
+    const onError = () => this.rebuild(generation);
+    let opened: Array<{ close(): void } | undefined>;
+    try {
+      opened = await Promise.all([
+        pods &&
+          registry.watch(pods, undefined, {
+            onEvent: (ev) => {
+              const pod = ev.object as Pod;
+              const key = `${pod.metadata.namespace ?? ''}/${pod.metadata.name ?? ''}`;
+              if (ev.type === 'DELETED') this.remove(key);
+              else this.put(key, pod);
+            },
+            onError,
+          }),
+        claims &&
+          registry.watch(claims, undefined, {
+            onEvent: (ev) => {
+              const key = reachKey('persistentvolumeclaims', ev.object.metadata.namespace ?? '', ev.object.metadata.name ?? '');
+              if (ev.type === 'DELETED') this.claims.delete(key);
+              else this.claims.add(key);
+            },
+            onError,
+          }),
+      ]);
+    } catch (err) {
+      if (generation === this.generation) this.started = false;
+      throw err;
+    }
+    const watches = opened.filter((w): w is NonNullable<typeof w> => !!w);
+    // stop() may have come while the watches were being opened.
+    if (generation !== this.generation) for (const w of watches) w.close();
+    else this.watches = watches;
   }
 
   stop(): void {
-    this.watch?.close();
-    this.watch = undefined;
+    this.wanted = false;
+    this.closeWatches();
+  }
+
+  private closeWatches(): void {
+    this.generation++;
+    this.started = false;
+    for (const w of this.watches) w.close();
+    this.watches = [];
+  }
+
+  private rebuild(generation: number): void {
+    if (generation !== this.generation) return;
+    this.closeWatches();
+    this.pods.clear();
+    this.reach.clear();
+    this.claims.clear();
+    const retry = () => {
+      this.start().catch(() => {
+        // The store is unreachable: keep refusing nodes and try again shortly.
+        const timer = setTimeout(() => {
+          if (this.wanted && !this.started) retry();
+        }, REBUILD_RETRY_MS);
+        timer.unref();
+      });
+    };
+    retry();
   }
 
   /** Does a pod bound to `nodeName` reach the object? False for everything until start(). */
@@ -106,16 +174,9 @@ export class NodeGraph {
     return (this.reach.get(nodeName)?.get(reachKey(resource, namespace, name)) ?? 0) > 0;
   }
 
-  /** Is the object stored at all (whoever may read it)? */
+  /** Is the object stored at all (whoever may read it)? Only claims are followed: the authorizer asks about nothing else. */
   exists(resource: NodeReachableResource, namespace: string, name: string): boolean {
-    const info = this.opts.registry.lookup('', resource)?.info;
-    if (!info) return false;
-    try {
-      this.opts.registry.get(info, namespace, name);
-      return true;
-    } catch {
-      return false;
-    }
+    return resource === 'persistentvolumeclaims' && this.claims.has(reachKey(resource, namespace, name));
   }
 
   private put(key: string, pod: Pod): void {

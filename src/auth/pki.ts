@@ -51,6 +51,15 @@ export async function ensurePki(opts: PkiOptions): Promise<ServingPki> {
   return { caCert, serverCert: fs.readFileSync(files.cert, 'utf8'), serverKey: fs.readFileSync(files.key, 'utf8') };
 }
 
+/**
+ * The names in-cluster clients use for the API server, which its serving certificate must carry:
+ * the `kubernetes` Service's ClusterIP and kubernetes, kubernetes.default, kubernetes.default.svc,
+ * kubernetes.default.svc.<cluster domain> (as kube-apiserver adds them).
+ */
+export function kubernetesServiceNames(opts: { clusterIP: string; clusterDomain: string }): string[] {
+  return [opts.clusterIP, 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', `kubernetes.default.svc.${opts.clusterDomain}`];
+}
+
 /** What a joining node asks to be certified for. */
 export interface NodeServingCertRequest {
   dataDir: string;

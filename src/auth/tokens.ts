@@ -68,7 +68,17 @@ export class TokenAuthenticator {
   readonly adminToken: string;
   readonly nodeToken: string;
 
-  constructor(private readonly opts: TokenAuthOptions) {
+  /** Reads or creates the token files and loads the issued node credentials from the store. */
+  static async open(opts: TokenAuthOptions): Promise<TokenAuthenticator> {
+    const auth = new TokenAuthenticator(opts);
+    for (const kv of (await opts.backend.list(CREDENTIAL_PREFIX)).items) {
+      const { digest: d } = JSON.parse(kv.value) as { digest: string };
+      auth.nodeDigests.set(d, kv.key.slice(CREDENTIAL_PREFIX.length));
+    }
+    return auth;
+  }
+
+  private constructor(private readonly opts: TokenAuthOptions) {
     this.adminToken = readOrCreateToken(path.join(opts.dataDir, 'admin-token'));
     const joinSecret = readOrCreateToken(path.join(opts.dataDir, 'join-secret'));
     this.adminDigest = digest(this.adminToken);
@@ -76,10 +86,6 @@ export class TokenAuthenticator {
     // The node token pins the CA so a joining agent can trust the first TLS connection.
     this.nodeToken = `berth1::${caHash(opts.caCert)}::${joinSecret}`;
     writeSecret(path.join(opts.dataDir, 'node-token'), this.nodeToken + '\n');
-    for (const kv of opts.backend.list(CREDENTIAL_PREFIX).items) {
-      const { digest: d } = JSON.parse(kv.value) as { digest: string };
-      this.nodeDigests.set(d, kv.key.slice(CREDENTIAL_PREFIX.length));
-    }
   }
 
   /** Identity for an Authorization header, or undefined when missing/unknown. */
@@ -94,7 +100,7 @@ export class TokenAuthenticator {
   }
 
   /** Exchange the join secret for a credential of the node's own; re-joining replaces the old one. */
-  join(authorization: string | undefined, nodeName: string): string {
+  join(authorization: string | undefined, nodeName: string): Promise<string> {
     this.checkJoinSecret(authorization);
     return this.storeNodeCredential(nodeName, undefined);
   }
@@ -106,18 +112,18 @@ export class TokenAuthenticator {
    */
   async joinNode(authorization: string | undefined, req: JoinRequest): Promise<JoinResponse> {
     this.checkJoinSecret(authorization);
-    if (req.servingPublicKey === undefined) return { token: this.storeNodeCredential(req.nodeName, undefined) };
+    if (req.servingPublicKey === undefined) return { token: await this.storeNodeCredential(req.nodeName, undefined) };
     const publicKeyPem = servingPublicKeyOf(req.servingPublicKey);
     const addresses = addressesOf(req.addresses);
     // Signing first: a failure leaves the node's previous credentials untouched.
     const servingCert = await issueNodeServingCert({ dataDir: this.opts.dataDir, nodeName: req.nodeName, addresses, publicKeyPem });
     const proxySecret = randomBytes(32).toString('base64url');
-    return { token: this.storeNodeCredential(req.nodeName, proxySecret), servingCert, proxySecret };
+    return { token: await this.storeNodeCredential(req.nodeName, proxySecret), servingCert, proxySecret };
   }
 
   /** The secret to present to a node's agent endpoint; undefined for a node that joined without one. */
-  proxySecretFor(nodeName: string): string | undefined {
-    const kv = this.opts.backend.get(CREDENTIAL_PREFIX + nodeName);
+  async proxySecretFor(nodeName: string): Promise<string | undefined> {
+    const kv = await this.opts.backend.get(CREDENTIAL_PREFIX + nodeName);
     if (!kv) return undefined;
     return (JSON.parse(kv.value) as NodeCredentialRecord).proxySecret;
   }
@@ -127,20 +133,20 @@ export class TokenAuthenticator {
     if (!secret || !timingSafeEqual(digest(secret), this.joinDigest)) throw errors.unauthorized('invalid join secret');
   }
 
-  private storeNodeCredential(nodeName: string, proxySecret: string | undefined): string {
+  private async storeNodeCredential(nodeName: string, proxySecret: string | undefined): Promise<string> {
     const token = randomBytes(32).toString('base64url');
     const d = digest(token).toString('hex');
     const key = CREDENTIAL_PREFIX + nodeName;
-    const existing = this.opts.backend.get(key);
+    const existing = await this.opts.backend.get(key);
     const record: NodeCredentialRecord = { digest: d, issuedAt: new Date().toISOString() };
     if (proxySecret !== undefined) record.proxySecret = proxySecret;
     const value = JSON.stringify(record);
     if (existing) {
       const old = (JSON.parse(existing.value) as { digest: string }).digest;
-      this.opts.backend.update(key, value, existing.modRevision);
+      await this.opts.backend.update(key, value, existing.modRevision);
       this.nodeDigests.delete(old);
     } else {
-      this.opts.backend.create(key, value);
+      await this.opts.backend.create(key, value);
     }
     this.nodeDigests.set(d, nodeName);
     return token;

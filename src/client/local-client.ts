@@ -21,11 +21,11 @@ export class LocalClient implements Client {
   }
 
   async get<T extends KubeObject>(res: ResourceRef, req: { namespace?: string; name: string }): Promise<T> {
-    return structuredClone(this.registry.get(this.info(res), req.namespace, req.name)) as T;
+    return structuredClone(await this.registry.get(this.info(res), req.namespace, req.name)) as T;
   }
 
   async list<T extends KubeObject>(res: ResourceRef, query: ListQuery = {}): Promise<KubeList<T>> {
-    return this.registry.list(this.info(res), query.namespace, query) as KubeList<T>;
+    return (await this.registry.list(this.info(res), query.namespace, query)) as KubeList<T>;
   }
 
   async create<T extends KubeObject>(res: ResourceRef, obj: T, opts: { namespace?: string; subresource?: string; name?: string } = {}): Promise<T> {
@@ -67,21 +67,32 @@ export class LocalClient implements Client {
   watch<T extends KubeObject>(res: ResourceRef, req: WatchRequest<T>): WatchHandle {
     let closed = false;
     let watcher: { close(): void } | undefined;
-    try {
-      watcher = this.registry.watch(this.info(res), req.namespace, {
-        labelSelector: req.labelSelector,
-        fieldSelector: req.fieldSelector,
-        resourceVersion: req.resourceVersion,
-        onEvent: (ev) => {
-          const copy = structuredClone(ev) as { type: typeof ev.type; object: T };
-          queueMicrotask(() => {
-            if (!closed) req.onEvent(copy);
-          });
-        },
-      });
-    } catch (e) {
-      queueMicrotask(() => req.onClose?.(e as Error));
-    }
+    const fail = (e: unknown) => {
+      if (closed) return;
+      closed = true;
+      watcher?.close();
+      req.onClose?.(e as Error);
+    };
+    const opening = (async () => this.registry.watch(this.info(res), req.namespace, {
+      labelSelector: req.labelSelector,
+      fieldSelector: req.fieldSelector,
+      resourceVersion: req.resourceVersion,
+      onEvent: (ev) => {
+        const copy = structuredClone(ev) as { type: typeof ev.type; object: T };
+        queueMicrotask(() => {
+          if (!closed) req.onEvent(copy);
+        });
+      },
+      onError: (e) => queueMicrotask(() => fail(e)),
+    }))();
+    opening.then(
+      (w) => {
+        // Closed while the store was still setting the watch up.
+        if (closed) w.close();
+        else watcher = w;
+      },
+      (e) => queueMicrotask(() => fail(e)),
+    );
     return {
       close() {
         closed = true;

@@ -21,6 +21,8 @@ import { NodeIpamController } from './node-ipam/node-ipam.js';
 import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
 import { ReplicaSetController } from './replicaset/replicaset-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
+import { ServiceLBController } from './service-lb/service-lb.js';
+import { SystemServicesController } from './system-services/system-services.js';
 import { StatefulSetController } from './statefulset/statefulset-controller.js';
 
 /** What the controllers need from the control plane's configuration. */
@@ -32,6 +34,10 @@ export interface ControllerSettings {
   nodeMonitorPeriodMs?: number;
   eventTTLMs?: number;
   jobBackoffBaseMs?: number;
+  /** the API server's addresses as pods reach them, and its port (set once it listens): the `kubernetes` Service's endpoints */
+  advertiseAddresses?: string[];
+  apiServerPort?: number;
+  serviceClusterIPRange?: string;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -57,4 +63,9 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'disruption', build: (ctx) => new DisruptionController(ctx) }),
   controller({ name: 'endpointslice', build: (ctx) => new EndpointSliceController(ctx) }),
   controller({ name: 'endpoint', build: (ctx) => new EndpointsController(ctx) }),
+  controller({
+    name: 'system-services',
+    build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
+  }),
+  controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
 ] as const;

@@ -70,6 +70,18 @@ export interface WatchOptions {
   onEvent: (ev: WatchEvent) => void;
   /** with sendInitialEvents=true: called after the initial events, with the revision they show */
   onInitialEventsEnd?: (revision: number) => void;
+  /**
+   * The store ended the watch after it started (a networked store that could not resume it); 410
+   * Gone when the revision to resume from was compacted, as kube-apiserver ends a watch. Called at
+   * most once, and no event follows.
+   */
+  onError?: (err: ApiError) => void;
+}
+
+/** A running watch. */
+export interface RegistryWatcher {
+  /** stop delivering events; idempotent */
+  close(): void;
 }
 
 /**
@@ -121,15 +133,20 @@ export class Registry {
     return this.strategies.get(`${group}/${plural}`);
   }
 
+  /**
+   * The newest revision the store's event stream has reached (Backend.observedRevision): every
+   * change at or below it has been queued for every open watch. A watch bookmark sent from a timer
+   * (after those queues drained) may carry it. Synchronous: it is cached, not asked of the store.
+   */
   currentRevision(): number {
-    return this.backend.currentRevision();
+    return this.backend.observedRevision();
   }
 
   // ---------- reads ----------
 
-  get(info: ResourceInfo, namespace: string | undefined, name: string, opts: GetOptions = {}): KubeObject {
-    if (opts.resourceVersion && opts.resourceVersion !== '0') this.assertNotFuture(parseResourceVersion(opts.resourceVersion));
-    const kv = this.backend.get(keyOf(info, namespace, name));
+  async get(info: ResourceInfo, namespace: string | undefined, name: string, opts: GetOptions = {}): Promise<KubeObject> {
+    if (opts.resourceVersion && opts.resourceVersion !== '0') await this.assertNotFuture(parseResourceVersion(opts.resourceVersion));
+    const kv = await this.read(() => this.backend.get(keyOf(info, namespace, name)));
     if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
     return decode(info, kv);
   }
@@ -138,13 +155,13 @@ export class Registry {
    * `get`'s answer as JSON bytes, what a GET without any transformation sends. A large object is
    * serialized once per revision and shared by every reader until it changes (serialized-objects.ts).
    */
-  getSerialized(info: ResourceInfo, namespace: string | undefined, name: string): Buffer {
+  async getSerialized(info: ResourceInfo, namespace: string | undefined, name: string): Promise<Buffer> {
     const key = keyOf(info, namespace, name);
     // Only a key already held is worth the index lookup; small objects go straight to the read.
-    const revision = this.serialized.holds(key) ? this.backend.modRevisionOf?.(key) : undefined;
+    const revision = this.serialized.holds(key) ? await this.read(() => this.backend.modRevisionOf(key)) : undefined;
     const held = revision === undefined ? undefined : this.serialized.get(key, revision);
     if (held) return held;
-    const kv = this.backend.get(key);
+    const kv = await this.read(() => this.backend.get(key));
     if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
     const bytes = Buffer.from(JSON.stringify(decode(info, kv)));
     if (this.serialized.keeps(kv.value.length)) this.serialized.set(key, kv.modRevision, bytes);
@@ -152,7 +169,7 @@ export class Registry {
     return bytes;
   }
 
-  list(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): KubeList {
+  async list(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
     const strategy = this.strategyOf(info);
     const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
     const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
@@ -173,7 +190,7 @@ export class Registry {
       continuing = { start: token.start };
     } else if (opts.resourceVersion && opts.resourceVersion !== '0') {
       const requested = parseResourceVersion(opts.resourceVersion);
-      this.assertNotFuture(requested);
+      await this.assertNotFuture(requested);
       const exact = opts.resourceVersionMatch === 'Exact' || (opts.resourceVersionMatch === undefined && limit > 0);
       if (exact) revision = requested;
     }
@@ -184,7 +201,7 @@ export class Registry {
     let lastRead: string | undefined;
     // Filtering happens after the read, so keep reading pages until the limit is filled.
     for (;;) {
-      const page = this.readPage(prefix, { revision: readAt, limit: limit ? limit - items.length : 0, startAfter, continuing });
+      const page = await this.readPage(prefix, { revision: readAt, limit: limit ? limit - items.length : 0, startAfter, continuing });
       readAt = page.revision;
       for (const kv of page.items) {
         lastRead = kv.key;
@@ -207,9 +224,9 @@ export class Registry {
     return { apiVersion: apiVersionOf(info), kind: info.listKind, metadata, items };
   }
 
-  private readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined; continuing: { start: string } | undefined }) {
+  private async readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined; continuing: { start: string } | undefined }) {
     try {
-      return this.backend.list(prefix, { revision: opts.revision || undefined, limit: opts.limit || undefined, startAfter: opts.startAfter });
+      return await this.backend.list(prefix, { revision: opts.revision || undefined, limit: opts.limit || undefined, startAfter: opts.startAfter });
     } catch (e) {
       if (e instanceof StorageError && e.code === 'Compacted') {
         if (!opts.continuing) throw errors.gone('The resourceVersion for the provided list is too old.');
@@ -224,10 +241,24 @@ export class Registry {
     }
   }
 
-  /** A resourceVersion the store has not reached yet cannot be served (504, as kube-apiserver after its wait). */
-  private assertNotFuture(requested: number): void {
-    const current = this.backend.currentRevision();
+  /**
+   * A resourceVersion the store has not reached yet cannot be served (504, as kube-apiserver after
+   * its wait). The observed revision settles the common case without a round trip; only a
+   * revision past it (which another writer of a shared store may have reached) asks the store.
+   */
+  private async assertNotFuture(requested: number): Promise<void> {
+    if (requested <= this.backend.observedRevision()) return;
+    const current = await this.read(() => this.backend.currentRevision());
     if (requested > current) throw tooLargeResourceVersion(requested, current);
+  }
+
+  /** A read's StorageError as the API error it means (a closed store, a value that cannot be decrypted: 500). */
+  private async read<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (e) {
+      throw mapStorageError(e, { resource: 'storage' });
+    }
   }
 
   // ---------- writes ----------
@@ -244,7 +275,7 @@ export class Registry {
         throw errors.badRequest(`the namespace of the provided object does not match the namespace sent on the request`);
       }
       obj.metadata.namespace = namespace ?? obj.metadata.namespace ?? 'default';
-      this.assertNamespaceWritable(obj.metadata.namespace);
+      await this.assertNamespaceWritable(obj.metadata.namespace);
     } else {
       delete obj.metadata.namespace;
     }
@@ -282,11 +313,11 @@ export class Registry {
       }
       const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
       if (opts.dryRun) {
-        if (this.backend.get(key)) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
+        if (await this.read(() => this.backend.get(key))) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
         return obj;
       }
       try {
-        return decode(info, this.backend.create(key, encode(obj)));
+        return decode(info, await this.backend.create(key, encode(obj)));
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name: obj.metadata.name });
       }
@@ -308,7 +339,7 @@ export class Registry {
 
   /** The store as kinds' hooks use it: single-key atomic operations (src/registry/strategy.ts). */
   private readonly hookStore: HookStore = {
-    get: async (key) => this.backend.get(key)?.value,
+    get: async (key) => (await this.backend.get(key))?.value,
     createIfAbsent: async (key, value) => {
       try {
         await this.backend.create(key, value);
@@ -348,7 +379,7 @@ export class Registry {
   async repairStoreHooks(info: ResourceInfo): Promise<void> {
     const strategy = this.strategyOf(info);
     if (!strategy.storeHooks?.repair) return;
-    const objects = this.list(info, undefined).items;
+    const objects = (await this.list(info, undefined)).items;
     await strategy.storeHooks.repair(objects, { store: this.hookStore, dryRun: false });
   }
 
@@ -365,7 +396,7 @@ export class Registry {
       throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
     }
     const key = keyOf(info, namespace, name);
-    const current = this.backend.get(key);
+    const current = await this.read(() => this.backend.get(key));
     if (!current) throw errors.notFound({ resource: info.plural, group: info.group, name });
     const old = decode(info, current);
     const expected = input.metadata?.resourceVersion ? parseRevision(input.metadata.resourceVersion) : current.modRevision;
@@ -393,7 +424,7 @@ export class Registry {
       if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !strategy.deletionBlocked?.(obj) && !this.waitsForGrace(strategy, obj)) {
         try {
           // The answer carries the deletion's revision, the one watchers see on DELETED.
-          const gone = decode(info, this.backend.delete(key, current.modRevision));
+          const gone = decode(info, await this.backend.delete(key, current.modRevision));
           removed = true;
           return gone;
         } catch (e) {
@@ -402,7 +433,7 @@ export class Registry {
       }
       if (sameStored(obj, old)) return old; // a no-op write is not a new revision
       try {
-        return decode(info, this.backend.update(key, encode(obj), current.modRevision));
+        return decode(info, await this.backend.update(key, encode(obj), current.modRevision));
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name });
       }
@@ -423,7 +454,7 @@ export class Registry {
     opts: WriteOptions = {},
   ): Promise<KubeObject> {
     for (let attempt = 0; ; attempt++) {
-      const current = this.get(info, namespace, name);
+      const current = await this.get(info, namespace, name);
       const next = await mutate(structuredClone(current));
       next.metadata ??= {};
       next.metadata.resourceVersion = current.metadata.resourceVersion;
@@ -439,7 +470,7 @@ export class Registry {
   async delete(info: ResourceInfo, namespace: string | undefined, name: string, opts: DeleteOptions = {}): Promise<{ object: KubeObject; removed: boolean }> {
     const strategy = this.strategyOf(info);
     const key = keyOf(info, namespace, name);
-    const current = this.backend.get(key);
+    const current = await this.read(() => this.backend.get(key));
     if (!current) throw errors.notFound({ resource: info.plural, group: info.group, name });
     const obj = decode(info, current);
     if (opts.preconditions?.uid && opts.preconditions.uid !== obj.metadata.uid) {
@@ -460,7 +491,7 @@ export class Registry {
       let gone: KubeObject;
       try {
         // The answer carries the deletion's revision, the one watchers see on DELETED.
-        gone = decode(info, this.backend.delete(key, current.modRevision));
+        gone = decode(info, await this.backend.delete(key, current.modRevision));
       } catch (e) {
         throw mapStorageError(e, { resource: info.plural, group: info.group, name });
       }
@@ -491,7 +522,7 @@ export class Registry {
     strategy.onMarkedForDeletion?.(next);
     if (opts.dryRun || sameStored(next, obj)) return { object: obj, removed: false };
     try {
-      return { object: decode(info, this.backend.update(key, encode(next), current.modRevision)), removed: false };
+      return { object: decode(info, await this.backend.update(key, encode(next), current.modRevision)), removed: false };
     } catch (e) {
       throw mapStorageError(e, { resource: info.plural, group: info.group, name });
     }
@@ -499,7 +530,11 @@ export class Registry {
 
   // ---------- watch ----------
 
-  watch(info: ResourceInfo, namespace: string | undefined, opts: WatchOptions): { close(): void } {
+  /**
+   * Resolves once the store has accepted the watch; with initial events, those have been delivered
+   * by then. Later events arrive asynchronously, in revision order.
+   */
+  async watch(info: ResourceInfo, namespace: string | undefined, opts: WatchOptions): Promise<RegistryWatcher> {
     const strategy = this.strategyOf(info);
     const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
     const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
@@ -515,13 +550,14 @@ export class Registry {
     if (initialEvents) {
       // The current state as ADDED events, then every change after the revision it was read at.
       // With sendInitialEvents a resourceVersion is only a lower bound on that state.
-      if (requested) this.assertNotFuture(requested);
-      const snapshot = this.list(info, namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
+      if (requested) await this.assertNotFuture(requested);
+      const snapshot = await this.list(info, namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
       for (const item of snapshot.items) opts.onEvent({ type: 'ADDED', object: item });
       from = parseRevision(snapshot.metadata.resourceVersion ?? '0');
       if (opts.sendInitialEvents) opts.onInitialEventsEnd?.(from);
     } else {
-      from = anyVersion ? this.backend.currentRevision() : requested;
+      // "Now" is where the store's event stream is: every later change reaches this watch.
+      from = anyVersion ? this.backend.observedRevision() : requested;
     }
     const onStoreEvent = (ev: StoreEvent) => {
       const obj = decodeShared(info, ev.kv);
@@ -541,13 +577,17 @@ export class Registry {
         opts.onEvent({ type: 'DELETED', object: obj });
       }
     };
+    const tooOld = (e: StorageError) => errors.gone(`too old resource version: ${from}${e.compactedRevision === undefined ? '' : ` (${e.compactedRevision})`}`);
+    const onError = opts.onError;
     try {
-      return this.backend.watch(prefix, { fromRevision: from, onEvent: onStoreEvent });
+      return await this.backend.watch(prefix, {
+        fromRevision: from,
+        onEvent: onStoreEvent,
+        ...(onError ? { onError: (e: StorageError) => onError(e.code === 'Compacted' ? tooOld(e) : mapStorageError(e, { resource: info.plural, group: info.group })) } : {}),
+      });
     } catch (e) {
-      if (e instanceof StorageError && e.code === 'Compacted') {
-        throw errors.gone(`too old resource version: ${from} (${this.backend.compactedRevision()})`);
-      }
-      throw e;
+      if (e instanceof StorageError && e.code === 'Compacted') throw tooOld(e);
+      throw mapStorageError(e, { resource: info.plural, group: info.group });
     }
   }
 
@@ -578,8 +618,8 @@ export class Registry {
     return (obj.metadata.deletionGracePeriodSeconds ?? 0) > 0 && strategy.defaultDeleteGraceSeconds !== undefined;
   }
 
-  private assertNamespaceWritable(namespace: string): void {
-    const kv = this.backend.get(`/registry/core/namespaces/${namespace}`);
+  private async assertNamespaceWritable(namespace: string): Promise<void> {
+    const kv = await this.read(() => this.backend.get(`/registry/core/namespaces/${namespace}`));
     if (!kv) throw errors.notFound({ resource: 'namespaces', name: namespace });
     const ns = JSON.parse(kv.value) as KubeObject;
     if (ns.metadata.deletionTimestamp) {

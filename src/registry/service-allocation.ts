@@ -366,13 +366,14 @@ export function serviceAllocationHooks(config: ServiceAllocationConfig = DEFAULT
       for (const { value, holder } of await ports.all(ctx)) {
         if (!holds(holder, (svc) => heldNodePorts(svc).has(value))) await ports.forget(value, holder, ctx);
       }
-      // Values a Service holds without a key (a store written before keys were kept) are recorded.
+      // Values a Service holds without a key (a store written before keys were kept) are recorded;
+      // held keys are only read, so a repair on a full disk writes nothing.
       for (const svc of services) {
         const owner = ownerOf(svc);
         const ip = heldClusterIP(svc);
         const n = ip ? parseIpv4(ip) : undefined;
-        if (n !== undefined && ips.contains(n)) await ips.take(n, owner, ctx);
-        for (const p of heldNodePorts(svc)) if (ports.contains(p)) await ports.take(p, owner, ctx);
+        if (n !== undefined && ips.contains(n) && (await ctx.store.get(ips.key(n))) === undefined) await ips.take(n, owner, ctx);
+        for (const p of heldNodePorts(svc)) if (ports.contains(p) && (await ctx.store.get(ports.key(p))) === undefined) await ports.take(p, owner, ctx);
       }
     },
   };

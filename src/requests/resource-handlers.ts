@@ -41,7 +41,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
         const consistency = readConsistency(query, { watch: false });
         return {
           code: 200,
-          body: registry.list(info, namespace, {
+          body: await registry.list(info, namespace, {
             labelSelector: query.labelSelector,
             fieldSelector: query.fieldSelector,
             limit: query.limit ? parseLimit(query.limit) : undefined,
@@ -51,7 +51,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
           }),
         };
       }
-      return { code: 200, body: registry.get(info, namespace, name, { resourceVersion: query.resourceVersion || undefined }) };
+      return { code: 200, body: await registry.get(info, namespace, name, { resourceVersion: query.resourceVersion || undefined }) };
     }
     case 'POST': {
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
@@ -223,7 +223,7 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   const common = { applied, manager, force: req.query.force === 'true', schema: builtinPatchSchema(info.kind), apiVersion: `${info.group ? info.group + '/' : ''}${info.version}`, now: isoSeconds(Date.now()) };
   let exists = true;
   try {
-    registry.get(info, namespace, name);
+    await registry.get(info, namespace, name);
   } catch (e) {
     if ((e as { reason?: string }).reason !== 'NotFound') throw e;
     exists = false;
@@ -263,7 +263,7 @@ function deleteOptions(req: ApiRequest): DeleteOptions {
 
 async function deleteCollection(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
   const { info, namespace } = req.target;
-  const list = registry.list(info, namespace, { labelSelector: req.query.labelSelector, fieldSelector: req.query.fieldSelector });
+  const list = await registry.list(info, namespace, { labelSelector: req.query.labelSelector, fieldSelector: req.query.fieldSelector });
   const opts = deleteOptions(req);
   for (const item of list.items) {
     try {

@@ -94,7 +94,7 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
   const paths = pathsOf(registry, info);
   switch (req.method) {
     case 'GET':
-      return { code: 200, body: toScale(registry.get(info, namespace, name), paths) };
+      return { code: 200, body: toScale(await registry.get(info, namespace, name), paths) };
     case 'PUT': {
       if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
       const body = decodeBody(req.body, req.contentType);
@@ -104,7 +104,7 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
         throw errors.badRequest(`the name of the object (${scale.metadata.name}) does not match the name on the URL (${name})`);
       }
       const replicas = validateReplicas(info, name, scale);
-      const current = structuredClone(registry.get(info, namespace, name));
+      const current = structuredClone(await registry.get(info, namespace, name));
       setPath(current as Record<string, unknown>, paths.specReplicasPath, replicas);
       // A resourceVersion in the Scale makes the write conditional, as on the object itself.
       current.metadata.resourceVersion = scale.metadata?.resourceVersion || current.metadata.resourceVersion;

@@ -42,14 +42,14 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
         const info = resourceForKind(opts.registry, obj.apiVersion ?? '', obj.kind ?? '');
         const namespace = info.namespaced ? obj.metadata?.namespace ?? 'default' : undefined;
         if (namespace) item.namespace = namespace;
-        const verb = exists(opts.registry, info, namespace, obj.metadata?.name) ? 'update' : 'create';
+        const verb = (await exists(opts.registry, info, namespace, obj.metadata?.name)) ? 'update' : 'create';
         const decision = opts.authorizer.authorize(req.identity!, { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name });
         if (!decision.allowed) throw errors.forbidden(`${req.identity!.user} cannot ${verb} ${info.plural}${decision.reason ? `: ${decision.reason}` : ''}`);
         if (verb === 'create') {
           await opts.registry.create(info, namespace, obj, { dryRun, warnings, user: req.identity!.user });
           item.result = 'created';
         } else {
-          const before = opts.registry.get(info, namespace, obj.metadata!.name!);
+          const before = await opts.registry.get(info, namespace, obj.metadata!.name!);
           const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun, warnings, user: req.identity!.user });
           item.result = after.metadata.resourceVersion === before.metadata.resourceVersion ? 'unchanged' : 'configured';
         }
@@ -72,10 +72,10 @@ function resourceForKind(registry: Registry, apiVersion: string, kind: string): 
   return info;
 }
 
-function exists(registry: Registry, info: ResourceInfo, namespace: string | undefined, name: string | undefined): boolean {
+async function exists(registry: Registry, info: ResourceInfo, namespace: string | undefined, name: string | undefined): Promise<boolean> {
   if (!name) return false;
   try {
-    registry.get(info, namespace, name);
+    await registry.get(info, namespace, name);
     return true;
   } catch {
     return false;

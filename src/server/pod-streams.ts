@@ -1,9 +1,11 @@
 /**
- * The pod subresources that stream from a node: `log` (GET …/pods/{name}/log) and `exec` / `attach` (upgrade
- * requests to …/pods/{name}/exec|attach). The API server authenticates and authorizes the caller (verb `get`
- * on pods/log, `create` on pods/exec and pods/attach — the WebSocket GET included, as Kubernetes does since
- * 1.30), checks the pod and container the way the kubelet would, and then proxies to the agent of the pod's
- * node (agent-proxy.ts). Users never talk to agents directly.
+ * The pod subresources that stream from a node: `log` (GET …/pods/{name}/log) and `exec` / `attach` /
+ * `portforward` (upgrade requests to …/pods/{name}/exec|attach|portforward). The API server authenticates
+ * and authorizes the caller (verb `get` on pods/log, `create` on pods/exec, pods/attach and pods/portforward —
+ * the WebSocket GET included, as Kubernetes does since 1.30), checks the pod and container the way the
+ * kubelet would, and then proxies to the agent of the pod's node (agent-proxy.ts), which speaks every
+ * streaming protocol itself (port-forward's WebSocket tunnel of SPDY included), so the API server splices
+ * bytes and never translates. Users never talk to agents directly.
  *
  * Upgrade requests bypass fastify's routing (Node hands them to the server's 'upgrade' event, which listen.ts
  * forwards to `app.server`), so this module authenticates those itself.
@@ -30,13 +32,13 @@ export interface PodStreamsOptions {
 const LOG_PARAMS = ['follow', 'tailLines', 'sinceSeconds', 'sinceTime', 'timestamps', 'previous', 'limitBytes'];
 /** Exec / attach query parameters passed through to the agent. */
 const STREAM_PARAMS = ['command', 'stdin', 'stdout', 'stderr', 'tty'];
-const STREAM_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach)$/;
+const STREAM_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/;
 
 export function registerPodStreams(app: FastifyInstance, opts: PodStreamsOptions): void {
   const streams = new PodStreams(opts);
   app.get('/api/v1/namespaces/:namespace/pods/:name/log', (req, reply) => streams.serveLog(req, reply));
-  // Reaching a route means no Upgrade header: exec and attach only exist as upgrades.
-  for (const sub of ['exec', 'attach']) {
+  // Reaching a route means no Upgrade header: exec, attach and portforward only exist as upgrades.
+  for (const sub of ['exec', 'attach', 'portforward']) {
     app.route({
       method: ['GET', 'POST'],
       url: `/api/v1/namespaces/:namespace/pods/:name/${sub}`,
@@ -45,7 +47,7 @@ export function registerPodStreams(app: FastifyInstance, opts: PodStreamsOptions
       },
     });
   }
-  app.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => streams.serveUpgrade(req, socket, head));
+  app.server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => void streams.serveUpgrade(req, socket, head));
 }
 
 class PodStreams {
@@ -55,11 +57,11 @@ class PodStreams {
     const { namespace, name } = req.params as { namespace: string; name: string };
     this.authorize(req.identity!, 'get', 'log', namespace, name);
     const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
-    const pod = this.pod(namespace, name);
+    const pod = await this.pod(namespace, name);
     const container = pickContainer(pod, query.get('container'));
     const previous = query.get('previous') === 'true' || query.get('previous') === '1';
     const containerID = logContainerID(pod, container, previous);
-    const target = this.agentTarget(pod);
+    const target = await this.agentTarget(pod);
     const forward = new URLSearchParams();
     for (const p of LOG_PARAMS) for (const v of query.getAll(p)) forward.append(p, v);
     forward.set('podUID', pod.metadata.uid ?? '');
@@ -79,7 +81,7 @@ class PodStreams {
     upstream.pipe(res);
   }
 
-  serveUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  async serveUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
@@ -89,13 +91,19 @@ class PodStreams {
       const m = STREAM_PATH.exec(url.pathname);
       if (!m) throw new ApiError('NotFound', 'the server could not find the requested resource');
       const [namespace, name] = [decodeURIComponent(m[1]!), decodeURIComponent(m[2]!)];
-      const subresource = m[3] as 'exec' | 'attach';
+      const subresource = m[3] as 'exec' | 'attach' | 'portforward';
       this.authorize(identity, 'create', subresource, namespace, name);
-      const pod = this.pod(namespace, name);
+      const pod = await this.pod(namespace, name);
+      if (subresource === 'portforward') {
+        // As kube-apiserver: the pod must be on a node; whether it runs is the agent's (the kubelet's) call.
+        const target = await this.agentTarget(pod);
+        const forward = new URLSearchParams({ podUID: pod.metadata.uid ?? '' });
+        return proxyUpgrade(target, req, socket, head, `/portForward/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?${forward}`);
+      }
       const phase = pod.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') throw errors.badRequest(`cannot ${subresource} into a container in a completed pod; current phase is ${phase}`);
       const container = pickContainer(pod, url.searchParams.get('container'));
-      const target = this.agentTarget(pod);
+      const target = await this.agentTarget(pod);
       const forward = new URLSearchParams();
       for (const p of STREAM_PARAMS) for (const v of url.searchParams.getAll(p)) forward.append(p, v);
       forward.set('podUID', pod.metadata.uid ?? '');
@@ -111,8 +119,8 @@ class PodStreams {
     }
   }
 
-  private pod(namespace: string, name: string): Pod {
-    return this.opts.registry.get(this.info('pods'), namespace, name) as Pod;
+  private async pod(namespace: string, name: string): Promise<Pod> {
+    return (await this.opts.registry.get(this.info('pods'), namespace, name)) as Pod;
   }
 
   private info(plural: string) {
@@ -122,12 +130,12 @@ class PodStreams {
   }
 
   /** The node's agent: InternalIP, the port it advertises, and the secret it expects from us. */
-  private agentTarget(pod: Pod): AgentTarget {
+  private async agentTarget(pod: Pod): Promise<AgentTarget> {
     const nodeName = pod.spec.nodeName;
     if (!nodeName) throw errors.badRequest(`pod ${pod.metadata.name} does not have a host assigned`);
     let node: Node;
     try {
-      node = this.opts.registry.get(this.info('nodes'), undefined, nodeName) as Node;
+      node = (await this.opts.registry.get(this.info('nodes'), undefined, nodeName)) as Node;
     } catch (err) {
       if (isApiError(err) && err.code === 404) throw errors.badRequest(`node "${nodeName}" of pod ${pod.metadata.name} no longer exists`);
       throw err;
@@ -139,7 +147,7 @@ class PodStreams {
     if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) {
       throw errors.unavailable(`node "${nodeName}" does not advertise an agent endpoint (address and daemonEndpoints.kubeletEndpoint.Port)`);
     }
-    const secret = this.opts.auth.proxySecretFor(nodeName);
+    const secret = await this.opts.auth.proxySecretFor(nodeName);
     if (!secret) throw errors.unavailable(`node "${nodeName}" joined without agent endpoint credentials; restart its agent so it joins again`);
     return { nodeName, host, port, secret, ca: this.opts.caCert };
   }

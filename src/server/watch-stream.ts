@@ -47,7 +47,7 @@ function serialized(ev: WatchEvent<unknown>): string {
  * the watch has reached, and with sendInitialEvents=true one that marks the end of the initial
  * ADDED events.
  */
-export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void {
+export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions): Promise<void> {
   const { registry, target, query } = opts;
   let consistency: ReturnType<typeof readConsistency>;
   try {
@@ -95,7 +95,7 @@ export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void 
     send({ type: 'BOOKMARK', object: { kind: target.info.kind, apiVersion: opts.apiVersion, metadata: { resourceVersion: String(revision), ...(annotations ? { annotations } : {}) } } });
   };
   try {
-    watcher = registry.watch(target.info, target.namespace, {
+    watcher = await registry.watch(target.info, target.namespace, {
       labelSelector: query.labelSelector,
       fieldSelector: query.fieldSelector,
       resourceVersion: consistency.resourceVersion,
@@ -107,6 +107,7 @@ export function serveWatch(res: ServerResponse, opts: WatchStreamOptions): void 
       onInitialEventsEnd: (revision) => {
         if (consistency.allowWatchBookmarks) bookmark(revision, { [INITIAL_EVENTS_END_ANNOTATION]: 'true' });
       },
+      onError: sendError,
     });
     if (ended) watcher.close();
     else if (consistency.allowWatchBookmarks) {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import {
+  MAX_VALUE_BYTES,
   StorageError,
   type Backend,
   type KeyValue,
@@ -16,8 +17,7 @@ import { EventFanout, type StorageLogger } from './fanout.js';
 
 export type { StorageLogger } from './fanout.js';
 
-/** etcd's default request limit; Kubernetes objects larger than this cannot be stored there either. */
-export const MAX_VALUE_BYTES = 1.5 * 1024 * 1024;
+export { MAX_VALUE_BYTES } from './backend.js';
 
 export interface SqliteBackendOptions {
   /** database file path, or ':memory:' (tests) */
@@ -121,6 +121,11 @@ function storageFailure(message: string, cause: unknown): StorageError {
 /**
  * Backend over one SQLite file in the kine layout: an append-only log, one row per write, whose
  * AUTOINCREMENT id is the revision. Durable on acknowledgement (WAL + synchronous=FULL).
+ *
+ * better-sqlite3 answers synchronously, so each contract method does all its work before it
+ * returns its (already settled) Promise: a write is committed and queued for watchers before its
+ * caller resumes, and no other operation can interleave with it. Methods outside the contract
+ * (alarm state, compacted revision, row and watcher counts, file sizes) are synchronous.
  */
 export class SqliteBackend implements Backend {
   readonly file: string;
@@ -188,22 +193,28 @@ export class SqliteBackend implements Backend {
     return this.noSpace;
   }
 
-  currentRevision(): number {
+  async currentRevision(): Promise<number> {
     return this.revision;
   }
 
+  /** Every commit is published to the fan-out as it happens: the latest commit. */
+  observedRevision(): number {
+    return this.revision;
+  }
+
+  /** the oldest revision still readable (SQLite keeps it in its meta table; for metrics and tests) */
   compactedRevision(): number {
     return this.compacted;
   }
 
-  get(key: string): KeyValue | undefined {
+  async get(key: string): Promise<KeyValue | undefined> {
     return this.guard('get', () => {
       const row = this.latestRow(key);
       return row && !row.deleted ? rowToKeyValue(row) : undefined;
     });
   }
 
-  modRevisionOf(key: string): number | undefined {
+  async modRevisionOf(key: string): Promise<number | undefined> {
     return this.guard('get', () => {
       // Answered from the (name, id) index alone: the value column, possibly megabytes, is not read.
       const row = this.statement('SELECT id, deleted FROM kv WHERE name = ? ORDER BY id DESC LIMIT 1').get(key) as
@@ -213,7 +224,7 @@ export class SqliteBackend implements Backend {
     });
   }
 
-  list(prefix: string, opts: ListOptions = {}): ListResult {
+  async list(prefix: string, opts: ListOptions = {}): Promise<ListResult> {
     return this.guard('list', () => {
       const revision = this.readableRevision(opts.revision);
       const limit = opts.limit && opts.limit > 0 ? opts.limit : 0;
@@ -231,19 +242,19 @@ export class SqliteBackend implements Backend {
     });
   }
 
-  count(prefix: string): number {
+  async count(prefix: string): Promise<number> {
     return this.guard('count', () => {
       const range = { prefix, startAfter: undefined, revision: this.revision };
       return (this.liveAt(range, 'count').get(this.rangeParams(range)) as { n: number }).n;
     });
   }
 
-  create(key: string, value: string): KeyValue {
+  async create(key: string, value: string): Promise<KeyValue> {
     this.checkValueSize(key, value);
     const event = this.write('create', 'grows', () => {
       const latest = this.latestRow(key);
       if (latest && !latest.deleted) {
-        throw new StorageError('AlreadyExists', `key "${key}" already exists`, rowToKeyValue(latest));
+        throw new StorageError('AlreadyExists', `key "${key}" already exists`, { current: rowToKeyValue(latest) });
       }
       const id = this.insert({ name: key, created: 1, deleted: 0, createRevision: 0, prevRevision: latest?.id ?? 0, value });
       const ev: StoreEvent = { type: 'create', kv: { key, value, createRevision: id, modRevision: id } };
@@ -252,7 +263,7 @@ export class SqliteBackend implements Backend {
     return { ...event.kv };
   }
 
-  update(key: string, value: string, expectedRevision: number): KeyValue {
+  async update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
     this.checkValueSize(key, value);
     const event = this.write('update', 'grows', () => {
       const prev = this.liveKeyValue(key);
@@ -260,7 +271,7 @@ export class SqliteBackend implements Backend {
         throw new StorageError(
           'Conflict',
           `key "${key}" is at revision ${prev.modRevision}, not ${expectedRevision}`,
-          prev,
+          { current: prev },
         );
       }
       const id = this.insert({
@@ -278,18 +289,17 @@ export class SqliteBackend implements Backend {
   }
 
   /**
-   * Writes a tombstone. Returns the value as it was before the delete (its modRevision is the last
-   * write's, as kube-apiserver returns a deleted object); the delete's own revision is
-   * currentRevision() right after this call, and the watch event carries it.
+   * Writes a tombstone. Resolves to the value as it was before the delete, at the delete's own
+   * revision (the one the watch event carries).
    */
-  delete(key: string, expectedRevision?: number): KeyValue {
+  async delete(key: string, expectedRevision?: number): Promise<KeyValue> {
     const event = this.write('delete', 'frees', () => {
       const prev = this.liveKeyValue(key);
       if (expectedRevision !== undefined && prev.modRevision !== expectedRevision) {
         throw new StorageError(
           'Conflict',
           `key "${key}" is at revision ${prev.modRevision}, not ${expectedRevision}`,
-          prev,
+          { current: prev },
         );
       }
       // The tombstone stores no value: replay takes it from the prev row, and a delete on a
@@ -314,12 +324,14 @@ export class SqliteBackend implements Backend {
     return { ...event.kv };
   }
 
-  watch(prefix: string, opts: WatchOptions): Watcher {
+  /** Never calls `onError`: a watch on the in-process fan-out cannot be lost. */
+  async watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
     return this.guard('watch', () => {
       if (opts.fromRevision < this.compacted) {
         throw new StorageError(
           'Compacted',
           `revision ${opts.fromRevision} has been compacted; the oldest watchable revision is ${this.compacted}`,
+          { compactedRevision: this.compacted },
         );
       }
       // Reading the backlog and subscribing happen in one synchronous step: no commit can run in
@@ -334,35 +346,8 @@ export class SqliteBackend implements Backend {
    * tombstone at or below it. State as of `revision` and everything after stays readable.
    * Compacting past the current revision compacts to the current revision.
    */
-  compact(revision: number): void {
-    this.guard('compact', () => {
-      const target = Math.min(revision, this.revision);
-      if (target <= this.compacted) return;
-      const from = this.compacted;
-      const removed = this.db
-        .transaction(() => {
-          // Rows at or below `from` that are superseded were removed by earlier compactions, so
-          // only keys written in (from, target] can have rows to drop.
-          const superseded = this.statement(`
-            DELETE FROM kv WHERE id IN (
-              SELECT older.id
-              FROM (SELECT name, MAX(id) AS top FROM kv WHERE id > @from AND id <= @target GROUP BY name) AS touched
-              JOIN kv AS older ON older.name = touched.name AND older.id < touched.top
-            )`).run({ from, target }).changes;
-          const tombstones = this.statement('DELETE FROM kv WHERE deleted = 1 AND id > @from AND id <= @target').run({
-            from,
-            target,
-          }).changes;
-          this.statement(
-            `INSERT INTO meta (name, value) VALUES ('compacted_revision', @target)
-             ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
-          ).run({ target });
-          return superseded + tombstones;
-        })
-        .immediate();
-      this.compacted = target;
-      this.logger?.info({ revision: target, removedRows: removed }, 'storage compacted');
-    });
+  async compact(revision: number): Promise<void> {
+    this.compactTo(revision);
   }
 
   /** rows in the log, live or historical (for metrics and tests) */
@@ -397,6 +382,38 @@ export class SqliteBackend implements Backend {
   }
 
   // --- internals -------------------------------------------------------------------------------
+
+  /** compact(), synchronously: reclaiming space runs it between checkpoints */
+  private compactTo(revision: number): void {
+    this.guard('compact', () => {
+      const target = Math.min(revision, this.revision);
+      if (target <= this.compacted) return;
+      const from = this.compacted;
+      const removed = this.db
+        .transaction(() => {
+          // Rows at or below `from` that are superseded were removed by earlier compactions, so
+          // only keys written in (from, target] can have rows to drop.
+          const superseded = this.statement(`
+            DELETE FROM kv WHERE id IN (
+              SELECT older.id
+              FROM (SELECT name, MAX(id) AS top FROM kv WHERE id > @from AND id <= @target GROUP BY name) AS touched
+              JOIN kv AS older ON older.name = touched.name AND older.id < touched.top
+            )`).run({ from, target }).changes;
+          const tombstones = this.statement('DELETE FROM kv WHERE deleted = 1 AND id > @from AND id <= @target').run({
+            from,
+            target,
+          }).changes;
+          this.statement(
+            `INSERT INTO meta (name, value) VALUES ('compacted_revision', @target)
+             ON CONFLICT (name) DO UPDATE SET value = excluded.value`,
+          ).run({ target });
+          return superseded + tombstones;
+        })
+        .immediate();
+      this.compacted = target;
+      this.logger?.info({ revision: target, removedRows: removed }, 'storage compacted');
+    });
+  }
 
   /**
    * Runs one write as one IMMEDIATE transaction, then publishes its event only after commit.
@@ -467,7 +484,7 @@ export class SqliteBackend implements Backend {
     };
     const checkpoint = () => step('checkpoint', () => this.db.pragma('wal_checkpoint(TRUNCATE)'));
     checkpoint();
-    if (step('compact', () => this.compact(this.revision))) checkpoint();
+    if (step('compact', () => this.compactTo(this.revision))) checkpoint();
     for (let slices = 0; slices < 100_000; slices++) {
       if ((this.db.pragma('freelist_count', { simple: true }) as number) === 0) break;
       if (!step('incremental vacuum', () => this.db.pragma(`incremental_vacuum(${VACUUM_SLICE_PAGES})`)) || !checkpoint()) break;
@@ -564,6 +581,7 @@ export class SqliteBackend implements Backend {
       throw new StorageError(
         'Compacted',
         `revision ${requested} has been compacted; the oldest readable revision is ${this.compacted}`,
+        { compactedRevision: this.compacted },
       );
     }
     // Nothing exists beyond the current revision yet; reading "as of the future" is reading now.
@@ -778,19 +796,31 @@ export function startCompactor(backend: Backend, opts: CompactorOptions = {}): (
   const intervalMs = opts.intervalMs ?? 5 * 60_000;
   const keepRevisions = opts.keepRevisions ?? 1000;
   let revisionAtPreviousTick: number | undefined;
-  const tick = (): void => {
+  let compactedTo = 0;
+  let running = false;
+  const tick = async (): Promise<void> => {
+    // A networked store can take longer than an interval to answer; never stack compactions.
+    if (running) return;
+    running = true;
     try {
-      const current = backend.currentRevision();
+      const current = await backend.currentRevision();
       if (revisionAtPreviousTick !== undefined) {
         const target = Math.min(revisionAtPreviousTick, current - keepRevisions);
-        if (target > backend.compactedRevision()) backend.compact(target);
+        // compact() is a no-op at or below the store's compacted revision; skipping what this
+        // compactor already did saves the call.
+        if (target > compactedTo) {
+          await backend.compact(target);
+          compactedTo = target;
+        }
       }
       revisionAtPreviousTick = current;
     } catch (err) {
       opts.logger?.warn({ err }, 'storage compaction failed');
+    } finally {
+      running = false;
     }
   };
-  const timer = setInterval(tick, intervalMs);
+  const timer = setInterval(() => void tick(), intervalMs);
   timer.unref(); // compaction alone must not keep the process alive
   return () => clearInterval(timer);
 }

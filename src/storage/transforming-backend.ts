@@ -32,56 +32,57 @@ export class TransformingBackend implements Backend {
     this.transformerFor = opts.transformerFor;
   }
 
-  currentRevision(): number {
+  currentRevision(): Promise<number> {
     return this.inner.currentRevision();
   }
 
-  compactedRevision(): number {
-    return this.inner.compactedRevision();
+  observedRevision(): number {
+    return this.inner.observedRevision();
   }
 
   /** A revision needs no opening: it comes from the inner store's index. */
-  modRevisionOf(key: string): number | undefined {
-    return this.inner.modRevisionOf ? this.inner.modRevisionOf(key) : this.inner.get(key)?.modRevision;
+  modRevisionOf(key: string): Promise<number | undefined> {
+    return this.inner.modRevisionOf(key);
   }
 
-  get(key: string): KeyValue | undefined {
-    const kv = this.inner.get(key);
-    return kv && this.reveal(kv);
+  get(key: string): Promise<KeyValue | undefined> {
+    // Keys without a transformer (everything but Secrets and credentials) go straight through: no extra promise.
+    if (!this.transformerFor(key)) return this.inner.get(key);
+    return this.inner.get(key).then((kv) => kv && this.reveal(kv));
   }
 
-  list(prefix: string, opts?: ListOptions): ListResult {
-    const result = this.inner.list(prefix, opts);
+  async list(prefix: string, opts?: ListOptions): Promise<ListResult> {
+    const result = await this.inner.list(prefix, opts);
     return { ...result, items: result.items.map((kv) => this.reveal(kv)) };
   }
 
-  count(prefix: string): number {
+  count(prefix: string): Promise<number> {
     return this.inner.count(prefix);
   }
 
-  create(key: string, value: string): KeyValue {
-    const kv = this.passErrors(() => this.inner.create(key, this.conceal(key, value)));
-    return { ...kv, value };
+  create(key: string, value: string): Promise<KeyValue> {
+    if (!this.transformerFor(key)) return this.inner.create(key, value);
+    return this.writeConcealed(key, value, (stored) => this.inner.create(key, stored));
   }
 
-  update(key: string, value: string, expectedRevision: number): KeyValue {
-    const kv = this.passErrors(() => this.inner.update(key, this.conceal(key, value), expectedRevision));
-    return { ...kv, value };
+  update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
+    if (!this.transformerFor(key)) return this.inner.update(key, value, expectedRevision);
+    return this.writeConcealed(key, value, (stored) => this.inner.update(key, stored, expectedRevision));
   }
 
-  delete(key: string, expectedRevision?: number): KeyValue {
-    return this.reveal(this.passErrors(() => this.inner.delete(key, expectedRevision)));
+  delete(key: string, expectedRevision?: number): Promise<KeyValue> {
+    if (!this.transformerFor(key)) return this.inner.delete(key, expectedRevision);
+    return this.passErrors(this.inner.delete(key, expectedRevision)).then((kv) => this.reveal(kv));
   }
 
-  watch(prefix: string, opts: WatchOptions): Watcher {
-    return this.inner.watch(prefix, {
-      fromRevision: opts.fromRevision,
-      onEvent: (ev) => opts.onEvent(this.revealEvent(ev)),
-    });
+  watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
+    const inner: WatchOptions = { fromRevision: opts.fromRevision, onEvent: (ev) => opts.onEvent(this.revealEvent(ev)) };
+    if (opts.onError) inner.onError = opts.onError;
+    return this.inner.watch(prefix, inner);
   }
 
-  compact(revision: number): void {
-    this.inner.compact(revision);
+  compact(revision: number): Promise<void> {
+    return this.inner.compact(revision);
   }
 
   close(): void {
@@ -91,6 +92,12 @@ export class TransformingBackend implements Backend {
   /** the store underneath (for storage metrics and tests that inspect stored forms) */
   get innerBackend(): Backend {
     return this.inner;
+  }
+
+  /** Writes the stored form of `value`; resolves to the plain value at the write's revisions. */
+  private async writeConcealed(key: string, value: string, write: (stored: string) => Promise<KeyValue>): Promise<KeyValue> {
+    const kv = await this.passErrors(write(this.conceal(key, value)));
+    return { ...kv, value };
   }
 
   private conceal(key: string, value: string): string {
@@ -123,9 +130,9 @@ export class TransformingBackend implements Backend {
   }
 
   /** Errors that carry the current value (AlreadyExists, Conflict) must not hand out its stored form. */
-  private passErrors<T>(fn: () => T): T {
+  private async passErrors<T>(pending: Promise<T>): Promise<T> {
     try {
-      return fn();
+      return await pending;
     } catch (err) {
       if (err instanceof StorageError && err.current) {
         let current: KeyValue | undefined;
@@ -134,7 +141,7 @@ export class TransformingBackend implements Backend {
         } catch {
           current = undefined;
         }
-        const e = new StorageError(err.code, err.message, current);
+        const e = new StorageError(err.code, err.message, current ? { current } : {});
         e.cause = err.cause;
         throw e;
       }

@@ -38,7 +38,7 @@ describe('ConfigMap and Secret kinds', () => {
     assert.equal(created.type, 'Opaque');
     assert.equal(created.stringData, undefined);
     assert.deepEqual(created.data, { a: b64('from-stringData'), b: b64('kept'), c: b64('plain') });
-    const read = r.get(SECRET_RESOURCE, 'default', 's') as Secret;
+    const read = (await r.get(SECRET_RESOURCE, 'default', 's')) as Secret;
     assert.equal(read.stringData, undefined);
   });
 
@@ -130,7 +130,7 @@ describe('ConfigMap and Secret kinds', () => {
     const r = await fresh();
     await r.create(SECRET_RESOURCE, 'default', { metadata: { name: 'o' }, stringData: { a: '1' } } as Secret);
     await r.create(SECRET_RESOURCE, 'default', { metadata: { name: 't' }, type: 'kubernetes.io/tls', stringData: { 'tls.crt': 'c', 'tls.key': 'k' } } as Secret);
-    const list = r.list(SECRET_RESOURCE, 'default', { fieldSelector: 'type=kubernetes.io/tls' });
+    const list = await r.list(SECRET_RESOURCE, 'default', { fieldSelector: 'type=kubernetes.io/tls' });
     assert.deepEqual(list.items.map((i) => i.metadata.name), ['t']);
   });
 

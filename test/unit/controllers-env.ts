@@ -3,6 +3,10 @@
  * every write, and shared informers that are never started — tests copy the registry into the
  * caches with `syncCaches()` and call reconcile themselves. No watches, no workers, no sleeps:
  * each step is explicit, so a test can also leave the cache stale on purpose.
+ *
+ * The store's reads are asynchronous; the bench's own `get`/`tryGet`/`list` stay synchronous (so
+ * assertions read plainly) by answering from a copy of the live keys that the store's write results
+ * keep current: every registry write goes through `StoreMirror`, so it is never behind an awaited write.
  */
 import pino from 'pino';
 import type { KubeList, KubeObject, Pod, PodPhase } from '../../src/api/types.js';
@@ -10,8 +14,10 @@ import type { Client, DeleteRequest, ListQuery, PatchRequest, ResourceRef, Watch
 import { keyOf } from '../../src/client/informer.js';
 import { LocalClient } from '../../src/client/local-client.js';
 import { SharedInformers } from '../../src/controllers/runtime/informer-factory.js';
+import { errors } from '../../src/api/errors.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { Registry } from '../../src/registry/registry.js';
+import { keyOf as storageKeyOf, prefixOf, Registry } from '../../src/registry/registry.js';
+import type { Backend, KeyValue, ListOptions, ListResult, Watcher, WatchOptions } from '../../src/storage/backend.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 export interface Action {
@@ -65,12 +71,77 @@ export class RecordingClient implements Client {
   }
 }
 
+/** A Backend that passes everything to the store and keeps the live keys its writes leave, readable synchronously. */
+export class StoreMirror implements Backend {
+  private readonly live = new Map<string, KeyValue>();
+
+  constructor(private readonly inner: Backend) {}
+
+  /** the object stored under the key, as the registry would decode it */
+  read(key: string): KubeObject | undefined {
+    const kv = this.live.get(key);
+    if (!kv) return undefined;
+    const obj = JSON.parse(kv.value) as KubeObject;
+    obj.metadata.resourceVersion = String(kv.modRevision);
+    return obj;
+  }
+
+  /** the objects stored under the prefix, in key order */
+  readAll(prefix: string): KubeObject[] {
+    return [...this.live.keys()].filter((k) => k.startsWith(prefix)).sort().map((k) => this.read(k)!);
+  }
+
+  currentRevision(): Promise<number> {
+    return this.inner.currentRevision();
+  }
+  observedRevision(): number {
+    return this.inner.observedRevision();
+  }
+  get(key: string): Promise<KeyValue | undefined> {
+    return this.inner.get(key);
+  }
+  modRevisionOf(key: string): Promise<number | undefined> {
+    return this.inner.modRevisionOf(key);
+  }
+  list(prefix: string, opts?: ListOptions): Promise<ListResult> {
+    return this.inner.list(prefix, opts);
+  }
+  count(prefix: string): Promise<number> {
+    return this.inner.count(prefix);
+  }
+  async create(key: string, value: string): Promise<KeyValue> {
+    const kv = await this.inner.create(key, value);
+    this.live.set(key, kv);
+    return kv;
+  }
+  async update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
+    const kv = await this.inner.update(key, value, expectedRevision);
+    this.live.set(key, kv);
+    return kv;
+  }
+  async delete(key: string, expectedRevision?: number): Promise<KeyValue> {
+    const kv = await this.inner.delete(key, expectedRevision);
+    this.live.delete(key);
+    return kv;
+  }
+  watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
+    return this.inner.watch(prefix, opts);
+  }
+  compact(revision: number): Promise<void> {
+    return this.inner.compact(revision);
+  }
+  close(): void {
+    this.inner.close();
+  }
+}
+
 export const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 export async function controllerEnv() {
   const clock = { t: T0 };
   const now = () => clock.t;
-  const registry = new Registry({ backend: openSqliteBackend({ file: ':memory:' }), clock: { now } });
+  const store = new StoreMirror(openSqliteBackend({ file: ':memory:' }));
+  const registry = new Registry({ backend: store, clock: { now } });
   for (const s of ALL_STRATEGIES) registry.register(s);
   const info = (group: string, plural: string) => registry.lookup(group, plural)!.info;
   await registry.create(info('', 'namespaces'), undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
@@ -82,7 +153,8 @@ export async function controllerEnv() {
   const syncCaches = () => {
     for (const informer of informers.all().values()) {
       const res = informer.resource;
-      const items = registry.list(info(res.group ?? '', res.plural), undefined).items;
+      const resource = info(res.group ?? '', res.plural);
+      const items = store.readAll(prefixOf(resource, undefined));
       const seen = new Set(items.map(keyOf));
       for (const k of informer.indexer.keys()) if (!seen.has(k)) informer.indexer.remove(k);
       for (const item of items) informer.indexer.upsert(item);
@@ -95,8 +167,12 @@ export async function controllerEnv() {
     client.actions.length = 0;
   };
 
-  const get = <T extends KubeObject>(group: string, plural: string, name: string, namespace: string | undefined = 'default') =>
-    registry.get(info(group, plural), info(group, plural).namespaced ? namespace : undefined, name) as T;
+  const get = <T extends KubeObject>(group: string, plural: string, name: string, namespace: string | undefined = 'default'): T => {
+    const resource = info(group, plural);
+    const obj = store.read(storageKeyOf(resource, resource.namespaced ? namespace : undefined, name));
+    if (!obj) throw errors.notFound({ resource: plural, group, name });
+    return obj as T;
+  };
   const tryGet = <T extends KubeObject>(group: string, plural: string, name: string, namespace: string | undefined = 'default') => {
     try {
       return get<T>(group, plural, name, namespace);
@@ -106,7 +182,10 @@ export async function controllerEnv() {
   };
   const create = async <T extends KubeObject>(group: string, plural: string, obj: T) =>
     (await registry.create(info(group, plural), info(group, plural).namespaced ? obj.metadata.namespace ?? 'default' : undefined, obj)) as T;
-  const list = <T extends KubeObject>(group: string, plural: string) => registry.list(info(group, plural), undefined).items as T[];
+  const list = <T extends KubeObject>(group: string, plural: string) => {
+    const resource = info(group, plural);
+    return store.readAll(prefixOf(resource, undefined)) as T[];
+  };
   const modify = async <T extends KubeObject>(group: string, plural: string, name: string, change: (o: T) => void, subresource?: string) =>
     (await registry.modify(info(group, plural), info(group, plural).namespaced ? 'default' : undefined, name, (cur) => {
       change(cur as T);

@@ -21,7 +21,7 @@ async function setup() {
 }
 
 const deleteNamespace = (env: ControllerEnv, name: string) => env.registry.delete(env.info('', 'namespaces'), undefined, name);
-const inTeam = (env: ControllerEnv) => env.registry.resources().filter((r) => r.namespaced && r.verbs.includes('list')).flatMap((r) => env.registry.list(r, 'team').items.map((o) => `${r.plural}/${o.metadata.name}`)).sort();
+const inTeam = async (env: ControllerEnv) => (await Promise.all(env.registry.resources().filter((r) => r.namespaced && r.verbs.includes('list')).map(async (r) => (await env.registry.list(r, 'team')).items.map((o) => `${r.plural}/${o.metadata.name}`)))).flat().sort();
 
 describe('Namespace controller', () => {
   it('leaves a namespace that is not being deleted alone', async () => {
@@ -29,7 +29,7 @@ describe('Namespace controller', () => {
     env.syncCaches();
     assert.equal(await nsc.reconcile('team'), undefined);
     assert.deepEqual(env.writes(), []);
-    assert.deepEqual(inTeam(env), ['configmaps/settings', 'secrets/token']);
+    assert.deepEqual(await inTeam(env), ['configmaps/settings', 'secrets/token']);
   });
 
   it('deletes everything in a Terminating namespace, then releases the namespace', async () => {
@@ -41,7 +41,7 @@ describe('Namespace controller', () => {
     env.syncCaches();
     const first = await nsc.reconcile('team');
     assert.deepEqual(first, { requeueAfterMs: 1000 }, 'contents were still there: look again');
-    assert.deepEqual(inTeam(env), []);
+    assert.deepEqual(await inTeam(env), []);
     assert.ok(env.get('', 'namespaces', 'team', undefined), 'the namespace waits for its contents to be gone');
     assert.deepEqual(env.writes().filter((a) => a.verb === 'delete').map((a) => `${a.plural}/${a.name}@${a.propagationPolicy}`).sort(), ['configmaps/settings@Background', 'secrets/token@Background']);
     assert.equal(await nsc.reconcile('team'), undefined);

@@ -191,41 +191,41 @@ describe('transforming backend', () => {
     return { inner, backend };
   };
 
-  test('only the configured resources are stored encrypted; reads, lists, deletes return plain values', () => {
+  test('only the configured resources are stored encrypted; reads, lists, deletes return plain values', async () => {
     const { inner, backend } = setup();
     const secret = '{"kind":"Secret","data":{"k":"SECRETVALUE"}}';
-    const created = backend.create(SECRET_KEY, secret);
+    const created = await backend.create(SECRET_KEY, secret);
     assert.equal(created.value, secret);
-    backend.create('/registry/core/configmaps/default/cm', '{"kind":"ConfigMap"}');
-    backend.create('/berth/credentials/nodes/n1', '{"proxySecret":"PROXY"}');
-    assert.ok(inner.get(SECRET_KEY)!.value.startsWith('k8s:enc:aesgcm:v1:k:'));
-    assert.ok(inner.get('/berth/credentials/nodes/n1')!.value.startsWith('k8s:enc:aesgcm:v1:k:'));
-    assert.equal(inner.get('/registry/core/configmaps/default/cm')!.value, '{"kind":"ConfigMap"}');
-    assert.equal(backend.get(SECRET_KEY)!.value, secret);
-    assert.equal(backend.get('/berth/credentials/nodes/n1')!.value, '{"proxySecret":"PROXY"}');
-    assert.deepEqual(backend.list('/registry/core/secrets/').items.map((kv) => kv.value), [secret]);
-    const updated = backend.update(SECRET_KEY, '{"v":2}', created.modRevision);
+    await backend.create('/registry/core/configmaps/default/cm', '{"kind":"ConfigMap"}');
+    await backend.create('/berth/credentials/nodes/n1', '{"proxySecret":"PROXY"}');
+    assert.ok((await inner.get(SECRET_KEY))!.value.startsWith('k8s:enc:aesgcm:v1:k:'));
+    assert.ok((await inner.get('/berth/credentials/nodes/n1'))!.value.startsWith('k8s:enc:aesgcm:v1:k:'));
+    assert.equal((await inner.get('/registry/core/configmaps/default/cm'))!.value, '{"kind":"ConfigMap"}');
+    assert.equal((await backend.get(SECRET_KEY))!.value, secret);
+    assert.equal((await backend.get('/berth/credentials/nodes/n1'))!.value, '{"proxySecret":"PROXY"}');
+    assert.deepEqual((await backend.list('/registry/core/secrets/')).items.map((kv) => kv.value), [secret]);
+    const updated = await backend.update(SECRET_KEY, '{"v":2}', created.modRevision);
     assert.equal(updated.value, '{"v":2}');
-    assert.equal(backend.delete(SECRET_KEY).value, '{"v":2}');
+    assert.equal((await backend.delete(SECRET_KEY)).value, '{"v":2}');
     backend.close();
   });
 
-  test('plaintext rows written before encryption stay readable and are encrypted on their next write', () => {
+  test('plaintext rows written before encryption stay readable and are encrypted on their next write', async () => {
     const { inner, backend } = setup();
-    const old = inner.create(SECRET_KEY, '{"legacy":true}');
-    assert.equal(backend.get(SECRET_KEY)!.value, '{"legacy":true}');
-    backend.update(SECRET_KEY, '{"legacy":true}', old.modRevision);
-    assert.ok(inner.get(SECRET_KEY)!.value.startsWith('k8s:enc:aesgcm:v1:k:'));
+    const old = await inner.create(SECRET_KEY, '{"legacy":true}');
+    assert.equal((await backend.get(SECRET_KEY))!.value, '{"legacy":true}');
+    await backend.update(SECRET_KEY, '{"legacy":true}', old.modRevision);
+    assert.ok((await inner.get(SECRET_KEY))!.value.startsWith('k8s:enc:aesgcm:v1:k:'));
     backend.close();
   });
 
   test('watch events (history and live) and conflict reports carry plain values', async () => {
     const { backend } = setup();
-    const first = backend.create(SECRET_KEY, '{"v":1}');
+    const first = await backend.create(SECRET_KEY, '{"v":1}');
     const events: StoreEvent[] = [];
-    const w = backend.watch('/registry/core/secrets/', { fromRevision: 0, onEvent: (ev) => events.push(ev) });
-    backend.update(SECRET_KEY, '{"v":2}', first.modRevision);
-    backend.delete(SECRET_KEY);
+    const w = await backend.watch('/registry/core/secrets/', { fromRevision: 0, onEvent: (ev) => events.push(ev) });
+    await backend.update(SECRET_KEY, '{"v":2}', first.modRevision);
+    await backend.delete(SECRET_KEY);
     await new Promise((r) => setTimeout(r, 20));
     w.close();
     assert.deepEqual(events.map((e) => [e.type, e.kv.value, e.prev?.value]), [
@@ -233,22 +233,20 @@ describe('transforming backend', () => {
       ['update', '{"v":2}', '{"v":1}'],
       ['delete', '{"v":2}', '{"v":2}'],
     ]);
-    const again = backend.create(SECRET_KEY, '{"v":3}');
-    let conflict: unknown;
-    try {
-      backend.update(SECRET_KEY, '{"v":4}', again.modRevision - 1);
-    } catch (err) {
-      conflict = err;
-    }
+    const again = await backend.create(SECRET_KEY, '{"v":3}');
+    const conflict = await backend.update(SECRET_KEY, '{"v":4}', again.modRevision - 1).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
     assert.ok(conflict instanceof StorageError && conflict.code === 'Conflict');
     assert.equal(conflict.current?.value, '{"v":3}');
     backend.close();
   });
 
-  test('a value that cannot be decrypted is a storage failure naming the key', () => {
+  test('a value that cannot be decrypted is a storage failure naming the key', async () => {
     const { inner, backend } = setup();
-    inner.create(SECRET_KEY, 'k8s:enc:aesgcm:v1:k:' + randomBytes(40).toString('base64'));
-    assert.throws(() => backend.get(SECRET_KEY), (err: unknown) => err instanceof StorageError && err.code === 'Failed' && err.message.includes(SECRET_KEY));
+    await inner.create(SECRET_KEY, 'k8s:enc:aesgcm:v1:k:' + randomBytes(40).toString('base64'));
+    await assert.rejects(backend.get(SECRET_KEY), (err: unknown) => err instanceof StorageError && err.code === 'Failed' && err.message.includes(SECRET_KEY));
     backend.close();
   });
 });

@@ -62,7 +62,7 @@ async function rejected(promise: Promise<unknown>, code: number, pattern: RegExp
   await assert.rejects(promise, (e: unknown) => e instanceof ApiError && e.code === code && pattern.test(e.message));
 }
 
-const podOf = (registry: Registry) => registry.get(PODS, 'default', 'web-0') as KubeObject;
+const podOf = (registry: Registry) => registry.get(PODS, 'default', 'web-0');
 
 describe('pods/eviction bodies', () => {
   for (const apiVersion of ['policy/v1', 'policy/v1beta1']) {
@@ -70,7 +70,7 @@ describe('pods/eviction bodies', () => {
       const registry = await clusterWithPod();
       const result = await evict(registry, envelope(apiVersion, 'Eviction', evictionProto('web-0', [int(1, 7)])), PROTOBUF);
       assert.equal(result.code, 201);
-      const pod = podOf(registry);
+      const pod = await podOf(registry);
       assert.ok(pod.metadata.deletionTimestamp, 'marked for deletion');
       assert.equal(pod.metadata.deletionGracePeriodSeconds, 7);
     });
@@ -79,7 +79,7 @@ describe('pods/eviction bodies', () => {
   it('protobuf deleteOptions dryRun and preconditions apply to the delete', async () => {
     const registry = await clusterWithPod();
     await evict(registry, envelope('policy/v1', 'Eviction', evictionProto('web-0', [str(5, 'All')])), PROTOBUF);
-    assert.equal(podOf(registry).metadata.deletionTimestamp, undefined, 'dry run changes nothing');
+    assert.equal((await podOf(registry)).metadata.deletionTimestamp, undefined, 'dry run changes nothing');
     await rejected(evict(registry, envelope('policy/v1', 'Eviction', evictionProto('web-0', [msg(2, str(1, 'not-the-uid'))])), PROTOBUF), 409, /UID/i);
   });
 
@@ -87,7 +87,7 @@ describe('pods/eviction bodies', () => {
     const registry = await clusterWithPod();
     const body = Buffer.from(JSON.stringify({ apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name: 'web-0', namespace: 'default' }, deleteOptions: { gracePeriodSeconds: 3 } }));
     assert.equal((await evict(registry, body, 'application/json')).code, 201);
-    assert.equal(podOf(registry).metadata.deletionGracePeriodSeconds, 3);
+    assert.equal((await podOf(registry)).metadata.deletionGracePeriodSeconds, 3);
   });
 
   it('refuses bodies that are not an Eviction for this pod, naming why', async () => {
@@ -96,12 +96,12 @@ describe('pods/eviction bodies', () => {
     await rejected(evict(registry, envelope('policy/v1', 'Eviction', evictionProto('other')), PROTOBUF), 400, /name in URL does not match/);
     await rejected(evict(registry, Buffer.from('not protobuf at all'), PROTOBUF), 400, /k8s/);
     await rejected(evict(registry, Buffer.from('{"apiVersion":"policy/v1","kind":"Eviction"'), 'application/json'), 400, /JSON/);
-    assert.equal(podOf(registry).metadata.deletionTimestamp, undefined);
+    assert.equal((await podOf(registry)).metadata.deletionTimestamp, undefined);
   });
 
   it('refuses a protobuf envelope whose content is encoded (415), as for every other protobuf body', async () => {
     const registry = await clusterWithPod();
     await rejected(evict(registry, envelope('policy/v1', 'Eviction', evictionProto('web-0'), 'gzip'), PROTOBUF), 415, /content encoding "gzip"/);
-    assert.equal(podOf(registry).metadata.deletionTimestamp, undefined);
+    assert.equal((await podOf(registry)).metadata.deletionTimestamp, undefined);
   });
 });

@@ -60,43 +60,29 @@ describe('serialized object cache', () => {
   });
 });
 
-describe('sqlite modRevisionOf', () => {
-  it('gives the live key revision without its value, and nothing for absent or deleted keys', () => {
-    const backend = openSqliteBackend({ file: ':memory:' });
-    const created = backend.create('/k', 'v1');
-    assert.equal(backend.modRevisionOf('/k'), created.modRevision);
-    const updated = backend.update('/k', 'v2', created.modRevision);
-    assert.equal(backend.modRevisionOf('/k'), updated.modRevision);
-    backend.delete('/k');
-    assert.equal(backend.modRevisionOf('/k'), undefined);
-    assert.equal(backend.modRevisionOf('/absent'), undefined);
-    backend.close();
-  });
-});
-
 describe('registry getSerialized', () => {
   it('is get() as JSON; a large object is serialized once per revision and again after a write', async () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', bigPod('big', 2000));
-    const first = registry.getSerialized(PODS, 'default', 'big');
-    assert.deepEqual(JSON.parse(first.toString('utf8')), registry.get(PODS, 'default', 'big'));
-    assert.equal(registry.getSerialized(PODS, 'default', 'big'), first, 'the same bytes are shared while the revision stands');
+    const first = await registry.getSerialized(PODS, 'default', 'big');
+    assert.deepEqual(JSON.parse(first.toString('utf8')), await registry.get(PODS, 'default', 'big'));
+    assert.equal(await registry.getSerialized(PODS, 'default', 'big'), first, 'the same bytes are shared while the revision stands');
 
     await registry.modify(PODS, 'default', 'big', (p) => ({ ...p, metadata: { ...p.metadata, labels: { changed: 'yes' } } }));
-    const second = registry.getSerialized(PODS, 'default', 'big');
+    const second = await registry.getSerialized(PODS, 'default', 'big');
     assert.notEqual(second, first);
     const obj = JSON.parse(second.toString('utf8')) as KubeObject;
     assert.equal(obj.metadata.labels?.changed, 'yes');
-    assert.equal(obj.metadata.resourceVersion, registry.get(PODS, 'default', 'big').metadata.resourceVersion);
+    assert.equal(obj.metadata.resourceVersion, (await registry.get(PODS, 'default', 'big')).metadata.resourceVersion);
   });
 
   it('does not hold small objects, and a missing one is NotFound', async () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', bigPod('small', 1));
-    const a = registry.getSerialized(PODS, 'default', 'small');
-    assert.notEqual(registry.getSerialized(PODS, 'default', 'small'), a);
-    assert.deepEqual(JSON.parse(a.toString('utf8')), registry.get(PODS, 'default', 'small'));
-    assert.throws(() => registry.getSerialized(PODS, 'default', 'nope'), (e: { reason?: string }) => e.reason === 'NotFound');
+    const a = await registry.getSerialized(PODS, 'default', 'small');
+    assert.notEqual(await registry.getSerialized(PODS, 'default', 'small'), a);
+    assert.deepEqual(JSON.parse(a.toString('utf8')), await registry.get(PODS, 'default', 'small'));
+    await assert.rejects(registry.getSerialized(PODS, 'default', 'nope'), (e: { reason?: string }) => e.reason === 'NotFound');
   });
 });
 
@@ -143,7 +129,7 @@ describe('GET of a large object over HTTP', () => {
       assert.equal(res.statusCode, 200);
       assert.equal(res.headers['content-type'], 'application/json; charset=utf-8');
       assert.equal(Number(res.headers['content-length']), res.rawPayload.length);
-      assert.deepEqual(res.json(), registry.get(PODS, 'default', 'big'));
+      assert.deepEqual(res.json(), await registry.get(PODS, 'default', 'big'));
 
       const table = await app.inject({ method: 'GET', url: '/api/v1/namespaces/default/pods/big', headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' } });
       assert.equal(table.json().kind, 'Table');
@@ -158,7 +144,7 @@ describe('GET of a large object over HTTP', () => {
   it('hands a large body to the socket a slice at a time, so encrypting it never blocks for the whole body', async () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', bigPod('big', 14_500)); // ≈ 1.4 MB
-    const size = registry.getSerialized(PODS, 'default', 'big').length;
+    const size = (await registry.getSerialized(PODS, 'default', 'big')).length;
     assert.ok(size > 1_300_000, `pod is ${size} bytes`);
     const app = appFor(registry);
     let largestWrite = 0;

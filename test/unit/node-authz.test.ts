@@ -15,6 +15,7 @@ import type { Identity } from '../../src/auth/tokens.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { StorageError, type Backend, type WatchOptions } from '../../src/storage/backend.js';
 
 const info = (plural: string) => ALL_STRATEGIES.find((s) => s.info.plural === plural)!.info;
 const nodeA: Identity = { user: 'system:node:a', groups: ['system:nodes', 'system:authenticated'], nodeName: 'a' };
@@ -121,13 +122,23 @@ describe('Authorizer for node credentials', () => {
     assert.equal(lease('watch', 'kube-node-lease', 'a'), false);
   });
 
-  it('creates events, reads services and namespaces, and nothing else', () => {
+  it('creates events, reads services, endpoints, endpointslices and namespaces, and nothing else', () => {
     assert.ok(allowed({ verb: 'create', resource: 'events', namespace: 'default' }));
     assert.ok(allowed({ verb: 'patch', resource: 'events', namespace: 'default', name: 'e' }));
     assert.ok(authz.authorize(nodeA, { verb: 'create', group: 'events.k8s.io', resource: 'events', namespace: 'default' }).allowed);
     assert.equal(allowed({ verb: 'list', resource: 'events', namespace: 'default' }), false);
     assert.equal(allowed({ verb: 'delete', resource: 'events', namespace: 'default', name: 'e' }), false);
     assert.ok(allowed({ verb: 'watch', resource: 'services' }));
+    // The agent is also the node's service proxy and DNS: upstream's system:node-proxier reads.
+    for (const verb of ['get', 'list', 'watch']) {
+      assert.ok(allowed({ verb, resource: 'endpoints', namespace: 'default', ...(verb === 'get' ? { name: 'web' } : {}) }), verb);
+      assert.ok(authz.authorize(nodeA, { verb, group: 'discovery.k8s.io', resource: 'endpointslices' }).allowed, verb);
+    }
+    for (const verb of ['create', 'update', 'patch', 'delete']) {
+      assert.equal(allowed({ verb, resource: 'services', namespace: 'default', name: 'web' }), false, verb);
+      assert.equal(allowed({ verb, resource: 'endpoints', namespace: 'default', name: 'web' }), false, verb);
+      assert.equal(authz.authorize(nodeA, { verb, group: 'discovery.k8s.io', resource: 'endpointslices', namespace: 'default', name: 'web' }).allowed, false, verb);
+    }
     assert.ok(allowed({ verb: 'get', resource: 'namespaces', name: 'kube-system' }));
     assert.equal(allowed({ verb: 'delete', resource: 'namespaces', name: 'default' }), false);
     assert.equal(allowed({ verb: 'list', resource: 'namespaces' }), false);
@@ -185,7 +196,7 @@ describe('NodeGraph', () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', pod('before', 'a', 'early'));
     const graph = new NodeGraph({ registry });
-    graph.start();
+    await graph.start();
     await settle();
     assert.ok(graph.reaches('a', 'secrets', 'default', 'early'), 'pods that existed at start are indexed');
     assert.equal(graph.reaches('b', 'secrets', 'default', 'early'), false);
@@ -212,12 +223,66 @@ describe('NodeGraph', () => {
     const registry = await fresh();
     await registry.create(PODS, 'default', pod('old', 'a', 'old-secret'));
     const graph = new NodeGraph({ registry });
-    graph.start();
+    await graph.start();
     assert.ok(graph.reaches('a', 'secrets', 'default', 'old-secret'), 'no wait needed after start');
     await registry.create(PODS, 'default', pod('fresh', 'a', 'new-secret'));
     // No settle: the next request after a write is authorized with the write indexed.
     assert.ok(graph.reaches('a', 'secrets', 'default', 'new-secret'));
     assert.equal(graph.reaches('b', 'secrets', 'default', 'new-secret'), false);
+    graph.stop();
+  });
+
+  it('follows which claims exist', async () => {
+    const registry = await fresh();
+    const CLAIMS = info('persistentvolumeclaims');
+    const claim = (name: string) => ({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } });
+    await registry.create(CLAIMS, 'default', claim('early'));
+    const graph = new NodeGraph({ registry });
+    await graph.start();
+    assert.ok(graph.exists('persistentvolumeclaims', 'default', 'early'));
+    await registry.create(CLAIMS, 'default', claim('late'));
+    assert.ok(graph.exists('persistentvolumeclaims', 'default', 'late'));
+    await registry.delete(CLAIMS, 'default', 'early');
+    await settle();
+    assert.equal(graph.exists('persistentvolumeclaims', 'default', 'early'), false);
+    assert.equal(graph.exists('secrets', 'default', 'late'), false, 'only claims are followed');
+    graph.stop();
+  });
+
+  it('rebuilds its index when the store ends a watch, so changes it missed meanwhile are not kept', async () => {
+    // A store that can drop events and end watches, as a networked one that lost its stream.
+    const store = openSqliteBackend({ file: ':memory:' });
+    const link = { up: true, endings: [] as Array<NonNullable<WatchOptions['onError']>> };
+    const backend = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'watch') {
+          return (prefix: string, opts: WatchOptions) => {
+            if (opts.onError) link.endings.push(opts.onError);
+            return target.watch(prefix, { ...opts, onEvent: (ev) => link.up && opts.onEvent(ev) });
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Backend;
+    const registry = new Registry({ backend });
+    for (const s of ALL_STRATEGIES) registry.register(s);
+    await registry.create(info('namespaces'), undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+    await registry.create(PODS, 'default', pod('gone-unseen', 'a', 'stale-secret'));
+    const graph = new NodeGraph({ registry });
+    await graph.start();
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'stale-secret'));
+
+    link.up = false;
+    await registry.delete(PODS, 'default', 'gone-unseen', { gracePeriodSeconds: 0 });
+    await registry.create(PODS, 'default', pod('new-unseen', 'a', 'fresh-secret'));
+    await settle();
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'stale-secret'), 'the lost events were not seen');
+    link.up = true;
+    for (const end of link.endings.splice(0)) end(new StorageError('Compacted', 'compacted while reconnecting', { compactedRevision: 1 }));
+    await settle();
+    assert.equal(graph.reaches('a', 'secrets', 'default', 'stale-secret'), false, 'the deleted pod is gone after the rebuild');
+    assert.ok(graph.reaches('a', 'secrets', 'default', 'fresh-secret'), 'the pod created meanwhile is indexed');
     graph.stop();
   });
 });

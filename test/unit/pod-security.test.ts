@@ -231,7 +231,7 @@ describe('PodSecurity admission plugin', () => {
       /Namespace "ok" is invalid: metadata.labels\[pod-security.kubernetes.io\/warn-version\]: Invalid value: "v2": must be "latest" or "v1.x"/,
     );
     // Stored before validation existed (written past admission): pods there get restricted.
-    const stored = registry.get(NS, undefined, 'ok');
+    const stored = await registry.get(NS, undefined, 'ok');
     stored.metadata.labels = { 'pod-security.kubernetes.io/enforce': 'strict' };
     registry.setAdmission({ mutate: async () => {}, validate: async () => {} });
     await registry.update(NS, undefined, 'ok', stored);

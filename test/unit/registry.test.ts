@@ -6,6 +6,8 @@ import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { StorageError, type Backend, type WatchOptions as StoreWatchOptions } from '../../src/storage/backend.js';
+import { LocalClient } from '../../src/client/local-client.js';
 import { allocatableOf, podRequests, tolerates, unfitReasons, unschedulableMessage } from '../../src/controllers/scheduler/fit.js';
 import { defaultPullPolicy, qosClassOf } from '../../src/registry/kinds/core.js';
 
@@ -83,16 +85,16 @@ describe('registry', () => {
     await registry.create(PODS, 'default', { ...pod('f'), metadata: { name: 'f', finalizers: ['example.com/hold'] } });
     const r = await registry.delete(PODS, 'default', 'f');
     assert.equal(r.removed, false);
-    const held = registry.get(PODS, 'default', 'f');
+    const held = await registry.get(PODS, 'default', 'f');
     assert.ok(held.metadata.deletionTimestamp);
     await registry.update(PODS, 'default', 'f', { ...held, metadata: { ...held.metadata, finalizers: [] } });
-    assert.throws(() => registry.get(PODS, 'default', 'f'), (e) => reason(e) === 'NotFound');
+    await assert.rejects(registry.get(PODS, 'default', 'f'), (e) => reason(e) === 'NotFound');
   });
 
   it('watch with a selector turns "stopped matching" into DELETED and "started matching" into ADDED', async () => {
     const { registry } = await fresh();
     const events: WatchEvent[] = [];
-    const w = registry.watch(PODS, 'default', { labelSelector: 'app=web', onEvent: (e) => events.push(e) });
+    const w = await registry.watch(PODS, 'default', { labelSelector: 'app=web', onEvent: (e) => events.push(e) });
     const p = await registry.create(PODS, 'default', pod('w', {}, { app: 'db' }));
     const p2 = await registry.update(PODS, 'default', 'w', { ...p, metadata: { ...p.metadata, labels: { app: 'web' } } });
     await registry.update(PODS, 'default', 'w', { ...p2, metadata: { ...p2.metadata, labels: { app: 'db' } } });
@@ -104,7 +106,7 @@ describe('registry', () => {
   it('dry-run validates without storing', async () => {
     const { registry } = await fresh();
     await registry.create(PODS, 'default', pod('dry'), { dryRun: true });
-    assert.throws(() => registry.get(PODS, 'default', 'dry'), (e) => reason(e) === 'NotFound');
+    await assert.rejects(registry.get(PODS, 'default', 'dry'), (e) => reason(e) === 'NotFound');
     await assert.rejects(registry.create(PODS, 'default', pod('Bad_Name'), { dryRun: true }), (e) => reason(e) === 'Invalid');
   });
 
@@ -119,11 +121,11 @@ describe('registry', () => {
     await registry.create(NS, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'tmp' } });
     const r = await registry.delete(NS, undefined, 'tmp');
     assert.equal(r.removed, false);
-    const ns = registry.get(NS, undefined, 'tmp') as KubeObject & { status?: { phase?: string }; spec?: { finalizers?: string[] } };
+    const ns = (await registry.get(NS, undefined, 'tmp')) as KubeObject & { status?: { phase?: string }; spec?: { finalizers?: string[] } };
     assert.equal(ns.status?.phase, 'Terminating');
     await assert.rejects(registry.create(PODS, 'tmp', pod('late')), (e) => reason(e) === 'Forbidden');
     await registry.update(NS, undefined, 'tmp', { ...ns, spec: { finalizers: [] } });
-    assert.throws(() => registry.get(NS, undefined, 'tmp'), (e) => reason(e) === 'NotFound');
+    await assert.rejects(registry.get(NS, undefined, 'tmp'), (e) => reason(e) === 'NotFound');
   });
 });
 
@@ -217,7 +219,7 @@ describe('registry: metadata.generation per kind', () => {
     assert.equal(c.metadata.generation, undefined);
     const c2 = await registry.update(CONFIGMAPS, 'default', 'c', { ...c, data: { k: 'w' } });
     assert.equal(c2.metadata.generation, undefined);
-    const ns = registry.get(NS, undefined, 'default');
+    const ns = await registry.get(NS, undefined, 'default');
     assert.equal(ns.metadata.generation, undefined);
   });
 
@@ -237,7 +239,7 @@ describe('registry: DELETE answers with the deletion resourceVersion', () => {
     const { registry } = await withBackend();
     const created = await registry.create(CONFIGMAPS, 'default', cm('gone'));
     const events: WatchEvent[] = [];
-    const w = registry.watch(CONFIGMAPS, 'default', { resourceVersion: created.metadata.resourceVersion, onEvent: (e) => events.push(e) });
+    const w = await registry.watch(CONFIGMAPS, 'default', { resourceVersion: created.metadata.resourceVersion, onEvent: (e) => events.push(e) });
     const { object, removed } = await registry.delete(CONFIGMAPS, 'default', 'gone');
     await settle();
     w.close();
@@ -303,14 +305,14 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     await registry.create(CONFIGMAPS, 'default', cm('two'));
     const rv = first.metadata.resourceVersion!;
     const names = (l: { items: KubeObject[] }) => l.items.map((i) => i.metadata.name);
-    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default')), ['one', 'two']);
-    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: '0' })), ['one', 'two']);
-    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: rv })), ['one', 'two'], 'unset match without limit is NotOlderThan');
-    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, resourceVersionMatch: 'NotOlderThan' })), ['one', 'two']);
-    const exact = registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, resourceVersionMatch: 'Exact' });
+    assert.deepEqual(names(await registry.list(CONFIGMAPS, 'default')), ['one', 'two']);
+    assert.deepEqual(names(await registry.list(CONFIGMAPS, 'default', { resourceVersion: '0' })), ['one', 'two']);
+    assert.deepEqual(names(await registry.list(CONFIGMAPS, 'default', { resourceVersion: rv })), ['one', 'two'], 'unset match without limit is NotOlderThan');
+    assert.deepEqual(names(await registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, resourceVersionMatch: 'NotOlderThan' })), ['one', 'two']);
+    const exact = await registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, resourceVersionMatch: 'Exact' });
     assert.deepEqual(names(exact), ['one']);
     assert.equal(exact.metadata.resourceVersion, rv);
-    assert.deepEqual(names(registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, limit: 10 })), ['one'], 'paging with a resourceVersion is Exact');
+    assert.deepEqual(names(await registry.list(CONFIGMAPS, 'default', { resourceVersion: rv, limit: 10 })), ['one'], 'paging with a resourceVersion is Exact');
   });
 
   it('a resourceVersion newer than the store is 504 "Too large resource version" for get, list and watch', async () => {
@@ -318,9 +320,9 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     await registry.create(CONFIGMAPS, 'default', cm('one'));
     const future = String(registry.currentRevision() + 10);
     const expected = { code: 504, reason: 'Timeout', message: `Too large resource version: ${future}, current: ${registry.currentRevision()}` };
-    assert.throws(() => registry.list(CONFIGMAPS, 'default', { resourceVersion: future, resourceVersionMatch: 'NotOlderThan' }), (e) => (assert.deepEqual(statusOf(e), expected), true));
-    assert.throws(() => registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: future }), (e) => (assert.deepEqual(statusOf(e), expected), true));
-    assert.throws(() => registry.watch(CONFIGMAPS, 'default', { resourceVersion: future, sendInitialEvents: true, onEvent: () => {} }), (e) => (assert.deepEqual(statusOf(e), expected), true));
+    await assert.rejects(registry.list(CONFIGMAPS, 'default', { resourceVersion: future, resourceVersionMatch: 'NotOlderThan' }), (e) => (assert.deepEqual(statusOf(e), expected), true));
+    await assert.rejects(registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: future }), (e) => (assert.deepEqual(statusOf(e), expected), true));
+    await assert.rejects(registry.watch(CONFIGMAPS, 'default', { resourceVersion: future, sendInitialEvents: true, onEvent: () => {} }), (e) => (assert.deepEqual(statusOf(e), expected), true));
   });
 
   it('compacted: an exact list is 410 "too old"; an expired continue is 410 with a token that goes on at the latest state', async () => {
@@ -328,17 +330,17 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     const a = await registry.create(CONFIGMAPS, 'default', cm('a'));
     await registry.create(CONFIGMAPS, 'default', cm('b'));
     await registry.create(CONFIGMAPS, 'default', cm('c'));
-    const page = registry.list(CONFIGMAPS, 'default', { limit: 1 });
+    const page = await registry.list(CONFIGMAPS, 'default', { limit: 1 });
     assert.ok(page.metadata.continue);
     await registry.update(CONFIGMAPS, 'default', 'c', { ...cm('c'), data: { k: 'changed' } });
-    backend.compact(backend.currentRevision());
-    assert.throws(
-      () => registry.list(CONFIGMAPS, 'default', { resourceVersion: a.metadata.resourceVersion, resourceVersionMatch: 'Exact' }),
+    await backend.compact(await backend.currentRevision());
+    await assert.rejects(
+      registry.list(CONFIGMAPS, 'default', { resourceVersion: a.metadata.resourceVersion, resourceVersionMatch: 'Exact' }),
       (e) => (assert.deepEqual(statusOf(e), { code: 410, reason: 'Expired', message: 'The resourceVersion for the provided list is too old.' }), true),
     );
     let token: string | undefined;
-    assert.throws(
-      () => registry.list(CONFIGMAPS, 'default', { limit: 1, continue: page.metadata.continue }),
+    await assert.rejects(
+      registry.list(CONFIGMAPS, 'default', { limit: 1, continue: page.metadata.continue }),
       (e) => {
         const status = (e as ApiError).toStatus();
         assert.equal(status.code, 410);
@@ -348,7 +350,7 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
       },
     );
     assert.ok(token, 'the Status carries a continue token');
-    const rest = registry.list(CONFIGMAPS, 'default', { continue: token });
+    const rest = await registry.list(CONFIGMAPS, 'default', { continue: token });
     assert.deepEqual(rest.items.map((i) => [i.metadata.name, i.data]), [['b', { k: 'v' }], ['c', { k: 'changed' }]]);
   });
 
@@ -356,17 +358,17 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     const { registry } = await withBackend();
     const first = await registry.create(CONFIGMAPS, 'default', cm('one'));
     await registry.create(CONFIGMAPS, 'default', cm('two', { labels: { pick: 'yes' } }));
-    const collect = (opts: Partial<Parameters<Registry['watch']>[2]>) => {
+    const collect = async (opts: Partial<Parameters<Registry['watch']>[2]>) => {
       const events: string[] = [];
       let end: number | undefined;
-      const w = registry.watch(CONFIGMAPS, 'default', { ...opts, onEvent: (e) => events.push(`${e.type} ${e.object.metadata.name}`), onInitialEventsEnd: (rv) => (end = rv) });
+      const w = await registry.watch(CONFIGMAPS, 'default', { ...opts, onEvent: (e) => events.push(`${e.type} ${e.object.metadata.name}`), onInitialEventsEnd: (rv) => (end = rv) });
       return { events, close: () => w.close(), end: () => end };
     };
-    const unset = collect({});
-    const zero = collect({ resourceVersion: '0', labelSelector: 'pick=yes' });
-    const exact = collect({ resourceVersion: first.metadata.resourceVersion });
-    const none = collect({ sendInitialEvents: false });
-    const initial = collect({ sendInitialEvents: true, resourceVersion: first.metadata.resourceVersion });
+    const unset = await collect({});
+    const zero = await collect({ resourceVersion: '0', labelSelector: 'pick=yes' });
+    const exact = await collect({ resourceVersion: first.metadata.resourceVersion });
+    const none = await collect({ sendInitialEvents: false });
+    const initial = await collect({ sendInitialEvents: true, resourceVersion: first.metadata.resourceVersion });
     await registry.create(CONFIGMAPS, 'default', cm('three'));
     await settle();
     assert.deepEqual(unset.events, ['ADDED one', 'ADDED two', 'ADDED three']);
@@ -377,5 +379,64 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     assert.equal(initial.end(), registry.currentRevision() - 1, 'the initial events end at the revision they were read at');
     assert.equal(unset.end(), undefined, 'only sendInitialEvents=true marks the end');
     for (const w of [unset, zero, exact, none, initial]) w.close();
+  });
+});
+
+describe('registry over a store other processes write (a networked backend)', () => {
+  /** A SQLite store whose event stream is held back at `lag.at`, and whose watches can be ended from the store's side. */
+  async function lagging() {
+    const store = openSqliteBackend({ file: ':memory:' });
+    const lag = { at: undefined as number | undefined };
+    const endings: Array<StoreWatchOptions['onError']> = [];
+    const backend = new Proxy(store, {
+      get(target, prop) {
+        if (prop === 'observedRevision') return () => lag.at ?? target.observedRevision();
+        if (prop === 'watch') {
+          return (prefix: string, opts: StoreWatchOptions) => {
+            endings.push(opts.onError);
+            return target.watch(prefix, opts);
+          };
+        }
+        const value = Reflect.get(target, prop, target) as unknown;
+        return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    }) as Backend;
+    const registry = new Registry({ backend });
+    for (const st of ALL_STRATEGIES) registry.register(st);
+    await registry.create(NS, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
+    return { registry, lag, endings };
+  }
+
+  it('a resourceVersion past the observed revision is checked with the store before it is called too large', async () => {
+    const { registry, lag } = await lagging();
+    const one = await registry.create(CONFIGMAPS, 'default', cm('one'));
+    await registry.create(CONFIGMAPS, 'default', cm('two'));
+    lag.at = 1;
+    const latest = String(Number(one.metadata.resourceVersion) + 1);
+    assert.equal((await registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: latest })).metadata.name, 'one');
+    assert.deepEqual((await registry.list(CONFIGMAPS, 'default', { resourceVersion: latest, resourceVersionMatch: 'NotOlderThan' })).items.length, 2);
+    await assert.rejects(registry.get(CONFIGMAPS, 'default', 'one', { resourceVersion: '10' }), (e) => (assert.deepEqual(statusOf(e), { code: 504, reason: 'Timeout', message: `Too large resource version: 10, current: ${latest}` }), true));
+  });
+
+  it('a watch the store ends is 410 Gone to the registry watcher and ends an in-process client watch', async () => {
+    const { registry, endings } = await lagging();
+    let ended: ApiError | undefined;
+    await registry.watch(CONFIGMAPS, 'default', { onEvent: () => {}, onError: (e) => (ended = e) });
+    endings.at(-1)!(new StorageError('Compacted', 'compacted while reconnecting', { compactedRevision: 7 }));
+    assert.deepEqual(statusOf(ended), { code: 410, reason: 'Expired', message: `too old resource version: ${registry.currentRevision()} (7)` });
+
+    const events: string[] = [];
+    let closedWith: Error | undefined;
+    new LocalClient(registry).watch({ plural: 'configmaps' }, { namespace: 'default', onEvent: (e) => events.push(e.type), onClose: (e) => (closedWith = e) });
+    await settle();
+    await registry.create(CONFIGMAPS, 'default', cm('before'));
+    await settle();
+    assert.deepEqual(events, ['ADDED']);
+    endings.at(-1)!(new StorageError('Failed', 'connection lost'));
+    await settle();
+    assert.equal((closedWith as ApiError | undefined)?.code, 500);
+    await registry.create(CONFIGMAPS, 'default', cm('after'));
+    await settle();
+    assert.deepEqual(events, ['ADDED'], 'no event after the store ended the watch');
   });
 });

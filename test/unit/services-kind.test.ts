@@ -173,13 +173,25 @@ describe('ClusterIP and NodePort allocation', () => {
     assert.equal(c.spec!.clusterIP, '10.96.0.77');
   });
 
+  it('a dry run checks and fills in allocations and keeps none', async () => {
+    const { registry, backend } = await fresh();
+    await create(registry, svc('a', { clusterIP: '10.96.0.40' }));
+    const dry = (await registry.create(SERVICE_INFO, 'default', svc('b', { type: 'NodePort' }), { dryRun: true })) as Service;
+    assert.ok(dry.spec!.clusterIP && dry.spec!.ports![0]!.nodePort);
+    assert.equal(await backend.count(SERVICE_IP_KEY_PREFIX), 1);
+    assert.equal(await backend.count(NODE_PORT_KEY_PREFIX), 0);
+    await rejects(registry.create(SERVICE_INFO, 'default', svc('c', { clusterIP: '10.96.0.40' }), { dryRun: true }), 422, [
+      'spec.clusterIPs: Invalid value: ["10.96.0.40"]: failed to allocate IP 10.96.0.40: provided IP is already allocated',
+    ]);
+  });
+
   it('frees the ClusterIP and NodePorts on delete', async () => {
     const { registry, backend } = await fresh();
     await create(registry, svc('a', { clusterIP: '10.96.0.60', type: 'NodePort', ports: [{ port: 80, nodePort: 30200 }] }));
-    assert.equal(backend.count(SERVICE_IP_KEY_PREFIX), 1);
+    assert.equal(await backend.count(SERVICE_IP_KEY_PREFIX), 1);
     await registry.delete(SERVICE_INFO, 'default', 'a');
-    assert.equal(backend.count(SERVICE_IP_KEY_PREFIX), 0);
-    assert.equal(backend.count(NODE_PORT_KEY_PREFIX), 0);
+    assert.equal(await backend.count(SERVICE_IP_KEY_PREFIX), 0);
+    assert.equal(await backend.count(NODE_PORT_KEY_PREFIX), 0);
     const again = await create(registry, svc('b', { clusterIP: '10.96.0.60', type: 'NodePort', ports: [{ port: 80, nodePort: 30200 }] }));
     assert.equal(again.spec!.ports![0]!.nodePort, 30200);
   });
@@ -195,13 +207,13 @@ describe('ClusterIP and NodePort allocation', () => {
     const kept = (await registry.update(SERVICE_INFO, 'default', 'a', svc('a', { type: 'NodePort', ports: [{ port: 80 }] }))) as Service;
     assert.equal(kept.spec!.clusterIP, a.spec!.clusterIP);
     assert.equal(kept.spec!.ports![0]!.nodePort, 30300);
-    assert.equal(backend.count(NODE_PORT_KEY_PREFIX), 1);
+    assert.equal(await backend.count(NODE_PORT_KEY_PREFIX), 1);
     const plain = (await registry.update(SERVICE_INFO, 'default', 'a', { ...kept, spec: { ...kept.spec, type: 'ClusterIP', externalTrafficPolicy: undefined } } as KubeObject)) as Service;
     assert.equal(plain.spec!.ports![0]!.nodePort, undefined);
-    assert.equal(backend.count(NODE_PORT_KEY_PREFIX), 0);
+    assert.equal(await backend.count(NODE_PORT_KEY_PREFIX), 0);
     // To ExternalName: the ClusterIP goes back to the pool.
     await registry.update(SERVICE_INFO, 'default', 'a', { ...plain, spec: { type: 'ExternalName', externalName: 'db.example.com' } } as KubeObject);
-    assert.equal(backend.count(SERVICE_IP_KEY_PREFIX), 0);
+    assert.equal(await backend.count(SERVICE_IP_KEY_PREFIX), 0);
   });
 
   it('concurrent creates never share an address or a port, even when every dynamic try aims at the same value', async () => {
@@ -211,7 +223,7 @@ describe('ClusterIP and NodePort allocation', () => {
     const ports = new Set(made.map((s) => s.spec!.ports![0]!.nodePort));
     assert.equal(ips.size, 40);
     assert.equal(ports.size, 40);
-    assert.equal(backend.count(SERVICE_IP_KEY_PREFIX), 40);
+    assert.equal(await backend.count(SERVICE_IP_KEY_PREFIX), 40);
     // Forty racing requests for one address: exactly one wins.
     const racing = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => create(registry, svc(`r${i}`, { clusterIP: '10.96.0.200' }))));
     assert.equal(racing.filter((r) => r.status === 'fulfilled').length, 1);
@@ -287,5 +299,24 @@ describe('Service, Endpoints and EndpointSlice presentation', () => {
     const made = await registry.create(ENDPOINTSLICE_INFO, 'default', slice({ addressType: 'IPv4', ports: [{ port: 80 }] }));
     assert.deepEqual((made as unknown as { ports: unknown }).ports, [{ port: 80, name: '', protocol: 'TCP' }]);
     await rejects(registry.update(ENDPOINTSLICE_INFO, 'default', 's', { ...made, addressType: 'IPv6' } as KubeObject), 422, ['addressType: Invalid value: "IPv6": field is immutable']);
+  });
+});
+
+describe('serving certificate names for in-cluster clients', () => {
+  it('an existing data dir without the kubernetes Service names gets a certificate with them, from the same CA', async () => {
+    const { X509Certificate } = await import('node:crypto');
+    const { ensurePki, kubernetesServiceNames } = await import('../../src/auth/pki.js');
+    const dir = mkdtempSync(path.join(tmpdir(), 'berth-pki-'));
+    dirs.push(dir);
+    const before = await ensurePki({ dataDir: dir });
+    assert.equal(new X509Certificate(before.serverCert).checkHost('kubernetes.default.svc'), undefined);
+    const names = kubernetesServiceNames({ clusterIP: '10.96.0.1', clusterDomain: 'cluster.local' });
+    assert.deepEqual(names, ['10.96.0.1', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local']);
+    const after = await ensurePki({ dataDir: dir, altNames: names });
+    assert.equal(after.caCert, before.caCert);
+    const cert = new X509Certificate(after.serverCert);
+    for (const host of names.slice(1)) assert.equal(cert.checkHost(host), host);
+    assert.equal(cert.checkIP('10.96.0.1'), '10.96.0.1');
+    assert.ok(cert.checkIssued(new X509Certificate(after.caCert)));
   });
 });

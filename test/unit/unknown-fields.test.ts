@@ -169,17 +169,17 @@ describe('fieldValidation on the API handlers', () => {
 
   it('drops unknown fields of a built-in kind instead of storing them, as the apiserver decoder does', async () => {
     const r = await fresh();
-    const stored = () => r.get(CONFIGMAP_RESOURCE, 'default', 'cm') as unknown as Record<string, unknown> & { metadata: Record<string, unknown> };
+    const stored = async () => (await r.get(CONFIGMAP_RESOURCE, 'default', 'cm')) as unknown as Record<string, unknown> & { metadata: Record<string, unknown> };
     await handleResourceRequest(r, request('POST', 'Warn', typo));
-    assert.equal(stored()['dataa'], undefined);
-    assert.equal(stored().metadata['labelz'], undefined);
-    assert.deepEqual(stored()['data'], { a: 'b' });
+    assert.equal((await stored())['dataa'], undefined);
+    assert.equal((await stored()).metadata['labelz'], undefined);
+    assert.deepEqual((await stored())['data'], { a: 'b' });
     await handleResourceRequest(r, request('PUT', 'Ignore', { ...typo, data: { c: 'd' } }));
-    assert.equal(stored()['dataa'], undefined);
-    assert.deepEqual(stored()['data'], { c: 'd' });
+    assert.equal((await stored())['dataa'], undefined);
+    assert.deepEqual((await stored())['data'], { c: 'd' });
     await handleResourceRequest(r, request('PATCH', 'Ignore', { datta: { x: 'y' }, data: { e: 'f' } }, { contentType: 'application/merge-patch+json' }));
-    assert.equal(stored()['datta'], undefined);
-    assert.deepEqual(stored()['data'], { c: 'd', e: 'f' });
+    assert.equal((await stored())['datta'], undefined);
+    assert.deepEqual((await stored())['data'], { c: 'd', e: 'f' });
   });
 
   it('checks merge and strategic-merge patches and server-side apply, not their directives', async () => {

@@ -84,9 +84,9 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
   const exempt = new Set(opts.exemptNamespaces ?? DEFAULT_EXEMPT_NAMESPACES);
   const { registry, log } = opts;
 
-  const namespaceLabels = (name: string): Record<string, string> | undefined => {
+  const namespaceLabels = async (name: string): Promise<Record<string, string> | undefined> => {
     const info = registry.lookup('', 'namespaces')!.info;
-    return registry.get(info, undefined, name).metadata.labels ?? {};
+    return (await registry.get(info, undefined, name)).metadata.labels ?? {};
   };
 
   const evaluate = (attrs: AdmissionAttributes, policy: Policy, meta: PodMetaLike, spec: PodSpecLike, enforce: boolean): void => {
@@ -119,13 +119,13 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
     if (!warn.allowed) attrs.warnings?.push(`would violate PodSecurity "${levelVersionString(policy.warn)}": ${warn.details}`);
   };
 
-  const validatePod = (attrs: AdmissionAttributes): void => {
+  const validatePod = async (attrs: AdmissionAttributes): Promise<void> => {
     if (attrs.subresource && IGNORED_POD_SUBRESOURCES.has(attrs.subresource)) return;
     const namespace = attrs.object.metadata.namespace ?? 'default';
     if (exempt.has(namespace)) return;
     let labels: Record<string, string> | undefined;
     try {
-      labels = namespaceLabels(namespace);
+      labels = await namespaceLabels(namespace);
     } catch {
       throw errors.internal(`failed to lookup namespace "${namespace}"`);
     }
@@ -136,13 +136,13 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
     evaluate(attrs, policy, pod.metadata as PodMetaLike, pod.spec ?? {}, true);
   };
 
-  const validateWorkload = (attrs: AdmissionAttributes, templateOf: (o: Record<string, any>) => unknown): void => {
+  const validateWorkload = async (attrs: AdmissionAttributes, templateOf: (o: Record<string, any>) => unknown): Promise<void> => {
     if (attrs.subresource) return;
     const namespace = attrs.object.metadata.namespace ?? 'default';
     if (exempt.has(namespace)) return;
     let labels: Record<string, string> | undefined;
     try {
-      labels = namespaceLabels(namespace);
+      labels = await namespaceLabels(namespace);
     } catch {
       return; // as Kubernetes: a lookup failure never blocks a workload, which is only warned about
     }
@@ -153,7 +153,7 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
     evaluate(attrs, policy, template.metadata ?? {}, template.spec ?? {}, false);
   };
 
-  const validateNamespace = (attrs: AdmissionAttributes): void => {
+  const validateNamespace = async (attrs: AdmissionAttributes): Promise<void> => {
     if (attrs.subresource) return;
     const ns = attrs.object;
     const name = ns.metadata.name ?? '';
@@ -176,7 +176,7 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
       warnExempt(attrs, name, policy, ns.metadata.labels ?? {});
       return;
     }
-    attrs.warnings?.push(...existingPodWarnings(name, after));
+    attrs.warnings?.push(...(await existingPodWarnings(name, after)));
   };
 
   /** As kube-apiserver: labels on an exempt namespace are accepted but said to have no effect. */
@@ -193,9 +193,9 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
   };
 
   /** One warning per distinct violation, naming the first pod (by name) and how many others share it. */
-  const existingPodWarnings = (namespace: string, enforce: LevelVersion): string[] => {
+  const existingPodWarnings = async (namespace: string, enforce: LevelVersion): Promise<string[]> => {
     const podsInfo = registry.lookup('', 'pods')!.info;
-    const pods = registry.list(podsInfo, namespace).items as Array<KubeObject & { spec?: PodSpecLike }>;
+    const pods = (await registry.list(podsInfo, namespace)).items as Array<KubeObject & { spec?: PodSpecLike }>;
     // One pod per controller first, so a large ReplicaSet does not crowd out the other violations.
     const seen = new Set<string>();
     const first: typeof pods = [];
@@ -236,7 +236,7 @@ export function podSecurityAdmission(opts: PodSecurityOptions): AdmissionPlugin 
     name: 'PodSecurity',
     kind: 'validating',
     completeMessages: true,
-    admit(attrs) {
+    async admit(attrs) {
       if (attrs.operation !== 'CREATE' && attrs.operation !== 'UPDATE') return;
       const { group, plural } = attrs.info;
       if (group === '' && plural === 'namespaces') return validateNamespace(attrs);

@@ -38,12 +38,12 @@ export interface InjectorOptions {
 export function sidecarInjector(opts: InjectorOptions): AdmissionPlugin {
   let cache: { rv: string; template: InjectorTemplate } | undefined;
 
-  const loadTemplate = (): { rv: string; template: InjectorTemplate } | undefined => {
+  const loadTemplate = async (): Promise<{ rv: string; template: InjectorTemplate } | undefined> => {
     const cm = opts.registry.lookup('', 'configmaps');
     if (!cm) return undefined;
     let obj: KubeObject & { data?: Record<string, string> };
     try {
-      obj = opts.registry.get(cm.info, INJECTOR_NAMESPACE, INJECTOR_CONFIGMAP);
+      obj = await opts.registry.get(cm.info, INJECTOR_NAMESPACE, INJECTOR_CONFIGMAP);
     } catch {
       return undefined;
     }
@@ -63,11 +63,11 @@ export function sidecarInjector(opts: InjectorOptions): AdmissionPlugin {
     return cache;
   };
 
-  const namespaceEnabled = (namespace: string): boolean => {
+  const namespaceEnabled = async (namespace: string): Promise<boolean> => {
     const ns = opts.registry.lookup('', 'namespaces');
     if (!ns) return false;
     try {
-      return opts.registry.get(ns.info, undefined, namespace).metadata.labels?.[NAMESPACE_LABEL] === 'enabled';
+      return (await opts.registry.get(ns.info, undefined, namespace)).metadata.labels?.[NAMESPACE_LABEL] === 'enabled';
     } catch {
       return false;
     }
@@ -76,15 +76,15 @@ export function sidecarInjector(opts: InjectorOptions): AdmissionPlugin {
   return {
     name: 'SidecarInjector',
     kind: 'mutating',
-    admit(attrs) {
+    async admit(attrs) {
       if (attrs.operation !== 'CREATE' || attrs.info.kind !== 'Pod' || attrs.info.group !== '' || attrs.subresource) return;
       const pod = attrs.object as Pod;
       const annotations = pod.metadata.annotations ?? {};
       if (annotations[POD_STATUS_ANNOTATION]) return; // already injected once
       const wish = annotations[POD_INJECT_ANNOTATION];
       if (wish === 'false') return;
-      if (wish !== 'true' && !namespaceEnabled(pod.metadata.namespace ?? 'default')) return;
-      const config = loadTemplate();
+      if (wish !== 'true' && !(await namespaceEnabled(pod.metadata.namespace ?? 'default'))) return;
+      const config = await loadTemplate();
       if (!config) return;
       const added = inject(pod, config.template);
       if (!added.containers.length && !added.initContainers.length && !added.volumes.length) return;

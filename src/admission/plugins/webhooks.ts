@@ -1,9 +1,10 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import https from 'node:https';
 import type { Logger } from 'pino';
 import { ApiError, errors, type StatusReason } from '../../api/errors.js';
 import { applyJsonPatch } from '../../api/patch.js';
 import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import { SERVICE_NAME_LABEL, type EndpointSlice, type Service } from '../../api/services.js';
 import type { KubeObject } from '../../api/types.js';
 import type { Registry } from '../../registry/registry.js';
 import { MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, type Webhook, type WebhookConfiguration } from '../../registry/kinds/admissionregistration.js';
@@ -20,9 +21,12 @@ export interface WebhookPluginOptions {
  * kind's own validation. Matching follows Kubernetes: rules (operations, apiGroups, apiVersions,
  * resources incl. `*` and `res/sub`), namespaceSelector, objectSelector. `failurePolicy` decides
  * whether an unreachable or broken webhook blocks the write (Fail, the default) or is skipped.
- * Only `clientConfig.url` is supported (Berth has no Services yet); a `service` reference counts
- * as a call failure. Webhook configurations themselves are never sent to webhooks, so a broken
- * webhook cannot lock its own configuration.
+ * A webhook is reached by `clientConfig.url`, or through `clientConfig.service` as kube-apiserver
+ * does with endpoint routing: the Service port numbered `service.port` (default 443), a random ready
+ * endpoint of the Service's EndpointSlices serving that port's name, called as
+ * https://<endpoint IP>:<endpoint port><path> while the certificate is checked for (and SNI names)
+ * `<name>.<namespace>.svc`, against the caBundle. Webhook configurations themselves are never sent to
+ * webhooks, so a broken webhook cannot lock its own configuration.
  */
 export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookPluginOptions): AdmissionPlugin {
   const configInfo = kind === 'mutating' ? MUTATING_WEBHOOKS : VALIDATING_WEBHOOKS;
@@ -32,27 +36,27 @@ export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookP
     async admit(attrs) {
       if (attrs.info.group === 'admissionregistration.k8s.io') return;
       if (kind === 'mutating' && attrs.operation === 'DELETE') return;
-      const configs = opts.registry.list(configInfo, undefined).items as WebhookConfiguration[];
+      const configs = (await opts.registry.list(configInfo, undefined)).items as WebhookConfiguration[];
       if (!configs.length) return;
-      const hooks = configs
-        .sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''))
-        .flatMap((c) => c.webhooks ?? [])
-        .filter((w) => matches(w, attrs, opts.registry));
+      const hooks: Webhook[] = [];
+      for (const hook of configs.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '')).flatMap((c) => c.webhooks ?? [])) {
+        if (await matches(hook, attrs, opts.registry)) hooks.push(hook);
+      }
       for (const hook of hooks) {
         if (attrs.dryRun && !['None', 'NoneOnDryRun'].includes(hook.sideEffects ?? '')) {
           throw errors.badRequest(`admission webhook "${hook.name}" does not support dry run`);
         }
-        await callOne(hook, attrs, kind, opts.log);
+        await callOne(hook, attrs, kind, opts.log, opts.registry);
       }
     },
   };
 }
 
-async function callOne(hook: Webhook, attrs: AdmissionAttributes, kind: 'mutating' | 'validating', log: Logger): Promise<void> {
+async function callOne(hook: Webhook, attrs: AdmissionAttributes, kind: 'mutating' | 'validating', log: Logger, registry: Registry): Promise<void> {
   const uid = randomUUID();
   let response: AdmissionResponse;
   try {
-    response = await post(hook, review(uid, attrs));
+    response = await post(hook, review(uid, attrs), registry);
     if (response.uid !== uid) throw new Error(`expected response.uid="${uid}", got "${response.uid}"`);
   } catch (e) {
     if (hook.failurePolicy === 'Ignore') {
@@ -112,14 +116,69 @@ function review(uid: string, a: AdmissionAttributes): unknown {
   };
 }
 
-function post(hook: Webhook, body: unknown): Promise<AdmissionResponse> {
-  const url = hook.clientConfig.url;
-  if (!url) return Promise.reject(new Error('only clientConfig.url is supported by Berth (no Services yet)'));
+/** Where a webhook call goes: the URL, and the name its certificate must carry when that is not the URL's host. */
+export interface WebhookTarget {
+  url: string;
+  servername?: string;
+}
+
+/** Service types a webhook may be reached through (an ExternalName has no endpoints). */
+const ROUTABLE_TYPES = new Set(['ClusterIP', 'NodePort', 'LoadBalancer']);
+
+/**
+ * The endpoint a `clientConfig.service` reference resolves to (kube-apiserver's endpoint routing):
+ * the Service port numbered `port` (default 443), then a random ready endpoint, among the Service's
+ * EndpointSlices, that serves a port of the same name. Errors say what is missing.
+ */
+export async function resolveWebhookService(
+  registry: Registry,
+  ref: { namespace: string; name: string; path?: string; port?: number },
+  pick: (n: number) => number = (n) => randomInt(n),
+): Promise<WebhookTarget> {
+  const serviceInfo = registry.lookup('', 'services')?.info;
+  const sliceInfo = registry.lookup('discovery.k8s.io', 'endpointslices')?.info;
+  if (!serviceInfo || !sliceInfo) throw new Error('services are not served');
+  let service: Service;
+  try {
+    service = (await registry.get(serviceInfo, ref.namespace, ref.name)) as Service;
+  } catch {
+    throw new Error(`service "${ref.name}" not found`);
+  }
+  const type = service.spec?.type ?? 'ClusterIP';
+  if (!ROUTABLE_TYPES.has(type)) throw new Error(`unsupported service type "${type}"`);
+  const wanted = ref.port ?? 443;
+  const servicePort = (service.spec?.ports ?? []).find((p) => p.port === wanted);
+  if (!servicePort) throw new Error(`no service port ${wanted} found for service "${ref.name}"`);
+  const portName = servicePort.name ?? '';
+  const slices = (await registry.list(sliceInfo, ref.namespace, { labelSelector: `${SERVICE_NAME_LABEL}=${ref.name}` })).items as EndpointSlice[];
+  const candidates: Array<{ ip: string; port: number }> = [];
+  for (const slice of slices) {
+    if (slice.addressType !== 'IPv4') continue;
+    const port = (slice.ports ?? []).find((p) => (p.name ?? '') === portName)?.port;
+    if (port === undefined) continue;
+    for (const ep of slice.endpoints ?? []) {
+      // An unset ready condition means ready (the EndpointSlice API's rule).
+      if (ep.conditions?.ready === false || !ep.addresses[0]) continue;
+      candidates.push({ ip: ep.addresses[0], port });
+    }
+  }
+  if (candidates.length === 0) throw new Error(`no endpoints available for service "${ref.name}"`);
+  const chosen = candidates[pick(candidates.length)]!;
+  const path = ref.path ?? '';
+  return { url: `https://${chosen.ip}:${chosen.port}${path.startsWith('/') || path === '' ? path : `/${path}`}`, servername: `${ref.name}.${ref.namespace}.svc` };
+}
+
+async function post(hook: Webhook, body: unknown, registry: Registry): Promise<AdmissionResponse> {
+  let target: WebhookTarget;
+  if (hook.clientConfig.url) target = { url: hook.clientConfig.url };
+  else if (hook.clientConfig.service) target = await resolveWebhookService(registry, hook.clientConfig.service);
+  else throw new Error('clientConfig has neither url nor service');
+  const url = target.url;
   const ca = hook.clientConfig.caBundle ? Buffer.from(hook.clientConfig.caBundle, 'base64').toString('utf8') : undefined;
   const payload = JSON.stringify(body);
   const timeoutMs = (hook.timeoutSeconds ?? 10) * 1000;
   return new Promise((resolve, reject) => {
-    const req = https.request(url, { method: 'POST', ca, headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: timeoutMs }, (res) => {
+    const req = https.request(url, { method: 'POST', ca, ...(target.servername ? { servername: target.servername } : {}), headers: { 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       let size = 0;
       res.on('data', (c: Buffer) => {
@@ -144,7 +203,7 @@ function post(hook: Webhook, body: unknown): Promise<AdmissionResponse> {
   });
 }
 
-function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boolean {
+async function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): Promise<boolean> {
   const sub = a.subresource ? `${a.info.plural}/${a.subresource}` : a.info.plural;
   const anyOf = (list: string[] | undefined, v: string) => !!list?.some((x) => x === '*' || x === v);
   const ruleOk = (hook.rules ?? []).some(
@@ -164,7 +223,7 @@ function matches(hook: Webhook, a: AdmissionAttributes, registry: Registry): boo
     else if (a.info.namespaced) {
       const nsInfo = registry.lookup('', 'namespaces')?.info;
       try {
-        nsLabels = nsInfo ? registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default').metadata.labels : undefined;
+        nsLabels = nsInfo ? (await registry.get(nsInfo, undefined, a.object.metadata.namespace ?? 'default')).metadata.labels : undefined;
       } catch {
         nsLabels = undefined;
       }

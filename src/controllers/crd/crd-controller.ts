@@ -92,7 +92,7 @@ export class CRDController {
     const info = customResourceInfo(crd);
     const strategy = this.opts.registry.lookup(info.group, info.plural);
     if (strategy) {
-      const items = this.opts.registry.list(strategy.info, undefined).items;
+      const items = (await this.opts.registry.list(strategy.info, undefined)).items;
       for (const item of items) {
         if (item.metadata.deletionTimestamp) continue;
         try {

@@ -17,7 +17,7 @@ import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { desiredEndpoints, endpointsEqual } from './endpoints.js';
-import { ENDPOINTS, SERVICES, servicesSelecting } from './endpointslice-controller.js';
+import { DEFAULT_WORKERS, ENDPOINTS, SERVICES, servicesSelecting } from './endpointslice-controller.js';
 
 /** Endpoints objects kept for leader election have no Service and are never deleted (upstream's rule). */
 const LEADER_ELECTION_ANNOTATION = 'control-plane.alpha.kubernetes.io/leader';
@@ -26,6 +26,7 @@ export interface EndpointsControllerOptions {
   client: Client;
   informers: SharedInformers;
   log: Logger;
+  /** Services synced at once (default 5, kube-controller-manager's --concurrent-service-endpoint-syncs / --concurrent-endpoint-syncs) */
   workers?: number;
   /** addresses kept per object before truncation (default 1000) */
   maxCapacity?: number;
@@ -43,7 +44,7 @@ export class EndpointsController {
     this.services = opts.informers.informerFor<Service>(SERVICES);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
     this.endpoints = opts.informers.informerFor<Endpoints>(ENDPOINTS);
-    this.controller = new Controller({ name: 'endpoint', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 1 });
+    this.controller = new Controller({ name: 'endpoint', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? DEFAULT_WORKERS });
     const queue = (o: Service) => this.controller.queue.add(keyOf(o));
     this.services.addHandlers({ onAdd: queue, onUpdate: queue, onDelete: queue });
     this.pods.addHandlers({
@@ -54,8 +55,8 @@ export class EndpointsController {
       },
       onDelete: (pod) => this.podChanged(pod),
     });
-    // A user's edit or deletion of a kept Endpoints object is undone.
-    this.endpoints.addHandlers({ onDelete: (e) => this.controller.queue.add(keyOf(e)), onUpdate: (e) => this.controller.queue.add(keyOf(e)) });
+    // A deleted Endpoints object of a selector Service is made again (as upstream, edits wait for the next change).
+    this.endpoints.addHandlers({ onDelete: (e) => this.controller.queue.add(keyOf(e)) });
   }
 
   async start(): Promise<void> {

@@ -39,6 +39,9 @@ export const SERVICES: ResourceRef = { plural: 'services' };
 export const ENDPOINTS: ResourceRef = { plural: 'endpoints' };
 export const ENDPOINTSLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
 
+/** Services synced at once by default, as kube-controller-manager. */
+export const DEFAULT_WORKERS = 5;
+
 /** Index of the slices by the `namespace/name` of the Service their label names. */
 export const SLICE_SERVICE_INDEX = 'endpointslice-service';
 
@@ -49,6 +52,7 @@ export interface EndpointSliceControllerOptions {
   client: Client;
   informers: SharedInformers;
   log: Logger;
+  /** Services synced at once (default 5, kube-controller-manager's --concurrent-service-endpoint-syncs / --concurrent-endpoint-syncs) */
   workers?: number;
   /** --max-endpoints-per-slice (default 100) */
   maxEndpointsPerSlice?: number;
@@ -86,7 +90,7 @@ export class EndpointSliceController {
       },
     });
     this.events = new EventRecorder({ client: opts.client, component: 'endpoint-slice-controller', log: opts.log, ...(opts.now ? { now: opts.now } : {}) });
-    this.controller = new Controller({ name: 'endpointslice', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 1 });
+    this.controller = new Controller({ name: 'endpointslice', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? DEFAULT_WORKERS });
 
     const queue = (s: Service) => this.controller.queue.add(keyOf(s));
     this.services.addHandlers({ onAdd: queue, onUpdate: queue, onDelete: queue });

@@ -38,20 +38,31 @@ export class SliceTracker {
     this.forService(serviceKey).set(name, DELETED);
   }
 
-  /** Whether the cached slices of the Service are behind the controller's own writes. */
+  /**
+   * Whether the cached slices of the Service are behind the controller's own writes. Expectations
+   * the cache has met are dropped here too (an informer event can arrive before the write's reply,
+   * leaving one that no later event would clear).
+   */
   stale(serviceKey: string, cached: EndpointSlice[]): boolean {
     const m = this.expected.get(serviceKey);
     if (!m) return false;
     const byName = new Map(cached.map((s) => [s.metadata.name ?? '', s]));
+    let behind = false;
     for (const [name, want] of m) {
       const have = byName.get(name);
-      if (want === DELETED) {
-        if (have) return true;
-      } else if (!have || revision(have.metadata.resourceVersion) < revision(want)) {
-        return true;
-      }
+      const met = want === DELETED ? !have : !!have && revision(have.metadata.resourceVersion) >= revision(want);
+      if (met) m.delete(name);
+      else behind = true;
     }
-    return false;
+    if (m.size === 0) this.expected.delete(serviceKey);
+    return behind;
+  }
+
+  /** How many writes are still expected back (tests). */
+  pending(): number {
+    let n = 0;
+    for (const m of this.expected.values()) n += m.size;
+    return n;
   }
 
   /**
