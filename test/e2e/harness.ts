@@ -167,7 +167,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       await stopChild(server);
       await removeNodeContainers(nodeNames);
       for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
-      for (const nodeName of nodeNames) await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
+      for (const nodeName of new Set([...nodeNames, ...agents.keys()])) await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
     },
   };
