@@ -36,7 +36,9 @@ describe('services across the multi-host lab', { timeout: 600_000 }, () => {
   before(async () => {
     lab = await startLab({ hosts: 2 });
     [a, b] = lab.hosts as [SimHost, SimHost];
-    await lab.client.create(CORE.pods, pinnedPod('web-a', a, ['sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'], { app: 'web' }));
+    // / answers the pod's name, /cgi-bin/ip the client address the pod sees.
+    const cgi = `printf '#!/bin/sh\\nprintf "Content-Type: text/plain\\\\r\\\\n\\\\r\\\\n"\\necho $REMOTE_ADDR\\n' > /www/cgi-bin/ip && chmod +x /www/cgi-bin/ip`;
+    await lab.client.create(CORE.pods, pinnedPod('web-a', a, ['sh', '-c', `mkdir -p /www/cgi-bin && hostname > /www/index.html && ${cgi} && exec httpd -f -p 8080 -h /www`], { app: 'web' }));
     await lab.client.create(CORE.pods, pinnedPod('client-b', b, ['sleep', '100000']));
     for (const name of ['web-a', 'client-b']) {
       await waitFor(async () => running(await lab.client.get<Pod>(CORE.pods, { namespace: 'default', name })), 120_000, `${name} running`);
@@ -51,6 +53,8 @@ describe('services across the multi-host lab', { timeout: 600_000 }, () => {
     const r = await execFileP('nsenter', [`--net=/run/netns/${h.netns}`, 'curl', '-s', '-m', '3', url]).catch(() => ({ stdout: 'FAIL' }));
     return r.stdout.trim();
   };
+  /** The client address busybox httpd's CGI reports (`[::ffff:a.b.c.d]`), as a plain IPv4. */
+  const clientAddress = async (url: string) => (await fromOutside(url)).replace(/^\[(::ffff:)?/, '').replace(/\]$/, '');
   /** From the lab's root namespace: a machine on the LAN that is not a node. */
   const fromOutside = (url: string) =>
     new Promise<string>((resolve) => {
@@ -81,6 +85,8 @@ describe('services across the multi-host lab', { timeout: 600_000 }, () => {
     // From host b to the NodePort on host a (where the endpoint is), and from outside to host b (no endpoint there).
     await waitFor(async () => (last = await fromHost(b, `http://${a.ip}:${nodePort}/`)) === 'web-a', 60_000, () => `NodePort on a from b; last: ${last}`);
     await waitFor(async () => (last = await fromOutside(`http://${b.ip}:${nodePort}/`)) === 'web-a', 60_000, () => `NodePort on b from outside; last: ${last}`);
+    // Forwarded on by b, the connection is masqueraded to b's address, so the reply comes back through b.
+    assert.equal(await clientAddress(`http://${b.ip}:${nodePort}/cgi-bin/ip`), b.ip);
     let ingress: string[] = [];
     await waitFor(async () => {
       const cur = await lab.client.get<Service>(SERVICES, { namespace: 'default', name: 'web-lb' });
@@ -90,5 +96,22 @@ describe('services across the multi-host lab', { timeout: 600_000 }, () => {
     for (const ip of ingress) {
       await waitFor(async () => (last = await fromOutside(`http://${ip}:8088/`)) === 'web-a', 60_000, () => `LoadBalancer ${ip}:8088 from outside; last: ${last}`);
     }
+  });
+
+  it('externalTrafficPolicy Local: the node with the endpoint answers and keeps the client address; the other drops', async () => {
+    const svc = await lab.client.create<Service>(SERVICES, {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web-local', namespace: 'default' },
+      spec: { type: 'NodePort', externalTrafficPolicy: 'Local', selector: { app: 'web' }, ports: [{ port: 80, targetPort: 'http' }] },
+    });
+    const nodePort = svc.spec!.ports![0]!.nodePort!;
+    const outsideIP = new URL(lab.url).hostname;
+    let last = '';
+    await waitFor(async () => (last = await clientAddress(`http://${a.ip}:${nodePort}/cgi-bin/ip`)) === outsideIP, 60_000, () => `client address ${outsideIP} seen through a; last: ${last}`);
+    // b has no endpoint of its own: outside traffic is dropped there (a timeout, not an answer from a).
+    assert.equal(await fromOutside(`http://${b.ip}:${nodePort}/`), 'FAIL');
+    // b itself still reaches the Service cluster-wide.
+    assert.equal(await fromHost(b, `http://${b.ip}:${nodePort}/`), 'web-a');
   });
 });
