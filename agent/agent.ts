@@ -21,6 +21,7 @@ import type { ContainerRuntime } from './runtime/runtime.js';
 import { StatusManager } from './status.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
+import { startServiceProxy } from './proxy/start.js';
 
 export type { AgentOptions } from './options.js';
 
@@ -150,6 +151,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
   lease.start();
   // Claim volumes live in the runtime; a runtime without named volumes (tests) has none to sweep.
+  // The service proxy programs the host's nftables: only with a given executor (tests) or the real Docker runtime.
+  const serviceProxy =
+    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
@@ -165,6 +169,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         await lease.stop();
         podNet?.stop();
         dns.stop();
+        serviceProxy?.stop();
         claimSweeper?.stop();
         await pods.stop();
         await status.idle();

@@ -9,6 +9,7 @@ import type { Client } from '../src/client/client.js';
 import { systemClock, type Clock } from './clock.js';
 import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
+import type { NftExecutor } from './proxy/nft-executor.js';
 
 export interface AgentIntervals {
   /** node heartbeat (Ready condition) period; Kubernetes: 10 s */
@@ -65,6 +66,10 @@ export interface AgentOptions {
   clusterDomain?: string | undefined;
   /** kubelet's --resolv-conf: the node's resolvers, for Default pods and the node-local resolver's upstreams; default /etc/resolv.conf */
   resolvConf?: string | undefined;
+  /** the service proxy's nftables table (family ip); default `berth` */
+  serviceProxyTable?: string | undefined;
+  /** tests: the service proxy's nft; without it the proxy runs real nft, and only with the Docker runtime */
+  nftExecutor?: NftExecutor;
 }
 
 export interface ResolvedAgentOptions {
@@ -87,6 +92,8 @@ export interface ResolvedAgentOptions {
   clusterDNS: string[] | undefined;
   clusterDomain: string;
   resolvConf: string;
+  serviceProxyTable: string;
+  nftExecutor: NftExecutor | undefined;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -117,6 +124,9 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     throw new Error(`agent: node name "${o.nodeName}" is not a valid DNS subdomain (lower-case letters, digits, '-', '.')`);
   }
   if (!o.dataDir) throw new Error('agent: dataDir is required');
+  if (o.serviceProxyTable !== undefined && !/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(o.serviceProxyTable)) {
+    throw new Error(`agent: service proxy table "${o.serviceProxyTable}" is not a valid nftables table name (a letter, then letters, digits, '_', '.', '-')`);
+  }
   const log = o.logger ?? pino({ name: 'berth-agent' });
   return {
     server: o.server.replace(/\/+$/, ''),
@@ -138,6 +148,8 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     clusterDNS: o.clusterDNS,
     clusterDomain: o.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
     resolvConf: o.resolvConf ?? '/etc/resolv.conf',
+    serviceProxyTable: o.serviceProxyTable ?? 'berth',
+    nftExecutor: o.nftExecutor,
   };
 }
 

@@ -189,6 +189,8 @@ if [ "$mode" = agent ]; then
     if berth_pkg_installed docker-ce-cli; then packages+=(docker-ce); else packages+=(docker.io); fi
   fi
   berth_have ip || packages+=(iproute2)
+  # The agent's service proxy programs Services with nft.
+  berth_have nft || packages+=(nftables)
   # The images are built here, from our own sources: a static pause binary and a busybox userland.
   berth_have gcc || packages+=(gcc)
   berth_pkg_installed libc6-dev || [ "$(gcc -print-file-name=libc.a 2>/dev/null || echo libc.a)" != libc.a ] ||

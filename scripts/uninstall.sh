@@ -5,7 +5,8 @@
 # Kept unless --purge: the control plane's data (state, certificates, kubeconfig), the agent's
 # credentials, ETC_DIR (settings, join token) and the logs — so reinstalling resumes the same
 # cluster. Pod containers are Docker's and keep running either way, except that --purge also removes
-# those of this host's node (matched by its node-name label, nothing else).
+# those of this host's node (matched by its node-name label, nothing else) and the service proxy's
+# nftables table (ip berth).
 #
 # Usage: uninstall.sh [--purge] [--etc-dir DIR (/etc/berth)]
 #   The other locations come from ETC_DIR/install.env, written by install.sh; override them with
@@ -24,7 +25,7 @@ while [ $# -gt 0 ]; do
   flag="$1"
   case "$flag" in
     --purge) purge=1; shift; continue ;;
-    -h | --help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --*=*) set -- "${flag%%=*}" "${flag#*=}" "${@:2}"; flag="$1" ;;
   esac
   [ $# -ge 2 ] || berth_die "$flag needs a value (try --help)"
@@ -127,6 +128,12 @@ if [ "$purge" -eq 1 ]; then
       docker rm -f $ids >/dev/null
       removed+=("removed the containers of node $node_name")
     fi
+  fi
+  # The service proxy's rules outlive the agent on purpose (traffic flows across restarts); with the
+  # pods gone they go too. Only Berth's own table.
+  if berth_have nft && nft list table ip berth >/dev/null 2>&1; then
+    nft delete table ip berth
+    removed+=("removed the service proxy's nftables table ip berth")
   fi
   for data in "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)" "$(env_get "$etc_dir/server.env" BERTH_DATA_DIR || true)" "$log_dir" "$etc_dir"; do
     if [ -n "$data" ] && [ "$data" != / ] && [ -e "$data" ]; then

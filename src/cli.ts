@@ -82,6 +82,7 @@ Flags:
   --runtime-check-interval-ms N  how often Docker is asked whether it is up (default 5000, as the kubelet)
   --runtime-down-after-ms N      no answer from Docker for this long: node NotReady (default 30000, as the kubelet)
   --runtime-event-retry-max-ms N cap of the doubling delay between Docker event stream reconnects (default 30000)
+  --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
 
@@ -216,6 +217,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'runtime-check-interval-ms': { type: 'string' },
       'runtime-down-after-ms': { type: 'string' },
       'runtime-event-retry-max-ms': { type: 'string' },
+      'service-proxy-table': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -246,6 +248,7 @@ async function runAgent(argv: string[]): Promise<void> {
     clusterDNS: clusterDnsFlag(values['cluster-dns']),
     clusterDomain: values['cluster-domain'],
     resolvConf: values['resolv-conf'],
+    serviceProxyTable: values['service-proxy-table'],
     intervals: {
       heartbeatMs: ms('heartbeat-interval-ms'),
       relistMs: ms('relist-interval-ms'),

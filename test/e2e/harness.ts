@@ -17,6 +17,7 @@ import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
+import { NftCommand } from '../../agent/proxy/nft-executor.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 
 const execFileP = promisify(execFile);
@@ -56,6 +57,11 @@ export interface Cluster {
   serverPid(): number;
   agentPid(nodeName: string): number;
   stop(): Promise<void>;
+}
+
+/** The nftables table an e2e agent's service proxy owns (`berth` outside tests). */
+export function serviceProxyTable(nodeName: string): string {
+  return `berth-${nodeName}`;
 }
 
 let portCounter = 0;
@@ -112,7 +118,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const startAgent = async (nodeName: string) => {
     const child = spawnLogged(`agent-${nodeName}`, [
       'agent', '--server', url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
-      '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...dnsArgs(nodeName), ...(opts.agentArgs ?? []),
+      '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...dnsArgs(nodeName),
+      // Agents of clusters running side by side on this host each keep their own nftables table.
+      '--service-proxy-table', serviceProxyTable(nodeName), ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
     await waitFor(async () => {
@@ -170,6 +178,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       await stopChild(server);
       await removeNodeContainers(nodeNames);
       for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
+      for (const nodeName of new Set([...nodeNames, ...agents.keys()])) await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,45 @@
+/**
+ * The agent's one call into the service proxy: builds it with real nft unless told otherwise, lets
+ * DNATed traffic through Docker's FORWARD policy, keeps hairpin mode on the pod bridge's ports, and
+ * starts the proxy in the background (the agent's start-up
+ * does not wait for the first table build; failures are logged and retried by the proxy).
+ */
+import type { Logger } from 'pino';
+import type { Client } from '../../src/client/client.js';
+import { ensureDnatForwardAccepted } from './forward-accept.js';
+import { startHairpinKeeper } from './hairpin.js';
+import { NftCommand, type NftExecutor } from './nft-executor.js';
+import { ServiceProxy } from './service-proxy.js';
+
+export interface StartServiceProxyOptions {
+  client: Client;
+  nodeName: string;
+  table: string;
+  clusterCidr: string | undefined;
+  /** the node's pod bridge, whose ports get hairpin mode (none when pods use a network the agent did not make) */
+  bridge: string | undefined;
+  /** default: the real nft (and the host's iptables for the forward accept) */
+  executor: NftExecutor | undefined;
+  log: Logger;
+}
+
+export interface RunningServiceProxy {
+  readonly proxy: ServiceProxy;
+  /** Stops following the API; the rules (and hairpin settings) stay. */
+  stop(): void;
+}
+
+export function startServiceProxy(o: StartServiceProxyOptions): RunningServiceProxy {
+  const log = o.log.child({ component: 'service-proxy' });
+  const proxy = new ServiceProxy({ client: o.client, nodeName: o.nodeName, table: o.table, clusterCidr: o.clusterCidr, executor: o.executor ?? new NftCommand(), log });
+  if (!o.executor) ensureDnatForwardAccepted().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'cannot add the forward accept for DNATed Service traffic'));
+  const hairpin = o.bridge && !o.executor ? startHairpinKeeper({ bridge: o.bridge, log }) : undefined;
+  proxy.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'service proxy did not start'));
+  return {
+    proxy,
+    stop: () => {
+      hairpin?.stop();
+      proxy.stop();
+    },
+  };
+}

@@ -1,0 +1,238 @@
+/**
+ * Services on one host, end to end: real Docker, the agent's service proxy on real nftables, the
+ * EndpointSlice controller, and clients in pods (busybox wget) or on the host. A Deployment behind a
+ * ClusterIP answers from a client pod and scaling changes which pods answer; a rolling update with
+ * readiness probes and maxUnavailable 0 loses no request; hairpin traffic and ClientIP affinity work;
+ * a Service without endpoints refuses at once; NodePort and LoadBalancer answer from the host; deleting a
+ * Service removes its rules; traffic keeps flowing through an agent restart.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import http from 'node:http';
+import { promisify } from 'node:util';
+import { after, before, describe, it } from 'node:test';
+import type { Service } from '../../src/api/services.js';
+import type { Node, Pod } from '../../src/api/types.js';
+import { CORE } from '../../src/client/client.js';
+import { podManifest, serviceProxyTable, sleep, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
+
+const execFileP = promisify(execFile);
+const SERVICES = { plural: 'services' };
+const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' };
+const running = (p: Pod) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp && (p.status.containerStatuses ?? []).every((s) => s.ready);
+
+/** httpd answering with the pod's name, ready once it listens; preStop gives the endpoint update time to land. */
+function webDeployment(name: string, replicas: number, version = '1') {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      replicas,
+      selector: { matchLabels: { app: name } },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels: { app: name }, annotations: { version } },
+        spec: {
+          terminationGracePeriodSeconds: 10,
+          containers: [
+            {
+              name: 'web',
+              image: TEST_IMAGE,
+              command: ['sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'],
+              ports: [{ name: 'http', containerPort: 8080 }],
+              readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1, failureThreshold: 1 },
+              lifecycle: { preStop: { exec: { command: ['sleep', '2'] } } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function svcManifest(name: string, spec: Service['spec']): Service {
+  return { apiVersion: 'v1', kind: 'Service', metadata: { name, namespace: 'default' }, spec: { selector: { app: name }, ports: [{ name: 'http', port: 80, targetPort: 'http' }], ...spec } };
+}
+
+describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
+  let c: Cluster;
+  let node: string;
+  let nodeIP: string;
+  before(async () => {
+    c = await startCluster({ agents: ['svc'] });
+    node = c.nodeNames[0]!;
+    const n = await c.client.get<Node>(CORE.nodes, { name: node });
+    nodeIP = n.status?.addresses?.find((a) => a.type === 'InternalIP')?.address ?? '';
+    await c.client.create(CORE.pods, podManifest('client', { containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '100000'] }], terminationGracePeriodSeconds: 0 }));
+    await waitForPod(c.client, 'default', 'client', running, 60_000);
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  const exec = async (pod: string, script: string, allowFail = false) => {
+    const r = await c.kubectl(['exec', pod, '--', 'sh', '-c', script], { allowFail });
+    return r.stdout;
+  };
+  /** `n` requests from the client pod, each on a new connection; the answering pods' names (or FAIL). */
+  const ask = async (url: string, n: number, from = 'client') =>
+    (await exec(from, `for i in $(seq ${n}); do timeout 3 wget -qO- ${url} 2>/dev/null || echo FAIL; done`, true)).split('\n').filter(Boolean);
+  const readyPods = async (app: string) => (await c.client.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: `app=${app}` })).items.filter(running).map((p) => p.metadata.name!).sort();
+  const createService = async (name: string, spec: Service['spec']) => c.client.create<Service>(SERVICES, svcManifest(name, spec));
+  const scale = async (name: string, replicas: number) => c.client.patch(DEPLOYMENTS, { namespace: 'default', name, type: 'merge', patch: { spec: { replicas } } });
+  const nftTable = async () => (await execFileP('nft', ['list', 'table', 'ip', serviceProxyTable(node)])).stdout;
+  const waitReady = async (app: string, n: number) => waitFor(async () => (await readyPods(app)).length === n, 90_000, `${n} ready ${app} pods`);
+  /** Waits until the answers to `n` requests come from exactly `pods`. */
+  const waitAnswers = async (url: string, pods: string[], n = 30) => {
+    let last: string[] = [];
+    await waitFor(async () => {
+      last = [...new Set(await ask(url, n))].sort();
+      return JSON.stringify(last) === JSON.stringify(pods);
+    }, 60_000, () => `answers from ${pods.join(',')}; last: ${last.join(',')}`);
+  };
+  /**
+   * A pod that requests `url` on a new connection every 50 ms until /tmp/stop exists, one line per request
+   * (ok or FAIL) on its stdout: its own process, so it keeps counting while the agent is away.
+   */
+  const startLoop = async (name: string, url: string) => {
+    const loop = `while [ ! -e /tmp/stop ]; do if timeout 3 wget -qO- ${url} >/dev/null 2>&1; then echo ok; else echo FAIL; fi; sleep 0.05; done; echo DONE; exec sleep 100000`;
+    await c.client.create(CORE.pods, podManifest(name, { containers: [{ name: 'loop', image: TEST_IMAGE, command: ['sh', '-c', loop] }], terminationGracePeriodSeconds: 0 }));
+    await waitForPod(c.client, 'default', name, running, 60_000);
+    await sleep(1000);
+  };
+  /** Stops the loop and returns its lines. */
+  const finishLoop = async (name: string) => {
+    await exec(name, 'touch /tmp/stop');
+    let lines: string[] = [];
+    await waitFor(async () => {
+      lines = (await c.kubectl(['logs', name])).stdout.split('\n').filter(Boolean);
+      return lines.at(-1) === 'DONE';
+    }, 30_000, `${name} to finish`);
+    return lines.slice(0, -1);
+  };
+  const hostGet = (url: string) =>
+    new Promise<string>((resolve, reject) => {
+      const req = http.get(url, { timeout: 3000, agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve(body.trim()));
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+    });
+
+  it('reaches a Deployment by ClusterIP from a client pod; scaling up and down changes which pods answer', async () => {
+    await c.client.create(DEPLOYMENTS, webDeployment('web', 2));
+    const svc = await createService('web', {});
+    const ip = svc.spec!.clusterIP!;
+    assert.match(ip, /^10\.(9[6-9]|10[0-9]|11[01])\./);
+    await waitReady('web', 2);
+    await waitAnswers(`http://${ip}/`, await readyPods('web'));
+    // The table follows: the ClusterIP is in service-ips.
+    assert.match(await nftTable(), new RegExp(`${ip.replace(/\./g, '\\.')} \\. tcp \\. 80 : goto svc-`));
+
+    await scale('web', 3);
+    await waitReady('web', 3);
+    await waitAnswers(`http://${ip}/`, await readyPods('web'), 40);
+
+    await scale('web', 1);
+    await waitFor(async () => (await c.client.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: 'app=web' })).items.length === 1, 60_000, 'web scaled to 1');
+    await waitAnswers(`http://${ip}/`, await readyPods('web'), 15);
+  });
+
+  it('a pod reaching its own Service through the ClusterIP gets its own answer (hairpin, masqueraded)', async () => {
+    const [only] = await readyPods('web');
+    const svc = await c.client.get<Service>(SERVICES, { namespace: 'default', name: 'web' });
+    const answers = await ask(`http://${svc.spec!.clusterIP}/`, 5, only);
+    assert.deepEqual([...new Set(answers)], [only]);
+  });
+
+  it('sessionAffinity ClientIP keeps a client on one pod', async () => {
+    await c.client.create(DEPLOYMENTS, webDeployment('sticky', 3));
+    const svc = await createService('sticky', { sessionAffinity: 'ClientIP', sessionAffinityConfig: { clientIP: { timeoutSeconds: 600 } } });
+    await waitReady('sticky', 3);
+    // Every pod is in the rules before asking (else the affinity would be to the only pod present).
+    await waitFor(async () => ((await nftTable()).match(/ep-\S+default\/sticky\//g) ?? []).length >= 3 * 3, 30_000, 'three sticky endpoints in the table');
+    const answers = await ask(`http://${svc.spec!.clusterIP}/`, 20);
+    assert.equal(new Set(answers).size, 1, answers.join(','));
+    assert.notEqual(answers[0], 'FAIL');
+  });
+
+  it('a Service without endpoints refuses connections at once (reject, not a timeout)', async () => {
+    const svc = await createService('nobody', { selector: { app: 'nobody' } });
+    await waitFor(async () => (await nftTable()).includes(`${svc.spec!.clusterIP} . tcp . 80 : goto reject-chain`), 30_000, 'no-endpoint entry');
+    const t0 = Date.now();
+    const out = await exec('client', `timeout 5 wget -qO- http://${svc.spec!.clusterIP}/ 2>&1; echo rc=$?`, true);
+    assert.match(out, /Connection refused/);
+    assert.ok(Date.now() - t0 < 4000, `refused in ${Date.now() - t0} ms`);
+  });
+
+  it('a rolling update with readiness probes and maxUnavailable 0 loses no request', async () => {
+    await c.client.create(DEPLOYMENTS, webDeployment('roll', 2));
+    const svc = await createService('roll', {});
+    await waitReady('roll', 2);
+    const url = `http://${svc.spec!.clusterIP}/`;
+    await waitAnswers(url, await readyPods('roll'));
+    const before = new Set(await readyPods('roll'));
+    await startLoop('roll-loop', url);
+    await c.client.patch(DEPLOYMENTS, { namespace: 'default', name: 'roll', type: 'merge', patch: { spec: { template: { metadata: { annotations: { version: '2' } } } } } });
+    await waitFor(async () => {
+      const pods = (await c.client.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: 'app=roll' })).items;
+      return pods.length === 2 && pods.every((p) => running(p) && !before.has(p.metadata.name!));
+    }, 180_000, 'rollout to finish');
+    await sleep(3000);
+    const log = await finishLoop('roll-loop');
+    const failures = log.filter((l) => l === 'FAIL').length;
+    assert.ok(log.length > 50, `only ${log.length} requests`);
+    assert.equal(failures, 0, `${failures} of ${log.length} requests failed during the rollout`);
+  });
+
+  it('NodePort and LoadBalancer answer from the host on the node address', async () => {
+    const np = await createService('web-np', { type: 'NodePort', selector: { app: 'web' } });
+    const nodePort = np.spec!.ports![0]!.nodePort!;
+    assert.ok(nodePort >= 30000 && nodePort <= 32767);
+    const [pod] = await readyPods('web');
+    await waitFor(async () => (await hostGet(`http://${nodeIP}:${nodePort}/`).catch(() => '')) === pod, 30_000, `NodePort ${nodeIP}:${nodePort}`);
+
+    const lb = await c.client.create<Service>(SERVICES, svcManifest('web-lb', { type: 'LoadBalancer', selector: { app: 'web' }, ports: [{ name: 'http', port: 18080 + Math.floor(Math.random() * 1000), targetPort: 'http' }] }));
+    const port = lb.spec!.ports![0]!.port;
+    let ingress: string[] = [];
+    await waitFor(async () => {
+      const cur = await c.client.get<Service>(SERVICES, { namespace: 'default', name: 'web-lb' });
+      ingress = (cur.status?.loadBalancer?.ingress ?? []).map((i) => i.ip ?? '').filter(Boolean);
+      return ingress.length > 0;
+    }, 30_000, 'LoadBalancer ingress');
+    assert.ok(ingress.includes(nodeIP), `ingress ${ingress} holds the node IP ${nodeIP}`);
+    await waitFor(async () => (await hostGet(`http://${nodeIP}:${port}/`).catch(() => '')) === pod, 30_000, `LoadBalancer ${nodeIP}:${port}`);
+  });
+
+  it('deleting a Service removes its rules', async () => {
+    const np = await c.client.get<Service>(SERVICES, { namespace: 'default', name: 'web-np' });
+    const ip = np.spec!.clusterIP!;
+    const nodePort = np.spec!.ports![0]!.nodePort!;
+    assert.ok((await nftTable()).includes(`default/web-np/`));
+    await c.client.delete(SERVICES, { namespace: 'default', name: 'web-np' });
+    await waitFor(async () => !(await nftTable()).includes('default/web-np/'), 30_000, 'web-np rules gone');
+    const table = await nftTable();
+    assert.ok(!table.includes(`${ip} . tcp . 80`), 'ClusterIP element gone');
+    assert.ok(!table.includes(`tcp . ${nodePort} :`), 'NodePort element gone');
+    await assert.rejects(hostGet(`http://${nodeIP}:${nodePort}/`));
+  });
+
+  it('Service traffic keeps flowing while the agent is stopped and restarted, and changes made meanwhile are applied after', async () => {
+    const svc = await c.client.get<Service>(SERVICES, { namespace: 'default', name: 'roll' });
+    const url = `http://${svc.spec!.clusterIP}/`;
+    await startLoop('restart-loop', url);
+    await c.stopAgent(node);
+    const gone = await createService('made-while-down', { selector: { app: 'web' } });
+    await sleep(3000);
+    await c.startAgent(node);
+    await sleep(2000);
+    const log = await finishLoop('restart-loop');
+    assert.ok(log.length > 30, `only ${log.length} requests`);
+    assert.equal(log.filter((l) => l === 'FAIL').length, 0, `failures across the restart: ${log.filter((l) => l === 'FAIL').length} of ${log.length}`);
+    // The restarted agent rebuilt its table, including the Service created while it was down.
+    await waitFor(async () => (await nftTable()).includes(`${gone.spec!.clusterIP} . tcp . 80 : goto svc-`), 30_000, 'Service made while the agent was down');
+  });
+});
