@@ -141,6 +141,13 @@ describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
     await waitAnswers(`http://${ip}/`, await readyPods('web'), 15);
   });
 
+  it('reaches the Service by name (web, web.default, web.default.svc.cluster.local) through the node DNS and the proxy', async () => {
+    const pods = await readyPods('web');
+    for (const name of ['web', 'web.default', 'web.default.svc.cluster.local']) {
+      await waitAnswers(`http://${name}/`, pods, 10);
+    }
+  });
+
   it('a pod reaching its own Service through the ClusterIP gets its own answer (hairpin, masqueraded)', async () => {
     const [only] = await readyPods('web');
     const svc = await c.client.get<Service>(SERVICES, { namespace: 'default', name: 'web' });
