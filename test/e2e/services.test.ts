@@ -4,11 +4,14 @@
  * ClusterIP answers from a client pod and scaling changes which pods answer; a rolling update with
  * readiness probes and maxUnavailable 0 loses no request; hairpin traffic and ClientIP affinity work;
  * a Service without endpoints refuses at once; NodePort and LoadBalancer answer from the host; deleting a
- * Service removes its rules; traffic keeps flowing through an agent restart.
+ * Service removes its rules; traffic keeps flowing through an agent restart; a pod reaches the API as
+ * https://kubernetes.default.svc with the cluster CA.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import fs from 'node:fs';
 import http from 'node:http';
+import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { Service } from '../../src/api/services.js';
@@ -241,5 +244,62 @@ describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
     assert.equal(log.filter((l) => l === 'FAIL').length, 0, `failures across the restart: ${log.filter((l) => l === 'FAIL').length} of ${log.length}`);
     // The restarted agent rebuilt its table, including the Service created while it was down.
     await waitFor(async () => (await nftTable()).includes(`${gone.spec!.clusterIP} . tcp . 80 : goto svc-`), 30_000, 'Service made while the agent was down');
+  });
+});
+
+describe('the kubernetes Service from inside a pod', () => {
+  let c: Cluster;
+  before(async () => {
+    // Listening on every address, so the kubernetes Service's endpoint (the default-route interface's
+    // address) is one pods can reach, as on an installed control plane.
+    c = await startCluster({ agents: ['api'], serverArgs: ['--bind-address', '0.0.0.0'] });
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  it('https://kubernetes.default.svc reaches the API with the cluster CA, by name and by ClusterIP', { timeout: 240_000 }, async () => {
+    const kubernetes = await c.client.get<Service>(SERVICES, { namespace: 'default', name: 'kubernetes' });
+    assert.equal(kubernetes.spec?.clusterIP, '10.96.0.1');
+    // A real TLS client, run in the pod with the host's node binary (the pod mounts the host's /usr and
+    // this test's directory, holding the CA and a token, read-only); its network is the pod's own.
+    const nodeBin = fs.realpathSync(process.execPath);
+    const loader = fs.realpathSync('/lib64/ld-linux-x86-64.so.2');
+    assert.ok(nodeBin.startsWith('/usr/') && loader.startsWith('/usr/'), `node (${nodeBin}) and its loader (${loader}) are under /usr`);
+    const serverDir = path.join(c.dir, 'server');
+    const client = c.writeFile(
+      'in-cluster-client.mjs',
+      `import https from 'node:https';
+import fs from 'node:fs';
+const ca = fs.readFileSync(${JSON.stringify(path.join(serverDir, 'pki', 'ca.crt'))});
+const token = fs.readFileSync(${JSON.stringify(path.join(serverDir, 'admin-token'))}, 'utf8').trim();
+for (const url of ['https://kubernetes.default.svc/api/v1/namespaces/default/services/kubernetes', 'https://10.96.0.1/version']) {
+  const answer = await new Promise((resolve) => {
+    https.get(url, { ca, headers: { authorization: 'Bearer ' + token }, timeout: 5000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve(res.statusCode + ' ' + body.length));
+    }).on('error', (e) => resolve('ERROR ' + e.message));
+  });
+  console.log(url + ' ' + answer);
+}
+`,
+    );
+    // hostPath volumes need the privileged Pod Security level.
+    await c.client.create(CORE.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'in-cluster', labels: { 'pod-security.kubernetes.io/enforce': 'privileged' } } });
+    await c.client.create(CORE.pods, { ...podManifest('in-cluster', {
+      restartPolicy: 'Never',
+      volumes: [{ name: 'usr', hostPath: { path: '/usr' } }, { name: 'files', hostPath: { path: c.dir } }],
+      containers: [{
+        name: 'client',
+        image: TEST_IMAGE,
+        command: [`/host${loader}`, '--library-path', `/host${path.dirname(loader)}`, `/host${nodeBin}`, client],
+        volumeMounts: [{ name: 'usr', mountPath: '/host/usr', readOnly: true }, { name: 'files', mountPath: c.dir, readOnly: true }],
+      }],
+    } as never), metadata: { name: 'in-cluster', namespace: 'in-cluster' } });
+    await waitForPod(c.client, 'in-cluster', 'in-cluster', (p) => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed', 120_000);
+    const lines = (await c.kubectl(['logs', '-n', 'in-cluster', 'in-cluster'])).stdout.trim().split('\n');
+    assert.equal(lines.length, 2, lines.join('\n'));
+    for (const line of lines) assert.match(line, / 200 \d+$/, line);
   });
 });
