@@ -70,6 +70,24 @@ function freePortGuess(): number {
   return 20000 + ((process.pid * 7 + portCounter++ * 13) % 20000);
 }
 
+/**
+ * A random 10.X.0.0/16 (X in 160–239) that no route on this host uses yet. A bridge left behind by a
+ * killed test run keeps its route, and a new bridge in the same range would lose host → pod traffic
+ * (the probes) to it.
+ */
+function freeClusterCidr(): string {
+  let routes = '';
+  try {
+    routes = execFileSync('ip', ['-4', 'route', 'show'], { encoding: 'utf8' });
+  } catch {
+    // No iproute2: fall back to chance, as before.
+  }
+  const taken = new Set([...routes.matchAll(/^10\.(\d+)\./gm)].map((m) => Number(m[1])));
+  const free = Array.from({ length: 80 }, (_, i) => 160 + i).filter((x) => !taken.has(x));
+  const pool = free.length > 0 ? free : Array.from({ length: 80 }, (_, i) => 160 + i);
+  return `10.${pool[Math.floor(Math.random() * pool.length)]}.0.0/16`;
+}
+
 export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-e2e-'));
   const suffix = randomBytes(3).toString('hex');
@@ -77,7 +95,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const port = freePortGuess();
   // Clusters on this machine share one Docker engine: give each its own pod address range so their
   // node bridges never overlap (an overlapping bridge cannot be created).
-  const clusterCidr = opts.clusterCidr ?? `10.${160 + Math.floor(Math.random() * 80)}.0.0/16`;
+  const clusterCidr = opts.clusterCidr ?? freeClusterCidr();
   const logs = path.join(dir, 'logs');
   fs.mkdirSync(logs);
   let server: ChildProcess | undefined;
