@@ -94,7 +94,7 @@ describe('API server connection hygiene', () => {
     // Memory comes back toward the baseline: at least 40% of what the connections added is returned to
     // the OS. Without handing freed native memory back, three quarters of the rise stayed; with it, about
     // half returns at once and the rest is JS heap V8 keeps until its next major GC, which an idle
-    // server may not run within the wait (runs here returned 49–60%).
+    // server may not run within the wait (one CI run here returned 49%).
     let afterRss = rssMB(pid);
     await waitFor(() => {
       afterRss = rssMB(pid);
