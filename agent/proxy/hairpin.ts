@@ -7,6 +7,7 @@
  * agent turns it on for each port it finds: at start and then every `intervalMs` (a new pod's port is
  * covered well before the pod's readiness probe can pass).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import type { Logger } from 'pino';
 
@@ -32,10 +33,21 @@ export function enableHairpin(bridge: string, sysClassNet = '/sys/class/net'): n
     const file = `${sysClassNet}/${bridge}/brif/${port}/hairpin_mode`;
     try {
       if (fs.readFileSync(file, 'utf8').trim() === '1') continue;
+    } catch {
+      continue; // the port went away between readdir and read (a pod being removed)
+    }
+    try {
       fs.writeFileSync(file, '1');
       changed++;
     } catch {
-      // the port went away between readdir and write (a pod being removed)
+      // sysfs is read-only where the agent runs in a container without --privileged; netlink
+      // (CAP_NET_ADMIN) still sets the port's flag. A port that went away fails here too.
+      try {
+        execFileSync('ip', ['link', 'set', 'dev', port, 'type', 'bridge_slave', 'hairpin', 'on'], { stdio: 'ignore' });
+        changed++;
+      } catch {
+        // the port went away (a pod being removed)
+      }
     }
   }
   return changed;
