@@ -62,7 +62,7 @@ export class Authorizer {
 
   authorize(who: Identity, attrs: RequestAttributes): Decision {
     if (who.groups.includes('system:masters')) return ALLOW;
-    if (who.groups.includes('system:nodes') && who.nodeName && who.user === `system:node:${who.nodeName}`) return this.authorizeNode(who.nodeName, attrs);
+    if (who.groups.includes('system:nodes') && who.nodeName && who.username === `system:node:${who.nodeName}`) return this.authorizeNode(who.nodeName, attrs);
     return deny();
   }
 

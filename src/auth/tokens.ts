@@ -3,13 +3,12 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { errors } from '../api/errors.js';
+import type { UserInfo } from '../api/user-info.js';
 import type { Backend } from '../storage/backend.js';
 import { caHash, issueNodeServingCert, writeSecret } from './pki.js';
 
 /** Who is calling. Nodes authenticate with their own credential issued at join time. */
-export interface Identity {
-  user: string;
-  groups: string[];
+export interface Identity extends UserInfo {
   /** set for node agents: the node the credential was issued to */
   nodeName?: string;
 }
@@ -93,9 +92,9 @@ export class TokenAuthenticator {
     const token = bearer(authorization);
     if (!token) return undefined;
     const d = digest(token);
-    if (timingSafeEqual(d, this.adminDigest)) return { user: 'admin', groups: ['system:masters', 'system:authenticated'] };
+    if (timingSafeEqual(d, this.adminDigest)) return { username: 'admin', groups: ['system:masters', 'system:authenticated'] };
     const node = this.nodeDigests.get(d.toString('hex'));
-    if (node !== undefined) return { user: `system:node:${node}`, groups: ['system:nodes', 'system:authenticated'], nodeName: node };
+    if (node !== undefined) return { username: `system:node:${node}`, groups: ['system:nodes', 'system:authenticated'], nodeName: node };
     return undefined;
   }
 

@@ -3,6 +3,7 @@
  * (implemented by src/admission/chain.ts), so the type lives here, below admission.
  */
 import type { KubeObject } from '../api/types.js';
+import type { UserInfo } from '../api/user-info.js';
 import type { ResourceInfo } from './resource-info.js';
 
 /** `object` is the object to be stored (mutable for mutating plugins). */
@@ -14,7 +15,7 @@ export interface AdmissionAttributes {
   subresource?: string;
   dryRun: boolean;
   /** the authenticated user, when the write came over the API */
-  user?: string;
+  user?: UserInfo;
   /**
    * Where plugins put warnings for the client (sent as `Warning` headers). Absent for writes no
    * client will see, such as those of in-process controllers.

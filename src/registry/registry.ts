@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { errors, ApiError, type FieldError } from '../api/errors.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, assertFieldsSupported } from '../api/selectors.js';
 import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
+import type { UserInfo } from '../api/user-info.js';
 import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../storage/backend.js';
 import { apiVersionOf, type ResourceInfo } from './resource-info.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
@@ -42,7 +43,7 @@ export interface WriteOptions {
   dryRun?: boolean;
   subresource?: string;
   /** who asked, for admission */
-  user?: string;
+  user?: UserInfo;
   /** record this write's changed fields as owned by this manager (managedFields, operation Update) */
   fieldManager?: string;
   /** admission's warnings for the client are appended here */
@@ -51,7 +52,7 @@ export interface WriteOptions {
 
 export interface DeleteOptions {
   dryRun?: boolean;
-  user?: string;
+  user?: UserInfo;
   gracePeriodSeconds?: number;
   preconditions?: { uid?: string; resourceVersion?: string };
   propagationPolicy?: string;

@@ -2,6 +2,7 @@
  * The shape of one API request and its answer as the request-handling layer sees them: decoded
  * from HTTP by the server, or built directly by the in-process client. Free of fastify types.
  */
+import type { UserInfo } from '../api/user-info.js';
 import type { ResourceTarget } from './request-path.js';
 
 /** The decoded pieces of one API request that the handlers need (kept free of fastify types). */
@@ -14,7 +15,7 @@ export interface ApiRequest {
   contentType: string | undefined;
   body: Buffer | undefined;
   /** the authenticated user, passed on to admission */
-  user?: string;
+  user?: UserInfo;
   /** the client's User-Agent, naming the field manager when the request does not */
   userAgent?: string;
 }

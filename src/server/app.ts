@@ -113,7 +113,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   const inflight = new InflightLimiter(opts.inflightLimits ?? DEFAULT_CONNECTION_LIMITS);
   app.addHook('onRequest', async (req, reply) => {
     if (isLongRunning(req.url)) return;
-    const client = req.identity?.user ?? `address:${req.socket.remoteAddress ?? '?'}`;
+    const client = req.identity?.username ?? `address:${req.socket.remoteAddress ?? '?'}`;
     const mutating = isMutatingMethod(req.method);
     const release = inflight.tryAcquire(client, mutating);
     if (!release) {
@@ -141,7 +141,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     authorize(
       req.identity!,
       { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
-      `${req.identity!.user} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
+      `${req.identity!.username} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
     );
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
@@ -170,7 +170,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       query,
       contentType: req.headers['content-type'],
       body: req.body as Buffer | undefined,
-      user: req.identity!.user,
+      user: req.identity!,
       userAgent: req.headers['user-agent'],
     });
     let body = result.body;

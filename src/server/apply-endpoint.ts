@@ -44,13 +44,13 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
         if (namespace) item.namespace = namespace;
         const verb = (await exists(opts.registry, info, namespace, obj.metadata?.name)) ? 'update' : 'create';
         const decision = opts.authorizer.authorize(req.identity!, { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name });
-        if (!decision.allowed) throw errors.forbidden(`${req.identity!.user} cannot ${verb} ${info.plural}${decision.reason ? `: ${decision.reason}` : ''}`);
+        if (!decision.allowed) throw errors.forbidden(`${req.identity!.username} cannot ${verb} ${info.plural}${decision.reason ? `: ${decision.reason}` : ''}`);
         if (verb === 'create') {
-          await opts.registry.create(info, namespace, obj, { dryRun, warnings, user: req.identity!.user });
+          await opts.registry.create(info, namespace, obj, { dryRun, warnings, user: req.identity! });
           item.result = 'created';
         } else {
           const before = await opts.registry.get(info, namespace, obj.metadata!.name!);
-          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun, warnings, user: req.identity!.user });
+          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun, warnings, user: req.identity! });
           item.result = after.metadata.resourceVersion === before.metadata.resourceVersion ? 'unchanged' : 'configured';
         }
       } catch (e) {

@@ -115,7 +115,7 @@ class PodStreams {
 
   private authorize(who: Identity, verb: string, subresource: string, namespace: string, name: string): void {
     if (!this.opts.authorizer.authorize(who, { verb, group: '', resource: 'pods', subresource, namespace, name }).allowed) {
-      throw errors.forbidden(`pods "${name}" is forbidden: User "${who.user}" cannot ${verb} resource "pods/${subresource}" in API group "" in the namespace "${namespace}"`);
+      throw errors.forbidden(`pods "${name}" is forbidden: User "${who.username}" cannot ${verb} resource "pods/${subresource}" in API group "" in the namespace "${namespace}"`);
     }
   }
 

@@ -25,7 +25,7 @@ describe('idle memory', () => {
   it('the API server never loads a JSON-schema compiler (no route declares a schema)', async () => {
     const registry = new Registry({ backend: openSqliteBackend({ file: ':memory:' }) });
     for (const s of ALL_STRATEGIES) registry.register(s);
-    const auth = { authenticate: () => ({ user: 'admin', groups: ['system:masters'] }) } as unknown as TokenAuthenticator;
+    const auth = { authenticate: () => ({ username: 'admin', groups: ['system:masters'] }) } as unknown as TokenAuthenticator;
     const app = buildApp({ registry, auth, caCert: '', logger: false });
     try {
       await app.ready();

@@ -31,7 +31,7 @@ async function fresh() {
 }
 
 function appFor(registry: Registry): FastifyInstance {
-  const auth = { authenticate: () => ({ user: 'admin', groups: ['system:masters'] }) } as unknown as TokenAuthenticator;
+  const auth = { authenticate: () => ({ username: 'admin', groups: ['system:masters'] }) } as unknown as TokenAuthenticator;
   return buildApp({ registry, auth, caCert: '', logger: false });
 }
 

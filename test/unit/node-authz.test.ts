@@ -18,8 +18,8 @@ import { openSqliteBackend } from '../../src/storage/sqlite.js';
 import { StorageError, type Backend, type WatchOptions } from '../../src/storage/backend.js';
 
 const info = (plural: string) => ALL_STRATEGIES.find((s) => s.info.plural === plural)!.info;
-const nodeA: Identity = { user: 'system:node:a', groups: ['system:nodes', 'system:authenticated'], nodeName: 'a' };
-const admin: Identity = { user: 'admin', groups: ['system:masters', 'system:authenticated'] };
+const nodeA: Identity = { username: 'system:node:a', groups: ['system:nodes', 'system:authenticated'], nodeName: 'a' };
+const admin: Identity = { username: 'admin', groups: ['system:masters', 'system:authenticated'] };
 
 /** A graph in which node a reaches exactly these keys. */
 function authorizerReaching(keys: string[]): Authorizer {
@@ -39,9 +39,9 @@ describe('Authorizer for node credentials', () => {
 
   it('lets admins do anything and refuses identities that are neither admin nor node', () => {
     assert.ok(allowed({ verb: 'delete', resource: 'nodes', name: 'b' }, admin));
-    assert.equal(allowed({ verb: 'get', resource: 'services', namespace: 'default', name: 'x' }, { user: 'someone', groups: ['system:authenticated'] }), false);
+    assert.equal(allowed({ verb: 'get', resource: 'services', namespace: 'default', name: 'x' }, { username: 'someone', groups: ['system:authenticated'] }), false);
     // The system:nodes group with a user name that is not the node's is not a node.
-    assert.equal(allowed({ verb: 'get', resource: 'services', namespace: 'default', name: 'x' }, { ...nodeA, user: 'system:node:b' }), false);
+    assert.equal(allowed({ verb: 'get', resource: 'services', namespace: 'default', name: 'x' }, { ...nodeA, username: 'system:node:b' }), false);
   });
 
   it('reads Secrets and ConfigMaps only when one of its pods references them, one object at a time', () => {
@@ -296,7 +296,7 @@ describe('NodeRestriction admission', () => {
   const boundPod = (nodeName: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { nodeName, containers: [] } });
   const admit = (attrs: Partial<AdmissionAttributes> & Pick<AdmissionAttributes, 'operation' | 'info' | 'object'>, user = 'system:node:a') => {
     try {
-      plugin.admit({ dryRun: false, user, ...attrs });
+      plugin.admit({ dryRun: false, user: { username: user, groups: ['system:nodes', 'system:authenticated'] }, ...attrs });
       return 'allowed';
     } catch (e) {
       return `${(e as ApiError).reason}: ${(e as ApiError).message}`;

@@ -44,7 +44,7 @@ export function nodeRestriction(): AdmissionPlugin {
     name: 'NodeRestriction',
     kind: 'validating',
     admit(attrs) {
-      const nodeName = nodeNameOfUser(attrs.user);
+      const nodeName = nodeNameOfUser(attrs.user?.username);
       if (nodeName === undefined) return;
       const { group, kind } = attrs.info;
       if (group === '' && kind === 'Node') return admitNode(nodeName, attrs);

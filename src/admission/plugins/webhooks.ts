@@ -108,7 +108,7 @@ function review(uid: string, a: AdmissionAttributes): unknown {
       name: a.object.metadata.name ?? '',
       ...(a.info.namespaced ? { namespace: a.object.metadata.namespace } : {}),
       operation: a.operation,
-      userInfo: { username: a.user ?? 'system:berth', groups: [] },
+      userInfo: a.user ?? { username: 'system:berth', groups: [] },
       object: a.operation === 'DELETE' ? null : a.object,
       oldObject: a.operation === 'DELETE' ? a.object : a.oldObject ?? null,
       dryRun: a.dryRun,
