@@ -22,6 +22,7 @@ import { StatusManager } from './status.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
 import { startServiceProxy } from './proxy/start.js';
+import { servicesInformer } from './services/services-cache.js';
 
 export type { AgentOptions } from './options.js';
 
@@ -124,6 +125,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Cluster DNS: the node-local resolver outlives the agent; started or adopted before pods get resolv.conf.
   const dns = await startAgentDns({ client, dataDir: o.dataDir, clusterDNS: o.clusterDNS, clusterDomain: o.clusterDomain, resolvConf: o.resolvConf, runResolver: joined !== undefined, log });
 
+  // One Services informer for the node: containers' service variables and the service proxy both read it.
+  const services = servicesInformer({ client, log, retryMs: o.intervals.retryMs });
   const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs });
   const pods = new PodManager({
     client,
@@ -142,6 +145,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     health,
     eventRetryMaxMs: o.intervals.eventRetryMaxMs,
     podDns: { clusterDns: dns.settings, nodeResolvConf: o.resolvConf },
+    services,
   });
   await pods.start();
   nodeStatus.start();
@@ -153,7 +157,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // Claim volumes live in the runtime; a runtime without named volumes (tests) has none to sweep.
   // The service proxy programs the host's nftables: only with a given executor (tests) or the real Docker runtime.
   const serviceProxy =
-    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
+    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
@@ -172,6 +176,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         serviceProxy?.stop();
         claimSweeper?.stop();
         await pods.stop();
+        services.stop();
         await status.idle();
         status.stop();
         await endpoint?.close();

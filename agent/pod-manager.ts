@@ -5,9 +5,11 @@
  * pod is not desired are torn down. Containers without Berth labels or of another node are never touched.
  */
 import type { Logger } from 'pino';
+import type { Service } from '../src/api/services.js';
 import type { Pod } from '../src/api/types.js';
 import type { Client } from '../src/client/client.js';
 import type { EventRecorder } from '../src/client/events.js';
+import type { Informer } from '../src/client/informer.js';
 import type { Clock, TimerHandle } from './clock.js';
 import { stableStringify } from './container-config.js';
 import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
@@ -44,6 +46,8 @@ export interface PodManagerOptions {
   eventRetryMaxMs?: number;
   /** pods' DNS: the cluster DNS for ClusterFirst, and the node resolv.conf for Default */
   podDns?: { clusterDns?: ClusterDnsSettings | undefined; nodeResolvConf?: string | undefined };
+  /** the agent's Services informer (containers' service variables), shared with the service proxy */
+  services?: Informer<Service> | undefined;
 }
 
 /** Default cap of the event stream reconnect delay. */
@@ -111,6 +115,7 @@ export class PodManager {
         retryMs: opts.retryMs,
         clusterDns: opts.podDns?.clusterDns,
         nodeResolvConf: opts.podDns?.nodeResolvConf,
+        services: opts.services,
       }),
     };
     this.source = new PodSource(

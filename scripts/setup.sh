@@ -5,7 +5,7 @@
 # system steps when not root.
 #
 #   1. OS packages: Docker engine, static busybox, gcc + libc6-dev (static pause
-#      binary), iproute2, nftables (the agent's service proxy), kubectl (Debian's kubernetes-client as a fallback),
+#      binary), iproute2, nftables and conntrack (the agent's service proxy), kubectl (Debian's kubernetes-client as a fallback),
 #      python3/make/g++ (better-sqlite3 builds from source without a prebuild)
 #   2. Node.js >= 20
 #   3. A running Docker daemon (systemd when it is PID 1, else dockerd directly)
@@ -70,6 +70,8 @@ static_libc_present || packages+=(libc6-dev)
 berth_have ip || packages+=(iproute2)
 # The agent's service proxy programs ClusterIP/NodePort rules with nft (Debian's nftables).
 berth_have nft || packages+=(nftables)
+# It deletes UDP flows a Service change left stale with the conntrack tool (Debian's conntrack).
+berth_have conntrack || packages+=(conntrack)
 # The test suite drives `kubectl exec -it` through a real terminal, and the multi-host lab needs these.
 berth_have tmux || packages+=(tmux)
 berth_have iptables || packages+=(iptables)

@@ -13,10 +13,12 @@
  * with them.
  */
 import type { Logger } from 'pino';
+import type { Service } from '../../src/api/services.js';
 import type { Client } from '../../src/client/client.js';
+import type { Informer } from '../../src/client/informer.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { claimUid, clusterId } from '../volumes/claim-volumes.js';
-import { ServicesCache } from '../services/services-cache.js';
+import { ServicesCache, servicesInformer } from '../services/services-cache.js';
 import { ConfigObjects } from '../volumes/config-objects.js';
 import { PodPaths } from '../volumes/paths.js';
 import { EnvHook } from './env.js';
@@ -45,6 +47,8 @@ export interface NodePrestartOptions {
   nodeResolvConf?: string | undefined;
   /** the cluster DNS for ClusterFirst pods */
   clusterDns?: ClusterDnsSettings | undefined;
+  /** the agent's Services informer, shared with the service proxy; without one the hooks make and stop their own */
+  services?: Informer<Service> | undefined;
 }
 
 export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
@@ -52,7 +56,8 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
   const paths = new PodPaths(o.dataDir);
   const objects = new ConfigObjects({ client: o.client, log, retryMs: o.retryMs });
   const allocatable = nodeAllocatable(o.dataDir);
-  const services = new ServicesCache({ client: o.client, log, retryMs: o.retryMs });
+  const ownInformer = o.services ? undefined : servicesInformer({ client: o.client, log, retryMs: o.retryMs });
+  const services = new ServicesCache({ informer: o.services ?? ownInformer!, log, retryMs: o.retryMs });
   services.start();
   // The cluster id changes only with a new control-plane store (and the agent with it): read once, but
   // a failed read is not kept, so the next claim volume asks again.
@@ -80,6 +85,7 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
     onStop: () => {
       objects.stop();
       services.stop();
+      ownInformer?.stop();
     },
   });
 }

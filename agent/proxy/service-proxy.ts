@@ -8,6 +8,7 @@
  *   their chains, sets and map elements that differ go to nft, all changes since the last sync in one
  *   transaction. Events arriving while nft runs are coalesced into the next transaction.
  * - A failed transaction leaves the kernel as it was (nft is atomic); the next sync rebuilds the table.
+ * - After a transaction, UDP flows the change left stale are deleted from conntrack (udp-conntrack.ts).
  * - stop() leaves the rules in place, so Service traffic keeps flowing while the agent is down or
  *   restarting; the next agent's start-up rebuild takes over from them.
  */
@@ -18,6 +19,7 @@ import { Informer, keyOf } from '../../src/client/informer.js';
 import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService, type RenderOptions } from './nft-rules.js';
 import type { NftExecutor } from './nft-executor.js';
 import { planServicePorts, sliceService } from './service-ports.js';
+import { staleUdpFilters, udpPorts, type ConntrackExecutor, type UdpPortView } from './udp-conntrack.js';
 
 export const SERVICES: ResourceRef = { plural: 'services' };
 export const ENDPOINT_SLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
@@ -35,6 +37,8 @@ export interface ServiceProxyOptions {
   log: Logger;
   /** the nftables table (family ip) the proxy owns; default `berth` */
   table?: string;
+  /** the agent's Services informer, shared with the rest of the node (the proxy then leaves stopping it to its maker) */
+  services?: Informer<Service> | undefined;
   /** the cluster's pod CIDR (pods reaching external addresses of Local-policy Services go cluster-wide) */
   clusterCidr?: string | undefined;
   /** wait before retrying a failed sync (default 1 s) */
@@ -43,6 +47,8 @@ export interface ServiceProxyOptions {
   fullSyncMs?: number;
   /** chains and sets no longer used are deleted once no change came for this long (default 1 s) */
   staleDeleteDelayMs?: number;
+  /** deletes stale UDP flows after a change; none: flows are left to time out */
+  conntrack?: ConntrackExecutor | undefined;
 }
 
 export interface SyncStats {
@@ -69,6 +75,8 @@ export class ServiceProxy {
   /** what the kernel holds, per Service (namespace/name), after the last successful transaction */
   private applied = new Map<string, RenderedService>();
   private appliedElements = mergeElements(new Map());
+  /** the UDP ports the kernel's rules serve, per Service, as of the last successful transaction */
+  private appliedUdp = new Map<string, Map<string, UdpPortView>>();
   private readonly dirty = new Set<string>();
   private needFull = true;
   private started = false;
@@ -87,7 +95,7 @@ export class ServiceProxy {
     this.fullSyncMs = o.fullSyncMs ?? 3_600_000;
     this.staleDeleteDelayMs = o.staleDeleteDelayMs ?? 1000;
     const log = o.log;
-    this.services = new Informer<Service>({ client: o.client, resource: SERVICES, log });
+    this.services = o.services ?? new Informer<Service>({ client: o.client, resource: SERVICES, log });
     this.slices = new Informer<EndpointSlice>({ client: o.client, resource: ENDPOINT_SLICES, log });
     this.slices.addIndex(SLICE_SERVICE_INDEX, (s) => {
       const svc = sliceService(s);
@@ -149,7 +157,7 @@ export class ServiceProxy {
   /** Stops following the API. The rules stay: traffic keeps flowing until the next agent takes over. */
   stop(): void {
     this.stopped = true;
-    this.services.stop();
+    if (!this.o.services) this.services.stop();
     this.slices.stop();
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.fullTimer) clearInterval(this.fullTimer);
@@ -225,11 +233,13 @@ export class ServiceProxy {
     }
   }
 
-  private renderOne(service: string): RenderedService | undefined {
+  private renderOne(service: string): { rendered: RenderedService | undefined; udp: Map<string, UdpPortView> | undefined } {
     const svc = this.services.get(service);
-    if (!svc) return undefined;
+    if (!svc) return { rendered: undefined, udp: undefined };
     const plans = planServicePorts(svc, this.slices.byIndex(SLICE_SERVICE_INDEX, service), this.o.nodeName);
-    return plans.length > 0 ? renderService(plans, this.render) : undefined;
+    if (plans.length === 0) return { rendered: undefined, udp: undefined };
+    const udp = udpPorts(plans);
+    return { rendered: renderService(plans, this.render), udp: udp.size > 0 ? udp : undefined };
   }
 
   private async syncOnce(): Promise<boolean> {
@@ -238,12 +248,18 @@ export class ServiceProxy {
     this.needFull = false;
     this.dirty.clear();
     const next = new Map(this.applied);
-    if (full) next.clear();
+    const nextUdp = new Map(this.appliedUdp);
+    if (full) {
+      next.clear();
+      nextUdp.clear();
+    }
     const changed = new Map<string, { old: RenderedService | undefined; next: RenderedService | undefined }>();
     for (const name of names) {
-      const r = this.renderOne(name);
+      const { rendered: r, udp } = this.renderOne(name);
       if (r) next.set(name, r);
       else next.delete(name);
+      if (udp) nextUdp.set(name, udp);
+      else nextUdp.delete(name);
       changed.set(name, { old: this.applied.get(name), next: r });
     }
     const newElements = mergeElements(next);
@@ -277,10 +293,24 @@ export class ServiceProxy {
     }
     this.applied = next;
     this.appliedElements = newElements;
+    await this.deleteStaleUdpFlows(full ? new Set([...this.appliedUdp.keys(), ...nextUdp.keys()]) : names, nextUdp);
     this.stats.syncs++;
     if (full) this.stats.fullSyncs++;
     this.stats.lastSyncMs = ms;
     for (const l of this.listeners) l({ services: names, full, ms });
     return true;
+  }
+
+  /** Flows of the changed Services that the new rules cannot reach any more; a failure only costs those flows their timeout. */
+  private async deleteStaleUdpFlows(services: Iterable<string>, nextUdp: Map<string, Map<string, UdpPortView>>): Promise<void> {
+    const filters = [];
+    for (const s of services) filters.push(...staleUdpFilters(this.appliedUdp.get(s), nextUdp.get(s)));
+    this.appliedUdp = nextUdp;
+    if (filters.length === 0 || !this.o.conntrack) return;
+    try {
+      await this.o.conntrack.deleteUdp(filters);
+    } catch (err) {
+      this.o.log.warn({ err: (err as Error).message.slice(0, 500) }, 'deleting stale UDP conntrack entries failed');
+    }
   }
 }

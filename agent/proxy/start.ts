@@ -5,17 +5,22 @@
  * does not wait for the first table build; failures are logged and retried by the proxy).
  */
 import type { Logger } from 'pino';
+import type { Service } from '../../src/api/services.js';
 import type { Client } from '../../src/client/client.js';
+import type { Informer } from '../../src/client/informer.js';
 import { ensureDnatForwardAccepted } from './forward-accept.js';
 import { startHairpinKeeper } from './hairpin.js';
 import { NftCommand, type NftExecutor } from './nft-executor.js';
 import { ServiceProxy } from './service-proxy.js';
+import { ConntrackCommand } from './udp-conntrack.js';
 
 export interface StartServiceProxyOptions {
   client: Client;
   nodeName: string;
   table: string;
   clusterCidr: string | undefined;
+  /** the agent's Services informer, shared with containers' service variables */
+  services: Informer<Service>;
   /** the node's pod bridge, whose ports get hairpin mode (none when pods use a network the agent did not make) */
   bridge: string | undefined;
   /** default: the real nft (and the host's iptables for the forward accept) */
@@ -31,7 +36,7 @@ export interface RunningServiceProxy {
 
 export function startServiceProxy(o: StartServiceProxyOptions): RunningServiceProxy {
   const log = o.log.child({ component: 'service-proxy' });
-  const proxy = new ServiceProxy({ client: o.client, nodeName: o.nodeName, table: o.table, clusterCidr: o.clusterCidr, executor: o.executor ?? new NftCommand(), log });
+  const proxy = new ServiceProxy({ client: o.client, nodeName: o.nodeName, table: o.table, services: o.services, clusterCidr: o.clusterCidr, executor: o.executor ?? new NftCommand(), conntrack: o.executor ? undefined : new ConntrackCommand(), log });
   if (!o.executor) ensureDnatForwardAccepted().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'cannot add the forward accept for DNATed Service traffic'));
   const hairpin = o.bridge && !o.executor ? startHairpinKeeper({ bridge: o.bridge, log }) : undefined;
   proxy.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'service proxy did not start'));

@@ -1,6 +1,7 @@
 /**
- * The agent's cache of every Service in the cluster (one list+watch through src/client, as the
- * kubelet's service informer): what containers' service environment variables are made from. It
+ * The agent's view of every Service in the cluster for containers' service environment variables,
+ * over the agent's one Services informer (shared with the service proxy; the kubelet keeps a service
+ * informer the same way). It
  * starts in the background and keeps retrying its first list, since the agent must come up even
  * while the API is unreachable; until that first list is in, `synced()` is false and containers
  * that need the variables wait (as the kubelet refuses to build them from a cache never filled).
@@ -11,10 +12,15 @@ import type { Service } from '../../src/api/services.js';
 import type { Client, ResourceRef } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
 
-const SERVICES: ResourceRef = { plural: 'services' };
+export const SERVICES: ResourceRef = { plural: 'services' };
+
+/** The agent's Services informer, made once and handed to everything on the node that follows Services. */
+export function servicesInformer(o: { client: Client; log: Logger; retryMs: number }): Informer<Service> {
+  return new Informer<Service>({ client: o.client, resource: SERVICES, retryDelayMs: o.retryMs, log: o.log });
+}
 
 export interface ServicesCacheOptions {
-  client: Client;
+  informer: Informer<Service>;
   log: Logger;
   /** delay between attempts at the first list, and before re-watching after a dropped stream */
   retryMs: number;
@@ -28,7 +34,7 @@ export class ServicesCache {
   private retryTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly opts: ServicesCacheOptions) {
-    this.informer = new Informer<Service>({ client: opts.client, resource: SERVICES, retryDelayMs: opts.retryMs, log: opts.log });
+    this.informer = opts.informer;
   }
 
   /** Begins listing (idempotent); never throws, retries until the first list succeeds. */
@@ -70,9 +76,9 @@ export class ServicesCache {
     for (const l of this.listeners) l();
   }
 
+  /** Stops retrying; the informer is stopped by whoever made it, since others on the node share it. */
   stop(): void {
     this.stopped = true;
     if (this.retryTimer) clearTimeout(this.retryTimer);
-    this.informer.stop();
   }
 }

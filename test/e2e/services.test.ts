@@ -9,6 +9,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -215,6 +216,41 @@ describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
     }, 30_000, 'LoadBalancer ingress');
     assert.ok(ingress.includes(nodeIP), `ingress ${ingress} holds the node IP ${nodeIP}`);
     await waitFor(async () => (await hostGet(`http://${nodeIP}:${port}/`).catch(() => '')) === pod, 30_000, `LoadBalancer ${nodeIP}:${port}`);
+  });
+
+  it('a UDP flow moves to the new endpoint when its endpoint leaves the Service (stale conntrack entries deleted)', async () => {
+    const endpointPod = (name: string) =>
+      podManifest(
+        name,
+        { containers: [{ name: 'udp', image: TEST_IMAGE, command: ['sleep', '100000'], ports: [{ name: 'dgram', containerPort: 9000, protocol: 'UDP' }] }], terminationGracePeriodSeconds: 0 },
+        { labels: { app: 'udp' } },
+      );
+    const svc = await createService('udp', { selector: { app: 'udp' }, ports: [{ name: 'dgram', port: 9000, targetPort: 'dgram', protocol: 'UDP' }] });
+    const vip = svc.spec!.clusterIP!;
+    const podIP = async (name: string) => (await waitForPod(c.client, 'default', name, running, 60_000)).status!.podIP!;
+    const ipA = await podIP((await c.client.create<Pod>(CORE.pods, endpointPod('udp-a'))).metadata.name!);
+    await waitFor(async () => (await nftTable()).includes(`${vip} . udp . 9000`), 30_000, 'the UDP Service in the table');
+    // One socket from the host, so one flow: every datagram refreshes its conntrack entry, as a real UDP client's would.
+    const sock = dgram.createSocket('udp4');
+    const timer = setInterval(() => sock.send('ping', 9000, vip), 100);
+    /** Where the kernel sends the flow: the reply source of its conntrack entry (the endpoint it was DNATed to). */
+    const flowTarget = async () => {
+      const r = await execFileP('conntrack', ['-L', '-p', 'udp', '--orig-dst', vip, '--orig-port-dst', '9000'], { maxBuffer: 1 << 20 }).catch(() => ({ stdout: '' }));
+      return [...r.stdout.matchAll(/src=\S+ dst=\S+ sport=\d+ dport=\d+ .*?src=(\S+)/g)].map((m) => m[1]!);
+    };
+    try {
+      await waitFor(async () => (await flowTarget()).includes(ipA), 30_000, `the flow going to udp-a (${ipA})`);
+      // udp-a stays up but leaves the Service (Docker itself clears a removed container's flows, not this case).
+      await c.client.patch(CORE.pods, { namespace: 'default', name: 'udp-a', type: 'merge', patch: { metadata: { labels: { app: 'udp-retired' } } } });
+      const ipB = await podIP((await c.client.create<Pod>(CORE.pods, endpointPod('udp-b'))).metadata.name!);
+      // Without the deletion the entry keeps its NAT to udp-a's address for as long as datagrams come.
+      let last: string[] = [];
+      await waitFor(async () => JSON.stringify((last = await flowTarget())) === JSON.stringify([ipB]), 30_000, () => `the flow going to udp-b (${ipB}) only; last ${last.join(',')}`);
+    } finally {
+      clearInterval(timer);
+      sock.close();
+    }
+    for (const name of ['udp-a', 'udp-b']) await c.client.delete(CORE.pods, { namespace: 'default', name });
   });
 
   it('deleting a Service removes its rules', async () => {

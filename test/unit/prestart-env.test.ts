@@ -14,7 +14,7 @@ import type { ResourceRef } from '../../src/client/client.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
 import { EnvHook } from '../../agent/prestart/env.js';
 import { serviceVariables } from '../../agent/services/service-env.js';
-import { ServicesCache } from '../../agent/services/services-cache.js';
+import { ServicesCache, servicesInformer } from '../../agent/services/services-cache.js';
 import type { Service } from '../../src/api/services.js';
 import { ConfigObjects } from '../../agent/volumes/config-objects.js';
 import { FakeClient } from './agent-fake-client.js';
@@ -113,7 +113,7 @@ describe('env hook', () => {
     await svc('shop', 'ext', { type: 'ExternalName', externalName: 'example.org' });
     await svc('other', 'cache', { clusterIP: '10.96.0.40', ports: [{ port: 6379 }] });
     const objects = new ConfigObjects({ client, log, retryMs: 10 });
-    const services = new ServicesCache({ client, log, retryMs: 10 });
+    const services = new ServicesCache({ informer: servicesInformer({ client, log, retryMs: 10 }), log, retryMs: 10 });
     const hook = new EnvHook({ objects, hostIP: '192.168.1.2', allocatable: () => ({}), log, services });
 
     const c: Container = { name: 'c', image: 'img', env: [{ name: 'URL', value: 'http://$(WEB_SERVICE_HOST):$(WEB_SERVICE_PORT)' }, { name: 'WEB_PORT', value: 'mine' }] };

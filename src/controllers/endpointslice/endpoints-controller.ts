@@ -17,7 +17,7 @@ import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { desiredEndpoints, endpointsEqual } from './endpoints.js';
-import { DEFAULT_WORKERS, ENDPOINTS, SERVICES, servicesSelecting } from './endpointslice-controller.js';
+import { DEFAULT_WORKERS, ENDPOINTS, isTerminatingNamespaceRefusal, queueServicesOnChange, SERVICES } from './service-watch.js';
 
 /** Endpoints objects kept for leader election have no Service and are never deleted (upstream's rule). */
 const LEADER_ELECTION_ANNOTATION = 'control-plane.alpha.kubernetes.io/leader';
@@ -45,16 +45,7 @@ export class EndpointsController {
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
     this.endpoints = opts.informers.informerFor<Endpoints>(ENDPOINTS);
     this.controller = new Controller({ name: 'endpoint', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? DEFAULT_WORKERS });
-    const queue = (o: Service) => this.controller.queue.add(keyOf(o));
-    this.services.addHandlers({ onAdd: queue, onUpdate: queue, onDelete: queue });
-    this.pods.addHandlers({
-      onAdd: (pod) => this.podChanged(pod),
-      onUpdate: (pod, old) => {
-        this.podChanged(pod);
-        if (JSON.stringify(pod.metadata.labels ?? {}) !== JSON.stringify(old.metadata.labels ?? {})) this.podChanged(old);
-      },
-      onDelete: (pod) => this.podChanged(pod),
-    });
+    queueServicesOnChange({ services: this.services, pods: this.pods, queue: (key) => this.controller.queue.add(key) });
     // A deleted Endpoints object of a selector Service is made again (as upstream, edits wait for the next change).
     this.endpoints.addHandlers({ onDelete: (e) => this.controller.queue.add(keyOf(e)) });
   }
@@ -75,10 +66,6 @@ export class EndpointsController {
       if (e.metadata.annotations?.[LEADER_ELECTION_ANNOTATION] !== undefined) continue;
       this.controller.queue.add(keyOf(e));
     }
-  }
-
-  private podChanged(pod: Pod): void {
-    for (const s of servicesSelecting(this.services, pod)) this.controller.queue.add(keyOf(s));
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -108,8 +95,7 @@ export class EndpointsController {
       try {
         await this.opts.client.create(ENDPOINTS, next, { namespace });
       } catch (err) {
-        // A terminating namespace refuses creates until it is gone: nothing to retry.
-        if (isApiError(err) && err.reason === 'Forbidden' && /terminat/i.test(err.message)) return;
+        if (isTerminatingNamespaceRefusal(err)) return;
         throw err;
       }
       return;

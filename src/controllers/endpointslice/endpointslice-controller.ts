@@ -26,21 +26,15 @@ import {
   type Service,
 } from '../../api/services.js';
 import type { Node, Pod } from '../../api/types.js';
-import { CORE, type Client, type ResourceRef } from '../../client/client.js';
+import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
-import { keyOf, type Informer } from '../../client/informer.js';
+import type { Informer } from '../../client/informer.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { planSlices } from './reconciler.js';
+import { DEFAULT_WORKERS, ENDPOINTSLICES, isTerminatingNamespaceRefusal, queueServicesOnChange, SERVICES } from './service-watch.js';
 import { SliceTracker } from './slice-tracker.js';
-
-export const SERVICES: ResourceRef = { plural: 'services' };
-export const ENDPOINTS: ResourceRef = { plural: 'endpoints' };
-export const ENDPOINTSLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
-
-/** Services synced at once by default, as kube-controller-manager. */
-export const DEFAULT_WORKERS = 5;
 
 /** Index of the slices by the `namespace/name` of the Service their label names. */
 export const SLICE_SERVICE_INDEX = 'endpointslice-service';
@@ -59,11 +53,6 @@ export interface EndpointSliceControllerOptions {
   /** delay before a slice change someone else made is acted on (default 1 s) */
   sliceChangeDelayMs?: number;
   now?: () => number;
-}
-
-/** Services in the pod's namespace whose selector matches it. */
-export function servicesSelecting(services: Informer<Service>, pod: Pod): Service[] {
-  return services.listNamespace(pod.metadata.namespace ?? '').filter((s) => selectsPods(s) && serviceSelectsPod(s, pod));
 }
 
 export class EndpointSliceController {
@@ -92,16 +81,7 @@ export class EndpointSliceController {
     this.events = new EventRecorder({ client: opts.client, component: 'endpoint-slice-controller', log: opts.log, ...(opts.now ? { now: opts.now } : {}) });
     this.controller = new Controller({ name: 'endpointslice', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? DEFAULT_WORKERS });
 
-    const queue = (s: Service) => this.controller.queue.add(keyOf(s));
-    this.services.addHandlers({ onAdd: queue, onUpdate: queue, onDelete: queue });
-    this.pods.addHandlers({
-      onAdd: (pod) => this.podChanged(pod),
-      onUpdate: (pod, old) => {
-        this.podChanged(pod);
-        if (JSON.stringify(pod.metadata.labels ?? {}) !== JSON.stringify(old.metadata.labels ?? {})) this.podChanged(old);
-      },
-      onDelete: (pod) => this.podChanged(pod),
-    });
+    queueServicesOnChange({ services: this.services, pods: this.pods, queue: (key) => this.controller.queue.add(key) });
     this.slices.addHandlers({
       onAdd: (s) => this.sliceChanged(s, false),
       onUpdate: (s, old) => {
@@ -121,10 +101,6 @@ export class EndpointSliceController {
 
   async stop(): Promise<void> {
     await this.controller.stop();
-  }
-
-  private podChanged(pod: Pod): void {
-    for (const s of servicesSelecting(this.services, pod)) this.controller.queue.add(keyOf(s));
   }
 
   private sliceChanged(slice: EndpointSlice, deleted: boolean): void {
@@ -182,8 +158,7 @@ export class EndpointSliceController {
         try {
           this.tracker.wrote(key, await this.opts.client.create(ENDPOINTSLICES, slice, { namespace }));
         } catch (err) {
-          // A terminating namespace refuses creates until it is gone: nothing to retry.
-          if (isApiError(err) && err.reason === 'Forbidden' && /terminat/i.test(err.message)) return;
+          if (isTerminatingNamespaceRefusal(err)) return;
           throw err;
         }
       }
