@@ -220,7 +220,7 @@ export class ServiceAccountTokens {
 
   private timely(claims: JWTPayload): boolean {
     const now = this.now() / 1000;
-    if (claims.exp !== undefined && now > claims.exp + this.leewaySeconds) return false;
+    if (claims.exp !== undefined && now >= claims.exp + this.leewaySeconds) return false;
     if (claims.nbf !== undefined && now < claims.nbf - this.leewaySeconds) return false;
     return true;
   }
@@ -253,6 +253,11 @@ export class ServiceAccountTokens {
       groups: ['system:serviceaccounts', `system:serviceaccounts:${k.namespace}`, 'system:authenticated'],
       ...(Object.keys(extra).length ? { extra } : {}),
     };
+  }
+
+  /** How many signature results are cached (tests). */
+  cachedTokens(): number {
+    return this.cache.size;
   }
 
   /** GET /.well-known/openid-configuration, as kube-apiserver serves it. */
