@@ -24,6 +24,8 @@ import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
 import { SystemServicesController } from './system-services/system-services.js';
 import { StatefulSetController } from './statefulset/statefulset-controller.js';
+import { LegacyTokenController } from './serviceaccount-tokens/legacy-tokens.js';
+import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 
 /** What the controllers need from the control plane's configuration. */
 export interface ControllerSettings {
@@ -38,6 +40,10 @@ export interface ControllerSettings {
   advertiseAddresses?: string[];
   apiServerPort?: number;
   serviceClusterIPRange?: string;
+  /** signs legacy token Secrets' tokens; the controller that fills them is off without it */
+  serviceAccountTokens?: ServiceAccountTokens;
+  /** the cluster CA (PEM), set once the PKI is loaded: ca.crt of token Secrets */
+  caCert?: string;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -68,4 +74,11 @@ export const CONTROLLER_REGISTRATIONS = [
     build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
   }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
+  controller({
+    name: 'serviceaccount-token',
+    build: (ctx, s) => {
+      if (!s.serviceAccountTokens) throw new Error('the serviceaccount-token controller needs the service-account token signer');
+      return new LegacyTokenController({ ...ctx, tokens: s.serviceAccountTokens, caCert: () => s.caCert });
+    },
+  }),
 ] as const;
