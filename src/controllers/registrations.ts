@@ -7,6 +7,8 @@
 import type { Registry } from '../registry/registry.js';
 import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
+import { CsrSigningController } from './csr-signing/csr-signing-controller.js';
+import { issueClientCertificate } from '../auth/pki.js';
 import { DaemonSetController } from './daemonset/daemonset-controller.js';
 import { DeploymentController } from './deployment/deployment-controller.js';
 import { DisruptionController } from './disruption/disruption-controller.js';
@@ -38,6 +40,10 @@ export interface ControllerSettings {
   advertiseAddresses?: string[];
   apiServerPort?: number;
   serviceClusterIPRange?: string;
+  /** where the cluster CA lives (DIR/pki), for the CSR signers */
+  dataDir?: string;
+  /** the longest certificate the CSR signers issue (--cluster-signing-duration, default one year) */
+  clusterSigningDurationMs?: number;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -68,4 +74,8 @@ export const CONTROLLER_REGISTRATIONS = [
     build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
   }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
+  controller({
+    name: 'csrsigning',
+    build: (ctx, s) => new CsrSigningController({ ...ctx, clusterSigningDurationMs: s.clusterSigningDurationMs, issue: (req) => issueClientCertificate({ dataDir: s.dataDir ?? '', ...req }) }),
+  }),
 ] as const;

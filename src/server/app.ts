@@ -5,6 +5,7 @@ import type { KubeObject } from '../api/types.js';
 import { Authorizer, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
+import type { ClientCertificateAuthenticator } from '../auth/client-certificates.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
@@ -19,6 +20,8 @@ import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFT
 export interface AppOptions {
   registry: Registry;
   auth: TokenAuthenticator;
+  /** x509 client certificates presented over TLS; without it only bearer tokens authenticate */
+  clientCertificates?: ClientCertificateAuthenticator;
   /** PEM served at /cacerts so joining agents can pin it against their token's hash */
   caCert: string;
   /** fastify/pino logger instance or options; false disables logging */
@@ -104,7 +107,8 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
-    const identity = opts.auth.authenticate(req.headers.authorization);
+    // As kube-apiserver's authenticator order: a valid client certificate first, then a bearer token.
+    const identity = opts.clientCertificates?.authenticate(req.socket) ?? opts.auth.authenticate(req.headers.authorization);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
   });
@@ -183,7 +187,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, clientCertificates: opts.clientCertificates, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };
