@@ -148,7 +148,9 @@ export async function issueClientCertificate(req: ClientCertificateRequest): Pro
     if (KEY_USAGE_FLAGS[u]) keyUsage[KEY_USAGE_FLAGS[u]] = true;
     if (EXT_KEY_USAGE_FLAGS[u]) extKeyUsage[EXT_KEY_USAGE_FLAGS[u]] = true;
   }
-  const extensions: object[] = [{ name: 'basicConstraints', cA: false, critical: true }, keyUsage, { name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() }];
+  const extensions: object[] = [{ name: 'basicConstraints', cA: false, critical: true }, { name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() }];
+  // An extension without a single usage set is malformed (OpenSSL then rejects the whole certificate).
+  if (Object.keys(keyUsage).length > 2) extensions.push(keyUsage);
   if (Object.keys(extKeyUsage).length > 1) extensions.push(extKeyUsage);
   cert.setExtensions(extensions);
   cert.sign(ca.key as import('node-forge').pki.rsa.PrivateKey, forge.md.sha256.create());
