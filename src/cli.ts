@@ -34,6 +34,7 @@ Flags:
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
+  --cluster-signing-duration D  longest client certificate the CSR signers issue, e.g. 720h (default 8760h)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
   --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
                                        0 = no limit, here and in the four flags below)
@@ -146,6 +147,7 @@ async function runServer(argv: string[]): Promise<void> {
       'compact-keep-revisions': { type: 'string' },
       'watch-bookmark-interval-seconds': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
+      'cluster-signing-duration': { type: 'string' },
       'max-requests-inflight': { type: 'string' },
       'max-mutating-requests-inflight': { type: 'string' },
       'max-connections': { type: 'string' },
@@ -188,6 +190,7 @@ async function runServer(argv: string[]): Promise<void> {
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     watchBookmarkIntervalMs: mul(num(values['watch-bookmark-interval-seconds'], 'watch-bookmark-interval-seconds'), 1000),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
+    clusterSigningDurationMs: values['cluster-signing-duration'] === undefined ? undefined : await signingDurationFlag(values['cluster-signing-duration']),
     connectionLimits: {
       maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),
       maxMutationsInFlight: num(values['max-mutating-requests-inflight'], 'max-mutating-requests-inflight'),
@@ -380,6 +383,15 @@ function onShutdown(fn: () => Promise<void>): void {
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
+}
+
+async function signingDurationFlag(text: string): Promise<number> {
+  const { parseDurationSeconds } = await import('./user-kubeconfig.js');
+  try {
+    return parseDurationSeconds(text) * 1000;
+  } catch (e) {
+    fail(`--cluster-signing-duration: ${(e as Error).message}`);
+  }
 }
 
 async function runKubeconfig(argv: string[]): Promise<void> {
