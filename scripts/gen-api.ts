@@ -60,6 +60,7 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
   // Bodies of subresources: /scale, /eviction and serviceaccounts/token.
+  { group: 'certificates.k8s.io', version: 'v1', kind: 'CertificateSigningRequest' },
   { group: 'autoscaling', version: 'v1', kind: 'Scale', list: false },
   { group: 'policy', version: 'v1', kind: 'Eviction', list: false },
   { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', list: false },

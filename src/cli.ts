@@ -15,6 +15,7 @@ Usage:
   berth server [flags]   run the control plane (API server, store, scheduler, controllers)
   berth agent  [flags]   run a node agent that joins a control plane and runs its pods on Docker
   berth up     [flags]   run the control plane plus one local agent (single-host default)
+  berth kubeconfig --user NAME   write a kubeconfig for a user with a client certificate
 
 Run 'berth <command> --help' for the flags of each command.`,
   server: `berth server — run the control plane
@@ -33,6 +34,7 @@ Flags:
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
+  --cluster-signing-duration D  longest client certificate the CSR signers issue, e.g. 720h (default 8760h)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
   --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
                                        0 = no limit, here and in the four flags below)
@@ -103,6 +105,18 @@ Flags:
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
+  kubeconfig: `berth kubeconfig — a kubeconfig for a user authenticated by a client certificate
+
+Flags:
+  --user NAME             the user (the certificate's CN) (required)
+  --group G               a group (the certificate's O); repeat for more
+  --expiration DURATION   requested validity, e.g. 24h, 30m (default: the signer's maximum, one year)
+  --out FILE              write here (mode 0600) instead of stdout
+  --data-dir DIR          where the admin kubeconfig is (default: /var/lib/berth as root, else ~/.berth)
+  --kubeconfig FILE       the admin kubeconfig to use (default DIR/kubeconfig.yaml)
+
+Makes a key here, creates a CertificateSigningRequest (signer kubernetes.io/kube-apiserver-client) with
+the admin credential, approves it and waits for the certificate: the same path as any user's request.`,
 };
 
 function defaultDataDir(): string {
@@ -139,6 +153,7 @@ async function runServer(argv: string[]): Promise<void> {
       'compact-keep-revisions': { type: 'string' },
       'watch-bookmark-interval-seconds': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
+      'cluster-signing-duration': { type: 'string' },
       'max-requests-inflight': { type: 'string' },
       'max-mutating-requests-inflight': { type: 'string' },
       'max-connections': { type: 'string' },
@@ -186,6 +201,7 @@ async function runServer(argv: string[]): Promise<void> {
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     watchBookmarkIntervalMs: mul(num(values['watch-bookmark-interval-seconds'], 'watch-bookmark-interval-seconds'), 1000),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
+    clusterSigningDurationMs: values['cluster-signing-duration'] === undefined ? undefined : await signingDurationFlag(values['cluster-signing-duration']),
     connectionLimits: {
       maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),
       maxMutationsInFlight: num(values['max-mutating-requests-inflight'], 'max-mutating-requests-inflight'),
@@ -401,6 +417,53 @@ function onShutdown(fn: () => Promise<void>): void {
   process.on('SIGTERM', handler);
 }
 
+async function signingDurationFlag(text: string): Promise<number> {
+  const { parseDurationSeconds } = await import('./user-kubeconfig.js');
+  try {
+    return parseDurationSeconds(text) * 1000;
+  } catch (e) {
+    fail(`--cluster-signing-duration: ${(e as Error).message}`);
+  }
+}
+
+async function runKubeconfig(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      user: { type: 'string' },
+      group: { type: 'string', multiple: true },
+      expiration: { type: 'string' },
+      out: { type: 'string' },
+      'data-dir': { type: 'string' },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(HELP.kubeconfig);
+    return;
+  }
+  if (!values.user) fail('--user is required');
+  const { parseDurationSeconds, userKubeconfig } = await import('./user-kubeconfig.js');
+  let expirationSeconds: number | undefined;
+  if (values.expiration !== undefined) {
+    try {
+      expirationSeconds = parseDurationSeconds(values.expiration);
+    } catch (e) {
+      fail(`--expiration: ${(e as Error).message}`);
+    }
+  }
+  const adminPath = values.kubeconfig ?? path.join(values['data-dir'] ?? defaultDataDir(), 'kubeconfig.yaml');
+  const text = await userKubeconfig({ adminKubeconfig: fs.readFileSync(adminPath, 'utf8'), user: values.user, groups: values.group ?? [], expirationSeconds });
+  if (!values.out) {
+    process.stdout.write(text);
+    return;
+  }
+  fs.writeFileSync(values.out, text, { mode: 0o600 });
+  fs.chmodSync(values.out, 0o600); // an existing file keeps its old mode on write
+  console.error(`berth: wrote ${values.out} for user ${values.user}`);
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -410,6 +473,8 @@ export async function main(argv: string[]): Promise<void> {
       return runAgent(rest);
     case 'up':
       return runUp(rest);
+    case 'kubeconfig':
+      return runKubeconfig(rest);
     case undefined:
     case '-h':
     case '--help':

@@ -15,6 +15,7 @@ import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { BoundObjectIndex, defaultServiceAccountIssuer, ServiceAccountTokens } from './auth/service-account-tokens.js';
+import { ClientCertificateAuthenticator } from './auth/client-certificates.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
@@ -101,6 +102,8 @@ export interface ControlPlaneOptions {
   serviceAccountMinTokenExpirationSeconds?: number;
   /** clock skew allowed on service-account tokens' exp and nbf (default 60 s, as kube-apiserver) */
   serviceAccountTokenLeewaySeconds?: number;
+  /** the longest validity the CSR signers issue (kube-controller-manager's --cluster-signing-duration, default one year) */
+  clusterSigningDurationMs?: number;
   /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
   releaseStartupMemoryAfterMs?: number;
 }
@@ -189,6 +192,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     jobBackoffBaseMs: opts.jobBackoffBaseMs,
     advertiseAddresses: [opts.advertiseAddress ?? defaultAdvertiseAddress(bind)],
     serviceClusterIPRange,
+    dataDir: opts.dataDir,
+    clusterSigningDurationMs: opts.clusterSigningDurationMs,
   };
   const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
   for (const reg of CONTROLLER_REGISTRATIONS) manager.register(reg);
@@ -204,13 +209,14 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     serviceAccountTokens,
     watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     auth,
+    clientCertificates: new ClientCertificateAuthenticator({ caCert: pki.caCert }),
     inflightLimits: connectionLimits,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
     advertiseAddress: `${bind === '0.0.0.0' ? '127.0.0.1' : bind}:${opts.port}`,
   });
   // fastify takes https options at construction; we serve through a node https server we own instead.
-  const { server } = await listen(app, { port: opts.port, host: bind, tls: opts.insecureHttp ? undefined : { cert: pki.serverCert, key: pki.serverKey }, limits: connectionLimits });
+  const { server } = await listen(app, { port: opts.port, host: bind, tls: opts.insecureHttp ? undefined : { cert: pki.serverCert, key: pki.serverKey, clientCa: pki.caCert }, limits: connectionLimits });
   const port = (server.address() as AddressInfo).port;
   const scheme = opts.insecureHttp ? 'http' : 'https';
   const url = `${scheme}://127.0.0.1:${port}`;

@@ -76,13 +76,8 @@ export interface NodeServingCertRequest {
  * a certificate issued to one node never passes for another even if it listed the other's IP.
  */
 export async function issueNodeServingCert(req: NodeServingCertRequest): Promise<string> {
-  const dir = path.join(req.dataDir, 'pki');
   const forge = (await import('node-forge')).default;
-  const { pki } = forge;
-  const ca = {
-    cert: pki.certificateFromPem(fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8')),
-    key: pki.privateKeyFromPem(fs.readFileSync(path.join(dir, 'ca.key'), 'utf8')),
-  };
+  const ca = loadCa(forge, req.dataDir);
   const { cert } = issue(forge, {
     commonName: `system:node:${req.nodeName}`,
     organization: 'system:nodes',
@@ -92,6 +87,74 @@ export async function issueNodeServingCert(req: NodeServingCertRequest): Promise
     publicKeyPem: req.publicKeyPem,
   });
   return cert;
+}
+
+/** What a signer asks the cluster CA to certify (a client certificate from a CertificateSigningRequest). */
+export interface ClientCertificateRequest {
+  dataDir: string;
+  /** the subject's attributes by OID, in order (copied from the request, as Kubernetes' signers do) */
+  subject: Array<{ oid: string; value: string }>;
+  /** SPKI PEM of the requester's RSA key */
+  publicKeyPem: string;
+  notBefore: Date;
+  /** capped at the CA's own notAfter */
+  notAfter: Date;
+  /** CSR key usages (`digital signature`, `key encipherment`, `client auth`, …) */
+  usages: string[];
+}
+
+/** The key usages and extended key usages of a CSR's `usages`, as node-forge names them. */
+const KEY_USAGE_FLAGS: Record<string, string> = {
+  'digital signature': 'digitalSignature',
+  signing: 'digitalSignature',
+  'content commitment': 'nonRepudiation',
+  'key encipherment': 'keyEncipherment',
+  'key agreement': 'keyAgreement',
+  'data encipherment': 'dataEncipherment',
+};
+const EXT_KEY_USAGE_FLAGS: Record<string, string> = {
+  'client auth': 'clientAuth',
+  'server auth': 'serverAuth',
+  'code signing': 'codeSigning',
+  'email protection': 'emailProtection',
+  timestamping: 'timeStamping',
+};
+
+/**
+ * Issues a certificate signed by the cluster CA for a requester's key; returns its PEM. node-forge
+ * certifies RSA keys only, so other keys are refused with an Error saying so.
+ */
+export async function issueClientCertificate(req: ClientCertificateRequest): Promise<string> {
+  const forge = (await import('node-forge')).default;
+  const { pki } = forge;
+  const ca = loadCa(forge, req.dataDir);
+  let publicKey: import('node-forge').pki.PublicKey;
+  try {
+    publicKey = pki.publicKeyFromPem(req.publicKeyPem);
+  } catch {
+    throw new Error('only RSA keys can be certified by this signer');
+  }
+  const cert = pki.createCertificate();
+  cert.publicKey = publicKey;
+  cert.serialNumber = '01' + randomBytes(15).toString('hex');
+  cert.validity.notBefore = req.notBefore;
+  cert.validity.notAfter = req.notAfter.getTime() > ca.cert.validity.notAfter.getTime() ? ca.cert.validity.notAfter : req.notAfter;
+  // UTF8String: user names may hold characters PrintableString cannot (@, _).
+  cert.setSubject(req.subject.map((a) => ({ type: a.oid, value: forge.util.encodeUtf8(a.value), valueTagClass: forge.asn1.Type.UTF8 as unknown as import('node-forge').asn1.Class })));
+  cert.setIssuer(ca.cert.subject.attributes);
+  const keyUsage: Record<string, unknown> = { name: 'keyUsage', critical: true };
+  const extKeyUsage: Record<string, unknown> = { name: 'extKeyUsage' };
+  for (const u of req.usages) {
+    if (KEY_USAGE_FLAGS[u]) keyUsage[KEY_USAGE_FLAGS[u]] = true;
+    if (EXT_KEY_USAGE_FLAGS[u]) extKeyUsage[EXT_KEY_USAGE_FLAGS[u]] = true;
+  }
+  const extensions: object[] = [{ name: 'basicConstraints', cA: false, critical: true }, { name: 'authorityKeyIdentifier', keyIdentifier: ca.cert.generateSubjectKeyIdentifier().getBytes() }];
+  // An extension without a single usage set is malformed (OpenSSL then rejects the whole certificate).
+  if (Object.keys(keyUsage).length > 2) extensions.push(keyUsage);
+  if (Object.keys(extKeyUsage).length > 1) extensions.push(extKeyUsage);
+  cert.setExtensions(extensions);
+  cert.sign(ca.key as import('node-forge').pki.rsa.PrivateKey, forge.md.sha256.create());
+  return pki.certificateToPem(cert);
 }
 
 /** sha256 of the CA PEM text, hex: what a join token pins. */
@@ -113,6 +176,15 @@ function servingNames(extra: string[]): string[] {
 }
 
 type Forge = typeof import('node-forge');
+
+/** The cluster CA's certificate and key: the one place outside ensurePki that reads the key. */
+function loadCa(forge: Forge, dataDir: string): { cert: import('node-forge').pki.Certificate; key: import('node-forge').pki.PrivateKey } {
+  const dir = path.join(dataDir, 'pki');
+  return {
+    cert: forge.pki.certificateFromPem(fs.readFileSync(path.join(dir, 'ca.crt'), 'utf8')),
+    key: forge.pki.privateKeyFromPem(fs.readFileSync(path.join(dir, 'ca.key'), 'utf8')),
+  };
+}
 
 function issue(
   forge: Forge,

@@ -7,6 +7,8 @@
 import type { Registry } from '../registry/registry.js';
 import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
+import { CsrSigningController } from './csr-signing/csr-signing-controller.js';
+import { issueClientCertificate } from '../auth/pki.js';
 import { DaemonSetController } from './daemonset/daemonset-controller.js';
 import { DeploymentController } from './deployment/deployment-controller.js';
 import { DisruptionController } from './disruption/disruption-controller.js';
@@ -44,6 +46,10 @@ export interface ControllerSettings {
   serviceAccountTokens?: ServiceAccountTokens;
   /** the cluster CA (PEM), set once the PKI is loaded: ca.crt of token Secrets */
   caCert?: string;
+  /** where the cluster CA lives (DIR/pki), for the CSR signers */
+  dataDir?: string;
+  /** the longest certificate the CSR signers issue (--cluster-signing-duration, default one year) */
+  clusterSigningDurationMs?: number;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -80,5 +86,9 @@ export const CONTROLLER_REGISTRATIONS = [
       if (!s.serviceAccountTokens) throw new Error('the serviceaccount-token controller needs the service-account token signer');
       return new LegacyTokenController({ ...ctx, tokens: s.serviceAccountTokens, caCert: () => s.caCert });
     },
+  }),
+  controller({
+    name: 'csrsigning',
+    build: (ctx, s) => new CsrSigningController({ ...ctx, clusterSigningDurationMs: s.clusterSigningDurationMs, issue: (req) => issueClientCertificate({ dataDir: s.dataDir ?? '', ...req }) }),
   }),
 ] as const;

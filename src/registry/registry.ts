@@ -291,6 +291,7 @@ export class Registry {
     delete obj.metadata.resourceVersion;
     delete obj.metadata.deletionTimestamp;
     delete obj.metadata.deletionGracePeriodSeconds;
+    strategy.prepareForCreate?.(obj, { user: opts.user });
     strategy.applyDefaults?.(obj);
     canonicalizeQuantities(info.group, info.kind, obj);
     if (strategy.hasStatus) {
@@ -409,7 +410,7 @@ export class Registry {
     strategy.prepareForUpdate?.(obj, old);
     strategy.applyDefaults?.(obj);
     canonicalizeQuantities(info.group, info.kind, obj);
-    const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old) : strategy.validate(obj);
+    const fieldErrors = strategy.validateUpdate ? strategy.validateUpdate(obj, old, opts.subresource) : strategy.validate(obj);
     this.validate(strategy, obj, fieldErrors);
     const hookContext = { store: this.hookStore, dryRun: !!opts.dryRun };
     const held = await strategy.storeHooks?.beforeUpdate(obj, old, hookContext);
@@ -634,7 +635,10 @@ export class Registry {
    */
   private mergeForUpdate(strategy: KindStrategy, input: KubeObject, old: KubeObject, subresource?: string): KubeObject {
     let obj: KubeObject;
-    if (subresource === 'status') {
+    const own = subresource ? strategy.mergeSubresourceUpdate?.(subresource, input, structuredClone(old), { now: this.clock.now() }) : undefined;
+    if (own) {
+      obj = own;
+    } else if (subresource === 'status') {
       obj = structuredClone(old);
       obj.status = input.status;
     } else {

@@ -1,6 +1,7 @@
 import type { FieldError } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { MessageTable } from '../api/protobuf/schema.js';
+import type { UserInfo } from '../api/user-info.js';
 import type { ResourceInfo } from './resource-info.js';
 import type { ColumnProvider } from './table-columns.js';
 
@@ -13,8 +14,22 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   /** fill defaults in place (runs on create and update, after decoding) */
   applyDefaults?(obj: T): void;
   validate(obj: T): FieldError[];
-  /** replaces `validate` on updates, so it must check the whole object as well as the transition */
-  validateUpdate?(obj: T, old: T): FieldError[];
+  /**
+   * Replaces `validate` on updates, so it must check the whole object as well as the transition;
+   * `subresource` says which path wrote it (a CSR's certificate may be set only through `status`).
+   */
+  validateUpdate?(obj: T, old: T, subresource?: string): FieldError[];
+  /**
+   * Fill server-owned fields of a new object from who creates it (a CSR records its requester),
+   * before admission; throwing refuses the create.
+   */
+  prepareForCreate?(obj: T, ctx: { user: UserInfo | undefined }): void;
+  /**
+   * The object an update through one of the kind's subresources stores, built from the client's
+   * object and the stored one (a CSR's `approval` changes only its conditions). Undefined: the
+   * registry's own rule (`status` replaces the status; anything else keeps it).
+   */
+  mergeSubresourceUpdate?(subresource: string, input: T, old: T, ctx: { now: number }): T | undefined;
   /** field-selector values for this object; metadata.name and metadata.namespace are always supported */
   selectableFields?(obj: T): Record<string, string>;
   /**

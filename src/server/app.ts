@@ -6,6 +6,7 @@ import { Authorizer, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import { JWKS_PATH, OPENID_CONFIGURATION_PATH, type ServiceAccountTokens } from '../auth/service-account-tokens.js';
+import type { ClientCertificateAuthenticator } from '../auth/client-certificates.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
@@ -22,6 +23,8 @@ export interface AppOptions {
   auth: TokenAuthenticator;
   /** issues and authenticates service-account tokens (TokenRequest, OIDC discovery) */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** x509 client certificates presented over TLS; without it only bearer tokens authenticate */
+  clientCertificates?: ClientCertificateAuthenticator;
   /** PEM served at /cacerts so joining agents can pin it against their token's hash */
   caCert: string;
   /** fastify/pino logger instance or options; false disables logging */
@@ -107,7 +110,9 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
-    const identity = opts.auth.authenticate(req.headers.authorization) ?? (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+    // As kube-apiserver's authenticator order: a valid client certificate first, then bearer tokens.
+    const identity =
+      opts.clientCertificates?.authenticate(req.socket) ?? opts.auth.authenticate(req.headers.authorization) ?? (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
   });
@@ -192,7 +197,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, serviceAccountTokens: opts.serviceAccountTokens, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, serviceAccountTokens: opts.serviceAccountTokens, clientCertificates: opts.clientCertificates, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };

@@ -11,7 +11,8 @@ import { guardConnections, serverTimeoutOptions, type ConnectionGuard, type Conn
 export interface ListenOptions {
   port: number;
   host: string;
-  tls: { cert: string; key: string } | undefined;
+  /** clientCa: ask clients for a certificate issued by it, without requiring one (src/auth/client-certificates.ts checks it) */
+  tls: { cert: string; key: string; clientCa?: string } | undefined;
   limits: ConnectionLimits;
 }
 
@@ -24,7 +25,7 @@ export async function listen(app: FastifyInstance, o: ListenOptions): Promise<Li
   await app.ready();
   const handler = (req: http.IncomingMessage, res: http.ServerResponse) => app.routing(req, res);
   const options = serverTimeoutOptions(o.limits);
-  const server = o.tls ? https.createServer({ ...options, cert: o.tls.cert, key: o.tls.key }, handler) : http.createServer(options, handler);
+  const server = o.tls ? https.createServer({ ...options, cert: o.tls.cert, key: o.tls.key, ...clientCertificateOptions(o.tls.clientCa) }, handler) : http.createServer(options, handler);
   const connections = guardConnections(server, { limits: o.limits, warn: (fields, message) => app.log.warn(fields, message) });
   // Upgrade requests (kubectl exec/attach) never reach app.routing; whoever registered for them on the app's
   // own server handles them (pod-streams.ts), anything else is refused by closing the connection.
@@ -38,4 +39,12 @@ export async function listen(app: FastifyInstance, o: ListenOptions): Promise<Li
     server.listen(o.port, o.host, () => resolve());
   });
   return { server, connections };
+}
+
+/**
+ * Asking for a client certificate without requiring one: clients without a certificate (tokens) go on
+ * as before, and a presented one is judged per request, with the server's clock, not at the handshake.
+ */
+function clientCertificateOptions(clientCa: string | undefined): https.ServerOptions {
+  return clientCa ? { requestCert: true, rejectUnauthorized: false, ca: clientCa } : {};
 }

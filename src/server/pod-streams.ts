@@ -18,6 +18,7 @@ import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
 import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
+import type { ClientCertificateAuthenticator } from '../auth/client-certificates.js';
 import type { Registry } from '../registry/registry.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
@@ -26,6 +27,8 @@ export interface PodStreamsOptions {
   auth: TokenAuthenticator;
   /** authenticates service-account JWTs, when the control plane issues them */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** x509 client certificates, checked before the bearer token as for every other request */
+  clientCertificates?: ClientCertificateAuthenticator;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -88,7 +91,8 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const identity = this.opts.auth.authenticate(req.headers.authorization) ?? (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+      const identity =
+        this.opts.clientCertificates?.authenticate(req.socket) ?? this.opts.auth.authenticate(req.headers.authorization) ?? (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
       if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);

@@ -429,7 +429,7 @@ describe('columns live with their kind', () => {
     assert.deepEqual(withColumns, [
       '/ConfigMap', '/Endpoints', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret', '/Service', '/ServiceAccount',
       'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet',
-      'batch/CronJob', 'batch/Job', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'policy/PodDisruptionBudget',
+      'batch/CronJob', 'batch/Job', 'certificates.k8s.io/CertificateSigningRequest', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'policy/PodDisruptionBudget',
     ]);
   });
 

@@ -1,0 +1,173 @@
+/**
+ * User certificates end to end, with openssl-made keys and stock kubectl: a CertificateSigningRequest
+ * is created, approved with `kubectl certificate approve`, signed by the csrsigning controller, and the
+ * certificate then authenticates to the real HTTPS listener as its CN/O (403 from today's authorizer,
+ * which names the user, not 401). A denied request gets no certificate; a certificate past its
+ * notAfter gives 401; `berth kubeconfig --user` produces a kubeconfig that works the same way.
+ */
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { promisify } from 'node:util';
+import forge from 'node-forge';
+import { NODE_FLAGS } from '../../src/node-flags.js';
+import { BERTH_BIN, runKubectl, startCluster, waitFor, type Cluster } from './harness.js';
+
+const execFileAsync = promisify(execFile);
+
+type Csr = { status?: { certificate?: string; conditions?: Array<{ type: string }> }; spec: { username?: string; groups?: string[] } };
+
+/** A kubeconfig that authenticates with this certificate and key only. */
+function certKubeconfig(c: Cluster, certPem: string, keyPem: string): string {
+  const ca = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'));
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: ${c.url}
+    certificate-authority-data: ${ca.toString('base64')}
+users:
+- name: u
+  user:
+    client-certificate-data: ${Buffer.from(certPem).toString('base64')}
+    client-key-data: ${Buffer.from(keyPem).toString('base64')}
+contexts:
+- name: c
+  context: { cluster: c, user: u, namespace: default }
+current-context: c
+`;
+}
+
+function openssl(dir: string, name: string, subject: string): { csrPem: string; keyPem: string } {
+  const key = path.join(dir, `${name}.key`);
+  const csr = path.join(dir, `${name}.csr`);
+  execFileSync('openssl', ['req', '-new', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', csr, '-subj', subject], { stdio: 'ignore' });
+  return { csrPem: fs.readFileSync(csr, 'utf8'), keyPem: fs.readFileSync(key, 'utf8') };
+}
+
+function csrManifest(name: string, csrPem: string, extra = ''): string {
+  return `apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata:
+  name: ${name}
+spec:
+  request: ${Buffer.from(csrPem).toString('base64')}
+  signerName: kubernetes.io/kube-apiserver-client
+  usages: [client auth, digital signature, key encipherment]
+  username: mallory
+  groups: [system:masters]
+${extra}`;
+}
+
+describe('x509 client certificates and CertificateSigningRequests', () => {
+  let c: Cluster;
+
+  before(async () => {
+    c = await startCluster({ agents: [] });
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  it('an approved CSR is signed and its certificate authenticates as CN/O (403 from the authorizer, naming the user)', async () => {
+    const { csrPem, keyPem } = openssl(c.dir, 'jane', '/CN=jane/O=dev');
+    await c.kubectl(['create', '-f', c.writeFile('jane-csr.yaml', csrManifest('jane', csrPem, '  expirationSeconds: 3600\n'))]);
+    const created = await c.client.request<Csr>({ method: 'GET', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests/jane' });
+    // The requester, not what the body claimed.
+    assert.equal(created.spec.username, 'admin');
+    assert.ok(created.spec.groups?.includes('system:masters'));
+    const pending = await c.kubectl(['get', 'csr', 'jane']);
+    assert.match(pending.stdout, /NAME\s+AGE\s+SIGNERNAME\s+REQUESTOR\s+REQUESTEDDURATION\s+CONDITION/);
+    assert.match(pending.stdout, /jane\s+\S+\s+kubernetes\.io\/kube-apiserver-client\s+admin\s+60m\s+Pending/);
+
+    const approved = await c.kubectl(['certificate', 'approve', 'jane']);
+    assert.match(approved.stdout, /approved/);
+    let certB64 = '';
+    await waitFor(async () => {
+      certB64 = (await c.kubectl(['get', 'csr', 'jane', '-o', 'jsonpath={.status.certificate}'])).stdout;
+      return certB64 !== '';
+    }, 20_000, () => 'no certificate issued');
+    assert.match((await c.kubectl(['get', 'csr', 'jane'])).stdout, /Approved,Issued/);
+    const certPem = Buffer.from(certB64, 'base64').toString('utf8');
+    const cert = forge.pki.certificateFromPem(certPem);
+    assert.equal(cert.subject.getField('CN').value, 'jane');
+    // expirationSeconds honoured (the signer backdates notBefore by 5 minutes).
+    const lifetimeMs = cert.validity.notAfter.getTime() - cert.validity.notBefore.getTime();
+    assert.ok(Math.abs(lifetimeMs - 65 * 60_000) < 5_000, `lifetime ${lifetimeMs}`);
+
+    const kc = c.writeFile('jane.kubeconfig', certKubeconfig(c, certPem, keyPem));
+    const res = await runKubectl(kc, ['get', 'pods'], { allowFail: true });
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, /Forbidden|forbidden/);
+    assert.match(res.stderr, /jane/);
+    assert.doesNotMatch(res.stderr, /Unauthorized/);
+  });
+
+  it('a denied CSR gets no certificate', async () => {
+    const { csrPem } = openssl(c.dir, 'bob', '/CN=bob');
+    await c.kubectl(['create', '-f', c.writeFile('bob-csr.yaml', csrManifest('bob', csrPem))]);
+    await c.kubectl(['certificate', 'deny', 'bob']);
+    await new Promise((r) => setTimeout(r, 1500));
+    const csr = await c.client.request<Csr>({ method: 'GET', path: '/apis/certificates.k8s.io/v1/certificatesigningrequests/bob' });
+    assert.deepEqual(csr.status?.conditions?.map((x) => x.type), ['Denied']);
+    assert.equal(csr.status?.certificate, undefined);
+    assert.match((await c.kubectl(['get', 'csr', 'bob'])).stdout, /bob\s+.*\sDenied\s*$/m);
+    // Approving a denied request is refused.
+    const again = await c.kubectl(['certificate', 'approve', 'bob'], { allowFail: true });
+    assert.notEqual(again.code, 0);
+  });
+
+  it('a CSR for system:masters to the client signer is forbidden at create', async () => {
+    const { csrPem } = openssl(c.dir, 'root', '/CN=root/O=system:masters');
+    const res = await c.kubectl(['create', '-f', c.writeFile('root-csr.yaml', csrManifest('root', csrPem))], { allowFail: true });
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, /system:masters group is not allowed/);
+  });
+
+  it('an expired certificate from the cluster CA gives 401; a forged one too', async () => {
+    const caCert = forge.pki.certificateFromPem(fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8'));
+    const caKey = forge.pki.privateKeyFromPem(fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.key'), 'utf8'));
+    const keys = forge.pki.rsa.generateKeyPair(2048);
+    const make = (notAfter: Date, signer: forge.pki.PrivateKey) => {
+      const cert = forge.pki.createCertificate();
+      cert.publicKey = keys.publicKey;
+      cert.serialNumber = '0a1b';
+      cert.validity.notBefore = new Date(Date.now() - 2 * 3600_000);
+      cert.validity.notAfter = notAfter;
+      cert.setSubject([{ name: 'commonName', value: 'old' }]);
+      cert.setIssuer(caCert.subject.attributes);
+      cert.setExtensions([{ name: 'extKeyUsage', clientAuth: true }]);
+      cert.sign(signer as forge.pki.rsa.PrivateKey, forge.md.sha256.create());
+      return forge.pki.certificateToPem(cert);
+    };
+    const keyPem = forge.pki.privateKeyToPem(keys.privateKey);
+    const expired = c.writeFile('expired.kubeconfig', certKubeconfig(c, make(new Date(Date.now() - 3600_000), caKey), keyPem));
+    const res = await runKubectl(expired, ['get', 'pods'], { allowFail: true });
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, /Unauthorized|must be logged in/);
+    // The same certificate while valid authenticates (403 names the user): the 401 above was the expiry.
+    const valid = c.writeFile('valid.kubeconfig', certKubeconfig(c, make(new Date(Date.now() + 3600_000), caKey), keyPem));
+    const ok = await runKubectl(valid, ['get', 'pods'], { allowFail: true });
+    assert.match(ok.stderr, /forbidden/i);
+    assert.match(ok.stderr, /old/);
+    // Signed by some other key than the CA's, with the CA's name as issuer.
+    const forged = c.writeFile('forged.kubeconfig', certKubeconfig(c, make(new Date(Date.now() + 3600_000), keys.privateKey), keyPem));
+    const bad = await runKubectl(forged, ['get', 'pods'], { allowFail: true });
+    assert.match(bad.stderr, /Unauthorized|must be logged in/);
+  });
+
+  it('berth kubeconfig --user writes a kubeconfig whose certificate kubectl authenticates with', async () => {
+    const out = path.join(c.dir, 'carol.kubeconfig');
+    await execFileAsync(process.execPath, [...NODE_FLAGS, BERTH_BIN, 'kubeconfig', '--data-dir', path.join(c.dir, 'server'), '--user', 'carol', '--group', 'qa', '--group', 'ops', '--expiration', '2h', '--out', out]);
+    assert.equal(fs.statSync(out).mode & 0o777, 0o600);
+    const res = await runKubectl(out, ['get', 'pods', '-n', 'kube-system'], { allowFail: true });
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, /forbidden/i);
+    assert.match(res.stderr, /carol/);
+    const list = await c.kubectl(['get', 'csr', '-o', 'jsonpath={range .items[*]}{.metadata.name}{" "}{.spec.expirationSeconds}{"\\n"}{end}']);
+    assert.match(list.stdout, /berth-user-carol-[0-9a-f]+ 7200/);
+  });
+});
