@@ -146,6 +146,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     eventRetryMaxMs: o.intervals.eventRetryMaxMs,
     podDns: { clusterDns: dns.settings, nodeResolvConf: o.resolvConf },
     services,
+    tokenCheckMs: o.intervals.tokenCheckMs,
   });
   await pods.start();
   nodeStatus.start();

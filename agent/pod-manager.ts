@@ -48,6 +48,8 @@ export interface PodManagerOptions {
   podDns?: { clusterDns?: ClusterDnsSettings | undefined; nodeResolvConf?: string | undefined };
   /** the agent's Services informer (containers' service variables), shared with the service proxy */
   services?: Informer<Service> | undefined;
+  /** how often projected ServiceAccount tokens are checked for a refresh */
+  tokenCheckMs?: number;
 }
 
 /** Default cap of the event stream reconnect delay. */
@@ -116,6 +118,8 @@ export class PodManager {
         clusterDns: opts.podDns?.clusterDns,
         nodeResolvConf: opts.podDns?.nodeResolvConf,
         services: opts.services,
+        clock: opts.clock,
+        tokenCheckMs: opts.tokenCheckMs,
       }),
     };
     this.source = new PodSource(

@@ -21,6 +21,8 @@ import type { ControllerRegistration } from './manager.js';
 import { NamespaceController } from './namespace/namespace-controller.js';
 import { NodeIpamController } from './node-ipam/node-ipam.js';
 import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
+import { RootCAPublisher } from './serviceaccount/root-ca-publisher.js';
+import { ServiceAccountsController } from './serviceaccount/serviceaccounts-controller.js';
 import { ReplicaSetController } from './replicaset/replicaset-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
@@ -44,7 +46,7 @@ export interface ControllerSettings {
   serviceClusterIPRange?: string;
   /** signs legacy token Secrets' tokens; the controller that fills them is off without it */
   serviceAccountTokens?: ServiceAccountTokens;
-  /** the cluster CA (PEM), set once the PKI is loaded: ca.crt of token Secrets */
+  /** the cluster CA (PEM), set once the PKI is loaded: ca.crt of token Secrets, and kube-root-ca.crt in every namespace */
   caCert?: string;
   /** where the cluster CA lives (DIR/pki), for the CSR signers */
   dataDir?: string;
@@ -79,6 +81,8 @@ export const CONTROLLER_REGISTRATIONS = [
     name: 'system-services',
     build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
   }),
+  controller({ name: 'serviceaccount', build: (ctx) => new ServiceAccountsController(ctx) }),
+  controller({ name: 'root-ca-cert-publisher', build: (ctx, s) => new RootCAPublisher({ ...ctx, rootCA: s.caCert ?? '' }) }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
   controller({
     name: 'serviceaccount-token',
