@@ -18,11 +18,13 @@ import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
 import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
   registry: Registry;
   auth: TokenAuthenticator;
+  staticTokens?: StaticTokenAuthenticator;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -85,7 +87,7 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const identity = this.opts.auth.authenticate(req.headers.authorization);
+      const identity = this.opts.auth.authenticate(req.headers.authorization) ?? this.opts.staticTokens?.authenticate(req.headers.authorization);
       if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);
