@@ -210,6 +210,25 @@ export function nonResourceAttributes(method: string, path: string): RequestAttr
   return { verb, path, group: '', resource: '' };
 }
 
+/**
+ * The message of a refused request, as kube-apiserver words it: `pods "web" is forbidden: User "jane"
+ * cannot get resource "pods" in API group "" in the namespace "team"`, `forbidden: User "jane" cannot
+ * get path "/metrics"` for a non-resource path, and the authorizer's reason after a colon.
+ */
+export function forbiddenMessage(who: UserInfo, attrs: RequestAttributes, reason?: string): string {
+  const user = JSON.stringify(who.username);
+  let message: string;
+  if (attrs.path !== undefined) {
+    message = `forbidden: User ${user} cannot ${attrs.verb} path ${JSON.stringify(attrs.path)}`;
+  } else {
+    const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
+    const where = attrs.namespace ? `in the namespace ${JSON.stringify(attrs.namespace)}` : 'at the cluster scope';
+    const qualified = attrs.group ? `${attrs.resource}.${attrs.group}` : attrs.resource;
+    message = `${qualified}${attrs.name ? ` ${JSON.stringify(attrs.name)}` : ''} is forbidden: User ${user} cannot ${attrs.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(attrs.group)} ${where}`;
+  }
+  return reason ? `${message}: ${reason}` : message;
+}
+
 function isNode(who: UserInfo & { nodeName?: string }): boolean {
   return who.groups.includes('system:nodes') && !!who.nodeName && who.username === `system:node:${who.nodeName}`;
 }

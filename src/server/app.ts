@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { Authorizer, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
+import { Authorizer, forbiddenMessage, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
 import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
@@ -82,9 +82,9 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     app.addHook('onReady', async () => void (await Promise.all([graph.start(), rules.start()])));
     authorizer = new Authorizer({ graph: nodeGraph, rbac });
   }
-  const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
+  const authorize = (who: Identity, attrs: RequestAttributes): void => {
     const decision = authorizer.authorize(who, attrs);
-    if (!decision.allowed) throw errors.forbidden(`${what}${decision.reason ? `: ${decision.reason}` : ''}`);
+    if (!decision.allowed) throw errors.forbidden(forbiddenMessage(who, attrs, decision.reason));
   };
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
@@ -121,7 +121,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const who = req.identity;
     const attrs = who && nonResourceAttributes(req.method, req.url.split('?')[0] ?? '');
-    if (attrs && !authorizer.authorize(who, attrs).allowed) throw errors.forbidden(`forbidden: User "${who.username}" cannot ${attrs.verb} path "${attrs.path}"`);
+    if (attrs) authorize(who, attrs);
   });
 
   // Max-in-flight per client, after authentication so a client is its user, not its address.
@@ -152,12 +152,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
     const query = flatQuery(req.query);
     const verb = verbOf(req.method, target.name, query);
-    const resource = target.subresource ? `${target.info.plural}/${target.subresource}` : target.info.plural;
-    authorize(
-      req.identity!,
-      { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
-      `${req.identity!.username} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
-    );
+    authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined });
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
