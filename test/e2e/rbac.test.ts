@@ -79,6 +79,14 @@ describe('RBAC with kubectl and static-token users', () => {
     assert.match(out.stdout, /^NAME\s+ROLE\s+AGE\nedit-user-edit\s+ClusterRole\/edit\s+\d+s\n$/);
     const wide = await admin(['get', 'rolebinding', 'viewers-view', '-n', NS, '-o', 'wide']);
     assert.match(wide.stdout, /^NAME\s+ROLE\s+AGE\s+USERS\s+GROUPS\s+SERVICEACCOUNTS\nviewers-view\s+ClusterRole\/view\s+\d+s\s+viewers\s*\n$/);
+    await admin(['create', 'clusterrolebinding', 'nobody-monitoring', '--clusterrole=system:monitoring', '--user=nobody', '--serviceaccount=team:bot']);
+    const crb = await admin(['get', 'clusterrolebinding', 'nobody-monitoring', '-o', 'wide']);
+    assert.match(crb.stdout, /^NAME\s+ROLE\s+AGE\s+USERS\s+GROUPS\s+SERVICEACCOUNTS\nnobody-monitoring\s+ClusterRole\/system:monitoring\s+\d+s\s+nobody\s+team\/bot\n$/);
+    // Authorized now, /metrics (which Berth does not serve) gets past the authorizer to a 404.
+    const metrics = await as('nobody', ['get', '--raw', '/metrics']);
+    assert.match(metrics.stderr, /NotFound/);
+    assert.doesNotMatch(metrics.stderr, /Forbidden/);
+    await admin(['delete', 'clusterrolebinding', 'nobody-monitoring']);
     const roles = await admin(['get', 'clusterrole', 'view']);
     assert.match(roles.stdout, /^NAME\s+CREATED AT\nview\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
   });
@@ -128,8 +136,8 @@ describe('RBAC with kubectl and static-token users', () => {
     // Holding cluster-admin in the namespace, binder-user can now do anything there, but still nothing elsewhere.
     await allowed('binder', ['get', 'roles']);
     await refused('binder', ['get', 'pods', '-n', 'default'], 'pods is forbidden: User "binder-user" cannot list resource "pods" in API group "" in the namespace "default"');
-    // A role granting what its creator lacks is refused too.
-    await refused('binder', ['create', 'clusterrole', 'node-reader', '--verb=get', '--resource=nodes'], /forbidden/);
+    // Roles within what it now holds in the namespace pass the escalation check.
+    await allowed('binder', ['create', 'role', 'pod-reader', '--verb=get', '--resource=pods']);
   });
 
   it('a deleted binding stops granting at the next request, and a restored one grants again', async () => {
