@@ -74,8 +74,9 @@ const deny = (reason?: string): Decision => ({ allowed: false, reason });
 export class Authorizer {
   constructor(private readonly opts: AuthorizerOptions) {}
 
-  authorize(who: Identity, attrs: RequestAttributes): Decision {
+  authorize(who: Identity, request: RequestAttributes): Decision {
     if (who.groups.includes(PRIVILEGED_GROUP)) return ALLOW;
+    const attrs = namespaceOfNamespace(request);
     let nodeDecision: Decision | undefined;
     if (attrs.path === undefined && isNode(who)) {
       nodeDecision = this.authorizeNode(who.nodeName!, attrs);
@@ -215,7 +216,8 @@ export function nonResourceAttributes(method: string, path: string): RequestAttr
  * cannot get resource "pods" in API group "" in the namespace "team"`, `forbidden: User "jane" cannot
  * get path "/metrics"` for a non-resource path, and the authorizer's reason after a colon.
  */
-export function forbiddenMessage(who: UserInfo, attrs: RequestAttributes, reason?: string): string {
+export function forbiddenMessage(who: UserInfo, request: RequestAttributes, reason?: string): string {
+  const attrs = namespaceOfNamespace(request);
   const user = JSON.stringify(who.username);
   let message: string;
   if (attrs.path !== undefined) {
@@ -227,6 +229,15 @@ export function forbiddenMessage(who: UserInfo, attrs: RequestAttributes, reason
     message = `${qualified}${attrs.name ? ` ${JSON.stringify(attrs.name)}` : ''} is forbidden: User ${user} cannot ${attrs.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(attrs.group)} ${where}`;
   }
   return reason ? `${message}: ${reason}` : message;
+}
+
+/**
+ * A request for one Namespace (`/api/v1/namespaces/NAME`) is in that namespace, as kube-apiserver's
+ * request info has it: a RoleBinding there may grant reading the Namespace itself.
+ */
+function namespaceOfNamespace(attrs: RequestAttributes): RequestAttributes {
+  if (attrs.group !== '' || attrs.resource !== 'namespaces' || !attrs.name || attrs.namespace || attrs.path !== undefined) return attrs;
+  return { ...attrs, namespace: attrs.name };
 }
 
 function isNode(who: UserInfo & { nodeName?: string }): boolean {

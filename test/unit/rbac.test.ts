@@ -11,7 +11,7 @@ import type { KubeObject } from '../../src/api/types.js';
 import type { UserInfo } from '../../src/api/user-info.js';
 import { AdmissionChain } from '../../src/admission/chain.js';
 import { rbacEscalation } from '../../src/admission/plugins/rbac-escalation.js';
-import { Authorizer, nonResourceAttributes } from '../../src/auth/authz.js';
+import { Authorizer, forbiddenMessage, nonResourceAttributes } from '../../src/auth/authz.js';
 import { bootstrapClusterRoles, reconcileBootstrapPolicy, reconcileClusterRole } from '../../src/auth/rbac/bootstrap-policy.js';
 import { RbacAuthorizer } from '../../src/auth/rbac/rbac-authorizer.js';
 import { covers, ruleAllows, subjectMatches } from '../../src/auth/rbac/rule-matching.js';
@@ -115,6 +115,13 @@ describe('RBAC authorizer over the registry', () => {
     assert.ok(!can('create', 'pods', 'team', { subresource: 'exec' }));
     assert.ok(!can('get', 'pods', 'other'), 'a RoleBinding to a ClusterRole grants only in its namespace');
     assert.ok(!can('list', 'pods'), 'nor cluster-wide');
+    // A RoleBinding granting `get namespaces` lets its subject read that one Namespace, as upstream.
+    await registry.create(ROLE_INFO, 'team', role('team', 'ns-reader', [{ verbs: ['get'], apiGroups: [''], resources: ['namespaces'] }]));
+    await registry.create(ROLE_BINDING_INFO, 'team', binding('team', 'jane-ns', 'Role', 'ns-reader', [{ kind: 'User', apiGroup: RBAC, name: 'jane' }]));
+    assert.ok(authz.authorize(jane, { verb: 'get', group: '', resource: 'namespaces', name: 'team' }).allowed);
+    assert.ok(!authz.authorize(jane, { verb: 'get', group: '', resource: 'namespaces', name: 'other' }).allowed);
+    assert.equal(forbiddenMessage(jane, { verb: 'get', group: '', resource: 'namespaces', name: 'other' }), 'namespaces "other" is forbidden: User "jane" cannot get resource "namespaces" in API group "" in the namespace "other"');
+    await registry.delete(ROLE_BINDING_INFO, 'team', 'jane-ns');
     await registry.create(ROLE_INFO, 'team', role('team', 'cm-writer', [{ verbs: ['create'], apiGroups: [''], resources: ['configmaps'] }]));
     await registry.create(ROLE_BINDING_INFO, 'team', binding('team', 'devs-write', 'Role', 'cm-writer', [{ kind: 'Group', apiGroup: RBAC, name: 'devs' }]));
     assert.ok(can('create', 'configmaps', 'team'));
