@@ -16,6 +16,7 @@ import type { NodeReachableResource } from './node-graph.js';
 import type { UserInfo } from '../api/user-info.js';
 import type { PolicyRule, RoleRef } from '../registry/kinds/rbac.js';
 import type { RbacRules, UserRules } from './rbac/rbac-authorizer.js';
+import { covers } from './rbac/rule-matching.js';
 import type { Identity } from './tokens.js';
 
 export interface RequestAttributes {
@@ -105,6 +106,12 @@ export class Authorizer {
   /** RBAC's rules for the user in the namespace, for escalation checks (none without RBAC). */
   policyRulesFor(who: UserInfo, namespace: string): { rules: PolicyRule[]; incomplete: boolean } {
     return this.opts.rbac?.policyRulesFor(who, namespace) ?? { rules: [], incomplete: false };
+  }
+
+  /** What of `rules` the user does not hold in the namespace (upstream's Covers), for escalation checks. */
+  uncoveredRules(who: UserInfo, namespace: string, rules: PolicyRule[]): { uncovered: PolicyRule[]; incomplete: boolean } {
+    const owner = this.policyRulesFor(who, namespace);
+    return { uncovered: covers(owner.rules, rules).uncovered, incomplete: owner.incomplete };
   }
 
   /** The rules of the role a binding references, for escalation checks. */

@@ -9,7 +9,6 @@
  */
 import { ApiError, errors } from '../../api/errors.js';
 import type { UserInfo } from '../../api/user-info.js';
-import { covers } from '../../auth/rbac/rule-matching.js';
 import { RBAC_GROUP, type ClusterRole, type PolicyRule, type Role, type RoleBinding, type RoleRef } from '../../registry/kinds/rbac.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
@@ -17,8 +16,11 @@ import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 export interface EscalationAuthorizer {
   /** is the user allowed this verb on the role (`escalate`, `bind`)? */
   authorize(who: UserInfo, attrs: { verb: string; group: string; resource: string; namespace?: string; name?: string }): { allowed: boolean };
-  /** the rules the user holds in the namespace, cluster-wide ones included ('' for cluster-wide only) */
-  policyRulesFor(who: UserInfo, namespace: string): { rules: PolicyRule[]; incomplete: boolean };
+  /**
+   * The parts of `rules` the user does not hold in the namespace (cluster-wide rules included; ''
+   * for cluster-wide only), and whether the user's own rules could not all be resolved.
+   */
+  uncoveredRules(who: UserInfo, namespace: string, rules: PolicyRule[]): { uncovered: PolicyRule[]; incomplete: boolean };
   /** the rules of the role a binding in `namespace` references; undefined when it does not exist */
   roleReferenceRules(ref: RoleRef, namespace: string): PolicyRule[] | undefined;
 }
@@ -82,11 +84,10 @@ function admitBinding(authorizer: EscalationAuthorizer, user: UserInfo, attrs: A
 
 /** Refuses, with upstream's message, rules the user does not hold. */
 function confirmNoEscalation(authorizer: EscalationAuthorizer, user: UserInfo, namespace: string, rules: PolicyRule[], attrs: AdmissionAttributes): void {
-  const owner = authorizer.policyRulesFor(user, namespace);
-  const { covered, uncovered } = covers(owner.rules, rules);
-  if (covered) return;
+  const { uncovered, incomplete } = authorizer.uncoveredRules(user, namespace, rules);
+  if (!uncovered.length) return;
   let message = `user ${goQuote(user.username)} (groups=${goQuoteList(user.groups)}) is attempting to grant RBAC permissions not currently held:\n${compactRules(uncovered).map(compactString).sort().join('\n')}`;
-  if (owner.incomplete) message += '; resolution errors: some bindings name roles that do not exist';
+  if (incomplete) message += '; resolution errors: some bindings name roles that do not exist';
   throw forbidden(attrs, message);
 }
 
