@@ -5,6 +5,10 @@
  *     with keep-alive, as a client library would. Reports p50/p99/max latency and errors.
  *  2. Watch fan-out: 10 watchers on the same collection; for each of N writes, the delay from
  *     sending the write to each watcher receiving its event. Reports p50/p99.
+ *  1b. RBAC (`rbac`): the same mixed load as a namespace-scoped user (a `--token-auth-file` user
+ *     bound to `edit` in the namespace, so every request goes through RBAC), interleaved with the
+ *     same load as the admin (system:masters, never reaching RBAC): admin, user, user, admin, each
+ *     half the requests. Reports both p99s; the target is the user's p99 ≤ the admin's + 1 ms.
  *  3. Large objects: a ~1.4 MB Pod read back-to-back by 24 concurrent clients for 10 s (bounded),
  *     while small GETs of a ConfigMap are sent at 100/s and timed. The burst runs in its own process
  *     at nice 10: on a 2-core machine it stands in for clients elsewhere, and decrypting ~1 GB/s of
@@ -14,7 +18,7 @@
  *     peak during, and after.
  *
  * Usage: node dist/scripts/bench-api.js [--rate 200] [--seconds 30] [--writes 200]
- *          [--large-clients 24] [--large-seconds 10] [--burst-nice 10] [--only mixed,fanout,large] [--json FILE]
+ *          [--large-clients 24] [--large-seconds 10] [--burst-nice 10] [--only mixed,rbac,fanout,large] [--json FILE]
  */
 import fs from 'node:fs';
 import https from 'node:https';
@@ -24,6 +28,8 @@ import { fork } from 'node:child_process';
 import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../src/api/types.js';
+import type { Client } from '../src/client/client.js';
+import { HttpClient } from '../src/client/http-client.js';
 import { startCluster } from '../test/e2e/harness.js';
 
 const { values } = parseArgs({
@@ -38,7 +44,7 @@ const fanoutWrites = Number(values.writes ?? 200);
 const largeClients = Math.min(Number(values['large-clients'] ?? 24), 64);
 const largeSeconds = Math.min(Number(values['large-seconds'] ?? 10), 60);
 const burstNice = Number(values['burst-nice'] ?? 10);
-const phases = new Set((values.only ?? 'mixed,fanout,large').split(','));
+const phases = new Set((values.only ?? 'mixed,rbac,fanout,large').split(','));
 const CM = { plural: 'configmaps' };
 
 function pct(xs: number[], p: number): number {
@@ -47,8 +53,54 @@ function pct(xs: number[], p: number): number {
 }
 const round = (n: number) => Math.round(n * 10) / 10;
 
+/** The bench's namespace-scoped user, from the server's --token-auth-file. */
+const RBAC_USER = { name: 'bench-editor', token: `bench-editor-${process.pid}-${Date.now()}` };
+
+interface MixedResult {
+  total: number;
+  elapsed: number;
+  errors: number;
+  latencies: Record<string, number[]>;
+}
+
+/** Open-loop mixed load: creates, merge patches, server-side applies and gets of the seed ConfigMaps at `rate`. */
+async function mixedLoad(client: Client, total: number, seeds: number, namePrefix: string): Promise<MixedResult> {
+  const latencies: Record<string, number[]> = { create: [], patch: [], apply: [], get: [] };
+  let errors = 0;
+  const kinds = ['create', 'patch', 'apply', 'get'] as const;
+  const started = performance.now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const kind = kinds[i % kinds.length]!;
+    const seed = `seed-${i % seeds}`;
+    const t0 = performance.now();
+    const op =
+      kind === 'create'
+        ? client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${namePrefix}-${i}`, namespace: 'default' }, data: { i: String(i) } } as KubeObject)
+        : kind === 'patch'
+          ? client.patch(CM, { namespace: 'default', name: seed, type: 'merge', patch: { data: { n: String(i) } } })
+          : kind === 'apply'
+            ? client.patch(CM, { namespace: 'default', name: seed, type: 'apply', fieldManager: `bench-${i % 3}`, force: true, patch: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: seed }, data: { [`m${i % 3}`]: String(i) } } })
+            : client.get(CM, { namespace: 'default', name: seed });
+    inflight.push(
+      op.then(
+        () => void latencies[kind]!.push(performance.now() - t0),
+        () => void errors++,
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  return { total, elapsed: (performance.now() - started) / 1000, errors, latencies };
+}
+
 async function main(): Promise<void> {
-  const c = await startCluster({ agents: [], serverArgs: ['--disable-controllers', 'scheduler'] });
+  const tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-tokens-'));
+  const tokenFile = path.join(tokenDir, 'tokens.csv');
+  fs.writeFileSync(tokenFile, `${RBAC_USER.token},${RBAC_USER.name},${RBAC_USER.name}\n`, { mode: 0o600 });
+  const c = await startCluster({ agents: [], serverArgs: ['--disable-controllers', 'scheduler', '--token-auth-file', tokenFile] });
   try {
     // Seed objects for patches, applies and gets.
     const seeds = 50;
@@ -56,36 +108,37 @@ async function main(): Promise<void> {
 
     // ---- 1. mixed load, open loop ----
     const total = phases.has('mixed') ? Math.min(rate * seconds, 20_000) : 0;
-    const latencies: Record<string, number[]> = { create: [], patch: [], apply: [], get: [] };
-    let errors = 0;
-    const kinds = ['create', 'patch', 'apply', 'get'] as const;
-    const started = performance.now();
-    const inflight: Promise<void>[] = [];
-    for (let i = 0; i < total; i++) {
-      const due = started + (i * 1000) / rate;
-      const wait = due - performance.now();
-      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-      const kind = kinds[i % kinds.length]!;
-      const seed = `seed-${i % seeds}`;
-      const t0 = performance.now();
-      const op =
-        kind === 'create'
-          ? c.client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `load-${i}`, namespace: 'default' }, data: { i: String(i) } } as KubeObject)
-          : kind === 'patch'
-            ? c.client.patch(CM, { namespace: 'default', name: seed, type: 'merge', patch: { data: { n: String(i) } } })
-            : kind === 'apply'
-              ? c.client.patch(CM, { namespace: 'default', name: seed, type: 'apply', fieldManager: `bench-${i % 3}`, force: true, patch: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: seed }, data: { [`m${i % 3}`]: String(i) } } })
-              : c.client.get(CM, { namespace: 'default', name: seed });
-      inflight.push(
-        op.then(
-          () => void latencies[kind]!.push(performance.now() - t0),
-          () => void errors++,
-        ),
-      );
-    }
-    await Promise.all(inflight);
-    const elapsed = (performance.now() - started) / 1000;
+    const mixed = await mixedLoad(c.client, total, seeds, 'load');
+    const { latencies, errors, elapsed } = mixed;
     const all = Object.values(latencies).flat();
+
+    // ---- 1b. the same load through RBAC, as a namespace-scoped user ----
+    let rbac: { requests: number; errors: number; userP50Ms: number; userP99Ms: number; adminP50Ms: number; adminP99Ms: number } | undefined;
+    if (phases.has('rbac')) {
+      await c.client.create(
+        { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
+        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'bench-editor', namespace: 'default' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: RBAC_USER.name }] } as KubeObject,
+        { namespace: 'default' },
+      );
+      const user = new HttpClient({ server: c.url, token: RBAC_USER.token, ca: fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8') });
+      const rbacTotal = Math.min(rate * seconds, 20_000);
+      try {
+        // Admin, user, user, admin: a machine getting busier or quieter during the phase weighs on both alike.
+        const half = Math.ceil(rbacTotal / 2);
+        const runs = [
+          await mixedLoad(c.client, half, seeds, 'rbac-admin-a'),
+          await mixedLoad(user, half, seeds, 'rbac-user-a'),
+          await mixedLoad(user, half, seeds, 'rbac-user-b'),
+          await mixedLoad(c.client, half, seeds, 'rbac-admin-b'),
+        ];
+        const flat = (r: MixedResult[]) => r.flatMap((x) => Object.values(x.latencies).flat());
+        const u = flat([runs[1]!, runs[2]!]);
+        const a = flat([runs[0]!, runs[3]!]);
+        rbac = { requests: half * 2, errors: runs.reduce((n, r) => n + r.errors, 0), userP50Ms: round(pct(u, 50)), userP99Ms: round(pct(u, 99)), adminP50Ms: round(pct(a, 50)), adminP99Ms: round(pct(a, 99)) };
+      } finally {
+        user.close();
+      }
+    }
 
     // ---- 2. watch fan-out ----
     const watchers = phases.has('fanout') ? 10 : 0;
@@ -127,6 +180,7 @@ async function main(): Promise<void> {
         maxMs: round(Math.max(...all)),
         byKind: Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, { p50Ms: round(pct(v, 50)), p99Ms: round(pct(v, 99)) }])),
       },
+      rbac,
       watchFanout: { watchers, writes: fanoutWrites, deliveries: delays.length, p50Ms: round(pct(delays, 50)), p99Ms: round(pct(delays, 99)) },
       largeObjects: large,
       loadAverage: fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
@@ -136,6 +190,10 @@ async function main(): Promise<void> {
     console.log('|---|---|---|---|');
     if (total) console.log(`| ${total} mixed requests at ${report.load.achievedRate}/s (${errors} errors) | ${report.load.p50Ms} ms | ${report.load.p99Ms} ms | p99 ≤ 50 ms, 0 errors |`);
     if (total) for (const [k, v] of Object.entries(report.load.byKind)) console.log(`| — ${k} | ${v.p50Ms} ms | ${v.p99Ms} ms | |`);
+    if (rbac) {
+      console.log(`| ${rbac.requests} mixed requests as an RBAC \`edit\` user (${rbac.errors} errors) | ${rbac.userP50Ms} ms | ${rbac.userP99Ms} ms | p99 ≤ admin p99 + 1 ms |`);
+      console.log(`| — the same load as admin, interleaved (admin, user, user, admin) | ${rbac.adminP50Ms} ms | ${rbac.adminP99Ms} ms | |`);
+    }
     if (watchers) console.log(`| watch event to ${watchers} watchers (${delays.length} deliveries) | ${report.watchFanout.p50Ms} ms | ${report.watchFanout.p99Ms} ms | p99 ≤ 50 ms |`);
     if (large) {
       const l = large;
@@ -149,6 +207,7 @@ async function main(): Promise<void> {
     if (values.json) fs.writeFileSync(values.json, JSON.stringify(report, null, 2));
   } finally {
     await c.stop();
+    fs.rmSync(tokenDir, { recursive: true, force: true });
   }
 }
 

@@ -5,6 +5,7 @@
  * informers, so each resource is listed, watched and cached once.
  */
 import type { Registry } from '../registry/registry.js';
+import { ClusterRoleAggregationController } from './clusterrole-aggregation/clusterrole-aggregation.js';
 import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
 import { CsrSigningController } from './csr-signing/csr-signing-controller.js';
@@ -95,4 +96,5 @@ export const CONTROLLER_REGISTRATIONS = [
     name: 'csrsigning',
     build: (ctx, s) => new CsrSigningController({ ...ctx, clusterSigningDurationMs: s.clusterSigningDurationMs, issue: (req) => issueClientCertificate({ dataDir: s.dataDir ?? '', ...req }) }),
   }),
+  controller({ name: 'clusterrole-aggregation', build: (ctx) => new ClusterRoleAggregationController(ctx) }),
 ] as const;

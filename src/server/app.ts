@@ -2,8 +2,10 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { Authorizer, type RequestAttributes } from '../auth/authz.js';
+import { Authorizer, forbiddenMessage, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
+import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import { JWKS_PATH, OPENID_CONFIGURATION_PATH, type ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import type { ClientCertificateAuthenticator } from '../auth/client-certificates.js';
@@ -25,6 +27,8 @@ export interface AppOptions {
   serviceAccountTokens?: ServiceAccountTokens;
   /** x509 client certificates presented over TLS; without it only bearer tokens authenticate */
   clientCertificates?: ClientCertificateAuthenticator;
+  /** users of the --token-auth-file, tried after the admin and node tokens */
+  staticTokens?: StaticTokenAuthenticator;
   /** PEM served at /cacerts so joining agents can pin it against their token's hash */
   caCert: string;
   /** fastify/pino logger instance or options; false disables logging */
@@ -35,7 +39,7 @@ export interface AppOptions {
   inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
   /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
   watchBookmarkIntervalMs?: number;
-  /** decides every request; by default admins may do anything and nodes what the Node authorizer allows */
+  /** decides every request; by default Node and RBAC authorizers over the registry, started with the app */
   authorizer?: Authorizer;
 }
 
@@ -76,19 +80,22 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   const openWatches = new Set<() => void>();
   let authorizer = opts.authorizer;
   let nodeGraph: NodeGraph | undefined;
+  let rbac: RbacAuthorizer | undefined;
   if (!authorizer) {
     const graph = (nodeGraph = new NodeGraph({ registry: opts.registry }));
+    const rules = (rbac = new RbacAuthorizer({ registry: opts.registry }));
     // Indexed before the server takes its first request (listen() waits for onReady).
-    app.addHook('onReady', () => graph.start());
-    authorizer = new Authorizer({ graph: nodeGraph });
+    app.addHook('onReady', async () => void (await Promise.all([graph.start(), rules.start()])));
+    authorizer = new Authorizer({ graph: nodeGraph, rbac });
   }
-  const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
+  const authorize = (who: Identity, attrs: RequestAttributes): void => {
     const decision = authorizer.authorize(who, attrs);
-    if (!decision.allowed) throw errors.forbidden(`${what}${decision.reason ? `: ${decision.reason}` : ''}`);
+    if (!decision.allowed) throw errors.forbidden(forbiddenMessage(who, attrs, decision.reason));
   };
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
     nodeGraph?.stop();
+    rbac?.stop();
   });
 
   // Keep every body as raw bytes: decoding (UTF-8, JSON/YAML, depth, aliases) happens in one place, body.ts.
@@ -112,9 +119,20 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     if (PUBLIC_PATHS.has(path)) return;
     // As kube-apiserver's authenticator order: a valid client certificate first, then bearer tokens.
     const identity =
-      opts.clientCertificates?.authenticate(req.socket) ?? opts.auth.authenticate(req.headers.authorization) ?? (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+      opts.clientCertificates?.authenticate(req.socket) ??
+      opts.auth.authenticate(req.headers.authorization) ??
+      opts.staticTokens?.authenticate(req.headers.authorization) ??
+      (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
+  });
+
+  // Non-resource paths (discovery, /version, /openapi, health, /metrics…) are authorized by path and
+  // HTTP verb; resource requests are authorized where their path is resolved.
+  app.addHook('onRequest', async (req) => {
+    const who = req.identity;
+    const attrs = who && nonResourceAttributes(req.method, req.url.split('?')[0] ?? '');
+    if (attrs) authorize(who, attrs);
   });
 
   // Max-in-flight per client, after authentication so a client is its user, not its address.
@@ -151,12 +169,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
     const query = flatQuery(req.query);
     const verb = verbOf(req.method, target.name, query);
-    const resource = target.subresource ? `${target.info.plural}/${target.subresource}` : target.info.plural;
-    authorize(
-      req.identity!,
-      { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
-      `${req.identity!.username} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
-    );
+    authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined });
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
@@ -197,7 +210,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, serviceAccountTokens: opts.serviceAccountTokens, clientCertificates: opts.clientCertificates, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, staticTokens: opts.staticTokens, serviceAccountTokens: opts.serviceAccountTokens, clientCertificates: opts.clientCertificates, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };

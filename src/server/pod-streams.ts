@@ -20,6 +20,7 @@ import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import type { ClientCertificateAuthenticator } from '../auth/client-certificates.js';
 import type { Registry } from '../registry/registry.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
@@ -29,6 +30,7 @@ export interface PodStreamsOptions {
   serviceAccountTokens?: ServiceAccountTokens;
   /** x509 client certificates, checked before the bearer token as for every other request */
   clientCertificates?: ClientCertificateAuthenticator;
+  staticTokens?: StaticTokenAuthenticator;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -92,7 +94,10 @@ class PodStreams {
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
       const identity =
-        this.opts.clientCertificates?.authenticate(req.socket) ?? this.opts.auth.authenticate(req.headers.authorization) ?? (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+        this.opts.clientCertificates?.authenticate(req.socket) ??
+        this.opts.auth.authenticate(req.headers.authorization) ??
+        this.opts.staticTokens?.authenticate(req.headers.authorization) ??
+        (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
       if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);
