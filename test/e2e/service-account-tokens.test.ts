@@ -63,7 +63,7 @@ describe('service-account tokens', () => {
 
     const r = await statusWith(token);
     assert.equal(r.status, 403, r.body);
-    assert.match((JSON.parse(r.body) as { message: string }).message, /^system:serviceaccount:default:robot cannot list resource "pods"/);
+    assert.match((JSON.parse(r.body) as { message: string }).message, /^pods is forbidden: User "system:serviceaccount:default:robot" cannot list resource "pods"/);
     // A token whose signature does not hold is nobody.
     const [h, p, s] = token.split('.') as [string, string, string];
     const tampered = `${h}.${Buffer.from(JSON.stringify({ ...claims, sub: 'system:serviceaccount:default:other' })).toString('base64url')}.${s}`;
