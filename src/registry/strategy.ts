@@ -1,6 +1,7 @@
 import type { FieldError } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { MessageTable } from '../api/protobuf/schema.js';
+import type { UserInfo } from '../api/user-info.js';
 import type { ResourceInfo } from './resource-info.js';
 import type { ColumnProvider } from './table-columns.js';
 
@@ -74,6 +75,21 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * key each), written inside the registry's create, update and delete of the object.
    */
   storeHooks?: StoreHooks<T>;
+  /**
+   * Makes the kind virtual: nothing is stored, the only verb is `create`, and a create answers
+   * what this returns (access reviews, TokenReview). The request layer decodes the body, fills
+   * metadata.namespace from the path and runs `validate` (422) first (src/requests/virtual-create.ts).
+   */
+  virtualCreate?(obj: T, ctx: VirtualCreateContext): Promise<KubeObject>;
+}
+
+/** What a virtual kind's create knows of its request. */
+export interface VirtualCreateContext {
+  /** the namespace in the path, for namespaced kinds */
+  namespace?: string;
+  /** the caller; absent for in-process calls that carry no user */
+  user?: UserInfo;
+  dryRun: boolean;
 }
 
 /**

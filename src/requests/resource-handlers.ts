@@ -18,6 +18,7 @@ import { serverSideApply } from '../registry/field-manager.js';
 import type { ApiRequest, HandlerResult } from './request.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
+import { handleVirtualCreate } from './virtual-create.js';
 import { readConsistency } from '../registry/list-options.js';
 
 /**
@@ -30,6 +31,8 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest)
   const dryRun = query.dryRun === 'All';
 
   if (info.kind === 'Pod' && info.group === '' && subresource === 'eviction') return handleEvictionRequest(registry, req);
+  const strategy = registry.lookup(info.group, info.plural);
+  if (strategy?.virtualCreate) return handleVirtualCreate(strategy, req, () => decodeObject(registry, req));
   if (subresource && !info.subresources.includes(subresource) && !(info.kind === 'Pod' && subresource === 'binding')) {
     throw errors.notFound({ resource: `${info.plural}/${subresource}`, name: name ?? '' });
   }

@@ -4,6 +4,8 @@ import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
 import { Authorizer, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
+import { hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
+import { reviewStrategies } from '../requests/reviews/index.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
@@ -76,6 +78,12 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     app.addHook('onReady', () => graph.start());
     authorizer = new Authorizer({ graph: nodeGraph });
   }
+  // Access and identity reviews answer with this server's own authorizer and token authenticators.
+  const authenticateToken = async (token: string) => {
+    const user = opts.auth.authenticate(`Bearer ${token}`);
+    return user && { user };
+  };
+  for (const kind of reviewStrategies({ authorizer, authenticateToken })) opts.registry.register(kind);
   const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
     const decision = authorizer.authorize(who, attrs);
     if (!decision.allowed) throw errors.forbidden(`${what}${decision.reason ? `: ${decision.reason}` : ''}`);
@@ -107,6 +115,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const identity = opts.auth.authenticate(req.headers.authorization);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
+    if (hasImpersonationHeaders(req.headers)) req.identity = impersonate(identity, req.raw.headersDistinct, authorizer);
   });
 
   // Max-in-flight per client, after authentication so a client is its user, not its address.
@@ -143,6 +152,8 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
       `${req.identity!.username} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
     );
+    // A verb the resource does not implement (GET on a create-only review, deletecollection of namespaces).
+    if (!target.subresource && !target.info.verbs.includes(verb)) throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });

@@ -17,6 +17,7 @@ import { ApiError, errors, isApiError } from '../api/errors.js';
 import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
 import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
+import { hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
 import type { Registry } from '../registry/registry.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
@@ -85,8 +86,9 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const identity = this.opts.auth.authenticate(req.headers.authorization);
-      if (!identity) throw errors.unauthorized();
+      const authenticated = this.opts.auth.authenticate(req.headers.authorization);
+      if (!authenticated) throw errors.unauthorized();
+      const identity = hasImpersonationHeaders(req.headers) ? impersonate(authenticated, req.headersDistinct, this.opts.authorizer) : authenticated;
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);
       if (!m) throw new ApiError('NotFound', 'the server could not find the requested resource');
