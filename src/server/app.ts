@@ -2,10 +2,11 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { Authorizer, type RequestAttributes } from '../auth/authz.js';
+import { Authorizer, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import { hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
 import { reviewStrategies } from '../requests/reviews/index.js';
+import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
@@ -31,7 +32,7 @@ export interface AppOptions {
   inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
   /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
   watchBookmarkIntervalMs?: number;
-  /** decides every request; by default admins may do anything and nodes what the Node authorizer allows */
+  /** decides every request; by default Node and RBAC authorizers over the registry, started with the app */
   authorizer?: Authorizer;
 }
 
@@ -72,11 +73,13 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   const openWatches = new Set<() => void>();
   let authorizer = opts.authorizer;
   let nodeGraph: NodeGraph | undefined;
+  let rbac: RbacAuthorizer | undefined;
   if (!authorizer) {
     const graph = (nodeGraph = new NodeGraph({ registry: opts.registry }));
+    const rules = (rbac = new RbacAuthorizer({ registry: opts.registry }));
     // Indexed before the server takes its first request (listen() waits for onReady).
-    app.addHook('onReady', () => graph.start());
-    authorizer = new Authorizer({ graph: nodeGraph });
+    app.addHook('onReady', async () => void (await Promise.all([graph.start(), rules.start()])));
+    authorizer = new Authorizer({ graph: nodeGraph, rbac });
   }
   // Access and identity reviews answer with this server's own authorizer and token authenticators.
   const authenticateToken = async (token: string) => {
@@ -91,6 +94,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
     nodeGraph?.stop();
+    rbac?.stop();
   });
 
   // Keep every body as raw bytes: decoding (UTF-8, JSON/YAML, depth, aliases) happens in one place, body.ts.
@@ -116,6 +120,14 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
     if (hasImpersonationHeaders(req.headers)) req.identity = impersonate(identity, req.raw.headersDistinct, authorizer);
+  });
+
+  // Non-resource paths (discovery, /version, /openapi, health, /metrics…) are authorized by path and
+  // HTTP verb; resource requests are authorized where their path is resolved.
+  app.addHook('onRequest', async (req) => {
+    const who = req.identity;
+    const attrs = who && nonResourceAttributes(req.method, req.url.split('?')[0] ?? '');
+    if (attrs && !authorizer.authorize(who, attrs).allowed) throw errors.forbidden(`forbidden: User "${who.username}" cannot ${attrs.verb} path "${attrs.path}"`);
   });
 
   // Max-in-flight per client, after authentication so a client is its user, not its address.
