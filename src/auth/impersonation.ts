@@ -89,6 +89,21 @@ export function impersonate(requestor: Identity, headers: DistinctHeaders, autho
   return out;
 }
 
+/**
+ * A request's headers with repeated ones kept apart (a group per Impersonate-Group header): node's
+ * `headersDistinct`, or rebuilt from the raw header list where a request object lacks it.
+ */
+export function distinctHeaders(req: { headersDistinct?: DistinctHeaders; rawHeaders?: string[]; headers: Record<string, string | string[] | undefined> }): DistinctHeaders {
+  if (req.headersDistinct) return req.headersDistinct;
+  const out: Record<string, string[]> = {};
+  if (req.rawHeaders?.length) {
+    for (let i = 0; i + 1 < req.rawHeaders.length; i += 2) (out[req.rawHeaders[i]!.toLowerCase()] ??= []).push(req.rawHeaders[i + 1]!);
+    return out;
+  }
+  for (const [name, v] of Object.entries(req.headers)) if (v !== undefined) out[name] = Array.isArray(v) ? v : [v];
+  return out;
+}
+
 /** Whether a request carries any impersonation header (cheap test for the common case). */
 export function hasImpersonationHeaders(headers: Record<string, unknown>): boolean {
   for (const name of Object.keys(headers)) if (name.startsWith('impersonate-')) return true;

@@ -4,7 +4,7 @@ import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
 import { Authorizer, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
-import { hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
+import { distinctHeaders, hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
 import { reviewStrategies } from '../requests/reviews/index.js';
 import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
@@ -119,7 +119,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const identity = opts.auth.authenticate(req.headers.authorization);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
-    if (hasImpersonationHeaders(req.headers)) req.identity = impersonate(identity, req.raw.headersDistinct, authorizer);
+    if (hasImpersonationHeaders(req.headers)) req.identity = impersonate(identity, distinctHeaders(req.raw), authorizer);
   });
 
   // Non-resource paths (discovery, /version, /openapi, health, /metrics…) are authorized by path and

@@ -17,7 +17,7 @@ import { ApiError, errors, isApiError } from '../api/errors.js';
 import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
 import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
-import { hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
+import { distinctHeaders, hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
 import type { Registry } from '../registry/registry.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
@@ -88,7 +88,7 @@ class PodStreams {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
       const authenticated = this.opts.auth.authenticate(req.headers.authorization);
       if (!authenticated) throw errors.unauthorized();
-      const identity = hasImpersonationHeaders(req.headers) ? impersonate(authenticated, req.headersDistinct, this.opts.authorizer) : authenticated;
+      const identity = hasImpersonationHeaders(req.headers) ? impersonate(authenticated, distinctHeaders(req), this.opts.authorizer) : authenticated;
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);
       if (!m) throw new ApiError('NotFound', 'the server could not find the requested resource');
