@@ -55,6 +55,8 @@ Flags:
   --advertise-address IP  the address pods reach the API server at, the kubernetes Service's endpoint
                           (default: --bind-address if specific, else the default-route interface's address)
   --cluster-domain DOMAIN the cluster's DNS domain, named in the serving certificate (default cluster.local)
+  --token-auth-file FILE  static bearer tokens, as kube-apiserver's: CSV lines token,user,uid,"group1,group2"
+                          (what they may do is RBAC's to say)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -144,6 +146,7 @@ async function runServer(argv: string[]): Promise<void> {
       'service-node-port-range': { type: 'string' },
       'advertise-address': { type: 'string' },
       'cluster-domain': { type: 'string' },
+      'token-auth-file': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -189,6 +192,7 @@ async function runServer(argv: string[]): Promise<void> {
     serviceNodePortRange: values['service-node-port-range'],
     advertiseAddress: values['advertise-address'],
     clusterDomain: values['cluster-domain'],
+    tokenAuthFile: values['token-auth-file'],
     logger: log,
   });
   onShutdown(async () => {

@@ -9,11 +9,16 @@ import { defaultTolerationSeconds } from './admission/plugins/default-toleration
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
+import { rbacEscalation } from './admission/plugins/rbac-escalation.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
+import { Authorizer } from './auth/authz.js';
+import { NodeGraph } from './auth/node-graph.js';
 import { reconcileBootstrapPolicy } from './auth/rbac/bootstrap-policy.js';
+import { RbacAuthorizer } from './auth/rbac/rbac-authorizer.js';
+import { StaticTokenAuthenticator } from './auth/static-tokens.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
@@ -91,6 +96,8 @@ export interface ControlPlaneOptions {
   advertiseAddress?: string;
   /** the cluster's DNS domain, named in the serving certificate (kubernetes.default.svc.<domain>; default cluster.local) */
   clusterDomain?: string;
+  /** kube-apiserver's --token-auth-file: CSV `token,user,uid,"group1,group2"` of users authenticated by bearer token */
+  tokenAuthFile?: string;
   /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
   releaseStartupMemoryAfterMs?: number;
 }
@@ -150,12 +157,19 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
   admission.register(nodeRestriction());
+  // Node,RBAC authorization, shared by the API server and RBAC's escalation checks.
+  const nodeGraph = new NodeGraph({ registry });
+  const rbac = new RbacAuthorizer({ registry });
+  const authorizer = new Authorizer({ graph: nodeGraph, rbac });
+  admission.register(rbacEscalation({ authorizer }));
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
+  await Promise.all([nodeGraph.start(), rbac.start()]);
+  const staticTokens = opts.tokenAuthFile ? StaticTokenAuthenticator.fromFile({ file: opts.tokenAuthFile }) : undefined;
   // One manager runs every controller and the scheduler over shared informers. The 'serving' stage
   // (CRDs: their resources must be live before the first request, also right after a restart)
   // starts here, before the server listens; the rest start once it does.
@@ -182,6 +196,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     registry,
     watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     auth,
+    staticTokens,
+    authorizer,
     inflightLimits: connectionLimits,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
@@ -214,6 +230,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       cancelStartupRelease();
       await manager.stop();
       await app.close();
+      nodeGraph.stop();
+      rbac.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
       stopCompactor();

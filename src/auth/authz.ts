@@ -14,6 +14,7 @@ import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
 import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
 import type { NodeReachableResource } from './node-graph.js';
 import type { UserInfo } from '../api/user-info.js';
+import type { PolicyRule, RoleRef } from '../registry/kinds/rbac.js';
 import type { RbacRules, UserRules } from './rbac/rbac-authorizer.js';
 import type { Identity } from './tokens.js';
 
@@ -98,6 +99,16 @@ export class Authorizer {
     }
     if (isNode(who)) rules.incomplete = true;
     return rules;
+  }
+
+  /** RBAC's rules for the user in the namespace, for escalation checks (none without RBAC). */
+  policyRulesFor(who: UserInfo, namespace: string): { rules: PolicyRule[]; incomplete: boolean } {
+    return this.opts.rbac?.policyRulesFor(who, namespace) ?? { rules: [], incomplete: false };
+  }
+
+  /** The rules of the role a binding references, for escalation checks. */
+  roleReferenceRules(ref: RoleRef, namespace: string): PolicyRule[] | undefined {
+    return this.opts.rbac?.roleReferenceRules(ref, namespace);
   }
 
   private authorizeNode(nodeName: string, attrs: RequestAttributes): Decision {

@@ -5,6 +5,7 @@
  * informers, so each resource is listed, watched and cached once.
  */
 import type { Registry } from '../registry/registry.js';
+import { ClusterRoleAggregationController } from './clusterrole-aggregation/clusterrole-aggregation.js';
 import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
 import { DaemonSetController } from './daemonset/daemonset-controller.js';
@@ -68,4 +69,5 @@ export const CONTROLLER_REGISTRATIONS = [
     build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
   }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
+  controller({ name: 'clusterrole-aggregation', build: (ctx) => new ClusterRoleAggregationController(ctx) }),
 ] as const;

@@ -7,6 +7,7 @@ import { NodeGraph } from '../auth/node-graph.js';
 import { distinctHeaders, hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
 import { reviewStrategies } from '../requests/reviews/index.js';
 import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
@@ -22,6 +23,8 @@ import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFT
 export interface AppOptions {
   registry: Registry;
   auth: TokenAuthenticator;
+  /** users of the --token-auth-file, tried after the admin and node tokens */
+  staticTokens?: StaticTokenAuthenticator;
   /** PEM served at /cacerts so joining agents can pin it against their token's hash */
   caCert: string;
   /** fastify/pino logger instance or options; false disables logging */
@@ -83,7 +86,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   }
   // Access and identity reviews answer with this server's own authorizer and token authenticators.
   const authenticateToken = async (token: string) => {
-    const user = opts.auth.authenticate(`Bearer ${token}`);
+    const user = opts.auth.authenticate(`Bearer ${token}`) ?? opts.staticTokens?.authenticate(`Bearer ${token}`);
     return user && { user };
   };
   for (const kind of reviewStrategies({ authorizer, authenticateToken })) opts.registry.register(kind);
@@ -116,7 +119,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
-    const identity = opts.auth.authenticate(req.headers.authorization);
+    const identity = opts.auth.authenticate(req.headers.authorization) ?? opts.staticTokens?.authenticate(req.headers.authorization);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
     if (hasImpersonationHeaders(req.headers)) req.identity = impersonate(identity, distinctHeaders(req.raw), authorizer);
@@ -206,7 +209,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, staticTokens: opts.staticTokens, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };

@@ -19,11 +19,13 @@ import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import { distinctHeaders, hasImpersonationHeaders, impersonate } from '../auth/impersonation.js';
 import type { Registry } from '../registry/registry.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
   registry: Registry;
   auth: TokenAuthenticator;
+  staticTokens?: StaticTokenAuthenticator;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -86,7 +88,7 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const authenticated = this.opts.auth.authenticate(req.headers.authorization);
+      const authenticated = this.opts.auth.authenticate(req.headers.authorization) ?? this.opts.staticTokens?.authenticate(req.headers.authorization);
       if (!authenticated) throw errors.unauthorized();
       const identity = hasImpersonationHeaders(req.headers) ? impersonate(authenticated, distinctHeaders(req), this.opts.authorizer) : authenticated;
       const url = new URL(req.url ?? '/', 'https://apiserver');
