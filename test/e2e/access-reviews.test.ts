@@ -2,26 +2,39 @@
  * Who may do what, asked with stock kubectl against a real server over HTTPS: `kubectl auth can-i`
  * (SelfSubjectAccessReview) and `kubectl auth can-i --list` (SelfSubjectRulesReview) for
  * cluster-admin, a namespace `edit` user, a `view` user and a ServiceAccount with one Role, each
- * reached by impersonation from the admin kubeconfig (`--as`, `--as-group`); `kubectl auth whoami`
+ * reached by impersonation from the admin kubeconfig (`--as`, `--as-group`) and, for the edit and
+ * view users, by kubeconfigs of their own (static tokens, --token-auth-file); `kubectl auth whoami`
  * (SelfSubjectReview); and impersonation refused to a caller without the `impersonate` verb.
  */
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import https from 'node:https';
+import os from 'node:os';
 import path from 'node:path';
 import { after, before, it } from 'node:test';
+import { kubeconfig } from '../../src/control-plane.js';
 import { describeEachKubectl, needsKubectl, startCluster, type Cluster } from './harness.js';
 
 const NS = 'team';
 const OTHER = 'other';
 const SA_USER = `system:serviceaccount:${NS}:bot`;
 
+/** Static tokens of two users (kube-apiserver's token file: token,user,uid,"groups"). */
+const TOKENS = { erin: 'erin-token-0123456789', vic: 'vic-token-0123456789' };
+const tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-reviews-'));
+const tokenFile = path.join(tokenDir, 'tokens.csv');
+/** user → a kubeconfig of their own */
+const KUBECONFIGS: Record<string, string> = {};
+
 let c: Cluster;
 /** a credential of a user with no RBAC rules at all (a node's own, from joining) */
 let nodeToken: string;
 
 before(async () => {
-  c = await startCluster({ agents: [] });
+  fs.writeFileSync(tokenFile, `${TOKENS.erin},erin,uid-erin,"editors"\n${TOKENS.vic},vic,uid-vic,"viewers"\n`, { mode: 0o600 });
+  c = await startCluster({ agents: [], serverArgs: ['--token-auth-file', tokenFile] });
+  const ca = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8');
+  for (const [user, token] of Object.entries(TOKENS)) KUBECONFIGS[user] = c.writeFile(`${user}.kubeconfig`, kubeconfig({ url: c.url, caCert: ca, token }));
   await c.kubectl(['create', 'namespace', NS]);
   await c.kubectl(['create', 'namespace', OTHER]);
   await c.kubectl(['create', 'rolebinding', 'erin-edit', '--clusterrole=edit', '--user=erin', '-n', NS]);
@@ -40,6 +53,7 @@ before(async () => {
 
 after(async () => {
   await c?.stop();
+  fs.rmSync(tokenDir, { recursive: true, force: true });
 });
 
 /** Join as a node (over HTTPS trusting the cluster CA) for a credential of that node. */
@@ -63,6 +77,7 @@ const ADMIN: string[] = [];
 const EDIT = ['--as', 'erin'];
 const VIEW = ['--as', 'vic', '--as-group', 'viewers'];
 const BOT = ['--as', SA_USER];
+const OWN = (user: keyof typeof TOKENS) => ['--kubeconfig', KUBECONFIGS[user]!];
 
 const MATRIX: Case[] = [
   // cluster-admin (system:masters through the admin kubeconfig)
@@ -98,6 +113,17 @@ const MATRIX: Case[] = [
   [BOT, ['get', 'deployments.apps', '--subresource=scale', '-n', NS], false],
 ];
 
+/** The edit and view users again, each with a kubeconfig (static token) of their own. */
+const OWN_MATRIX = (): Case[] => [
+  [OWN('erin'), ['create', 'deployments.apps', '-n', NS], true],
+  [OWN('erin'), ['create', 'pods', '--subresource=exec', '-n', NS], true],
+  [OWN('erin'), ['create', 'rolebindings.rbac.authorization.k8s.io', '-n', NS], false],
+  [OWN('erin'), ['get', 'pods', '-n', OTHER], false],
+  [OWN('vic'), ['get', 'pods', '--subresource=log', '-n', NS], true],
+  [OWN('vic'), ['get', 'secrets', '-n', NS], false],
+  [OWN('vic'), ['update', 'deployments.apps', '--subresource=scale', '-n', NS], false],
+];
+
 /** `kubectl auth can-i --list` rows as `resource|resourceNames|verbs` (non-resource rows left out). */
 function listedRules(stdout: string): Map<string, string> {
   const rows = new Map<string, string>();
@@ -114,10 +140,10 @@ describeEachKubectl('kubectl auth can-i', (k) => {
 
   it('answers the matrix of users, verbs, namespaces and subresources', async () => {
     const wrong: string[] = [];
-    for (const [who, args, allowed] of MATRIX) {
+    for (const [who, args, allowed] of [...MATRIX, ...OWN_MATRIX()]) {
       const r = await kubectl(['auth', 'can-i', ...args, ...who]);
       const answer = r.stdout.trim().split(/\s/)[0];
-      if (answer !== (allowed ? 'yes' : 'no') || r.code !== (allowed ? 0 : 1)) wrong.push(`${who.join(' ') || 'admin'} can-i ${args.join(' ')}: ${r.stdout.trim()} ${r.stderr.trim()} (exit ${r.code})`);
+      if (answer !== (allowed ? 'yes' : 'no') || r.code !== (allowed ? 0 : 1)) wrong.push(`${who.join(' ').replace(tokenDir, '') || 'admin'} can-i ${args.join(' ')}: ${r.stdout.trim()} ${r.stderr.trim()} (exit ${r.code})`);
     }
     assert.deepEqual(wrong, []);
   });
@@ -158,9 +184,18 @@ describeEachKubectl('kubectl auth can-i', (k) => {
     assert.match(r.stderr, /users "erin" is forbidden: User "system:node:reviewer" cannot impersonate resource "users" in API group "" at the cluster scope/);
     const group = await kubectl(['auth', 'can-i', 'get', 'pods', '--as', 'erin', '--as-group', 'system:masters', '--token', nodeToken]);
     assert.match(group.stderr, /is forbidden: User "system:node:reviewer" cannot impersonate/);
+    // A namespace editor may not act as anyone else either.
+    const editor = await kubectl(['get', 'pods', '-n', NS, '--as', 'vic', ...OWN('erin')]);
+    assert.notEqual(editor.code, 0);
+    assert.match(editor.stderr, /users "vic" is forbidden: User "erin" cannot impersonate resource "users" in API group "" at the cluster scope/);
   });
 
   it('shows who the caller is (kubectl auth whoami)', { skip: needsKubectl(k, '1.28', 'kubectl auth whoami') }, async () => {
+    const own = await kubectl(['auth', 'whoami', ...OWN('erin')]);
+    assert.equal(own.code, 0, own.stderr);
+    assert.match(own.stdout, /Username\s+erin/);
+    assert.match(own.stdout, /UID\s+uid-erin/);
+    assert.match(own.stdout, /Groups\s+\[editors system:authenticated\]/);
     const r = await kubectl(['auth', 'whoami', ...VIEW]);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /Username\s+vic/);
