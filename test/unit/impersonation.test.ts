@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import type { Authorizer, RequestAttributes } from '../../src/auth/authz.js';
@@ -99,9 +101,34 @@ describe('impersonation', () => {
       // Beyond impersonating: admin anything; jane may create self reviews.
       const az = { authorize: (who: Identity, attrs: RequestAttributes) => (who.username === 'jane' && attrs.resource === 'selfsubjectreviews' ? { allowed: true } : base.authorize(who, attrs)) };
       server = buildApp({ registry, auth, caCert: '', logger: false, authorizer: az as unknown as Authorizer });
-      await server.ready();
+      await server.listen({ port: 0, host: '127.0.0.1' });
     });
     after(() => server.close());
+
+    /** An exec upgrade request, answered by the upgrade path (it never reaches the routes). */
+    const execUpgrade = (token: string, headers: Record<string, string>) =>
+      new Promise<{ code: number; body: string }>((resolve, reject) => {
+        const { port } = server.server.address() as AddressInfo;
+        const req = http.request({ host: '127.0.0.1', port, path: '/api/v1/namespaces/dev/pods/web/exec?command=sh', headers: { connection: 'Upgrade', upgrade: 'SPDY/3.1', authorization: `Bearer ${token}`, ...headers } });
+        req.on('response', (res) => {
+          let body = '';
+          res.on('data', (d: Buffer) => (body += d.toString()));
+          res.on('end', () => resolve({ code: res.statusCode ?? 0, body }));
+        });
+        req.on('upgrade', () => reject(new Error('upgraded')));
+        req.on('error', reject);
+        req.end();
+      });
+
+    it('impersonates on the exec/attach upgrade path too', async () => {
+      const refused = await execUpgrade('op', { 'impersonate-user': 'bob' });
+      assert.equal(refused.code, 403);
+      assert.match(refused.body, /users \\"bob\\" is forbidden: User \\"op\\" cannot impersonate resource \\"users\\"/);
+      // Allowed to act as jane, the exec is then decided for jane (who may not exec).
+      const asJane = await execUpgrade('op', { 'impersonate-user': 'jane' });
+      assert.equal(asJane.code, 403);
+      assert.match(asJane.body, /User \\"jane\\" cannot create resource \\"pods\/exec\\"/);
+    });
 
     const whoami = (token: string, headers: Record<string, string | string[]>) =>
       server.inject({ method: 'POST', url: '/apis/authentication.k8s.io/v1/selfsubjectreviews', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...headers }, payload: '{}' });
