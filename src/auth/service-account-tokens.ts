@@ -180,26 +180,27 @@ export class ServiceAccountTokens {
   /**
    * The identity of a service-account bearer token, or undefined when the header holds no JWT or
    * one that is not (or no longer) valid here — other authenticators may still know the token.
+   * `audiences` (TokenReview's) replace the API's own audiences the token must carry one of.
    */
-  async authenticate(authorization: string | undefined): Promise<Identity | undefined> {
+  async authenticate(authorization: string | undefined, audiences: readonly string[] = this.apiAudiences): Promise<Identity | undefined> {
     const token = bearerJwt(authorization);
     if (!token) return undefined;
-    const claims = await this.verifiedClaims(token);
+    const claims = await this.verifiedClaims(token, audiences);
     if (!claims) return undefined;
     return this.identityOf(claims);
   }
 
-  /** Claims of a token whose signature, issuer and audience hold and that is valid now; cached by digest. */
-  private async verifiedClaims(token: string): Promise<ServiceAccountClaims | undefined> {
-    const digest = createHash('sha256').update(token).digest('base64url');
-    let cached = this.cache.get(digest);
+  /** Claims of a token whose signature, issuer and audience hold and that is valid now; cached by digest and audiences. */
+  private async verifiedClaims(token: string, audiences: readonly string[]): Promise<ServiceAccountClaims | undefined> {
+    const cacheKey = createHash('sha256').update(token).digest('base64url') + (audiences === this.apiAudiences ? '' : `\n${audiences.join(',')}`);
+    let cached = this.cache.get(cacheKey);
     if (!cached) {
       let payload: JWTPayload;
       try {
         ({ payload } = await jwtVerify(token, this.publicKey, {
           algorithms: [SIGNING_ALGORITHM],
           issuer: this.issuer,
-          audience: [...this.apiAudiences],
+          audience: [...audiences],
           currentDate: new Date(this.now()),
           clockTolerance: this.leewaySeconds,
         }));
@@ -209,10 +210,10 @@ export class ServiceAccountTokens {
       if (!isServiceAccountClaims(payload)) return undefined;
       cached = { claims: payload };
       if (this.cache.size >= this.cacheEntries) this.cache.delete(this.cache.keys().next().value as string);
-      this.cache.set(digest, cached);
+      this.cache.set(cacheKey, cached);
     }
     if (!this.timely(cached.claims)) {
-      this.cache.delete(digest);
+      this.cache.delete(cacheKey);
       return undefined;
     }
     return cached.claims;

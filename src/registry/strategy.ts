@@ -89,6 +89,21 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * key each), written inside the registry's create, update and delete of the object.
    */
   storeHooks?: StoreHooks<T>;
+  /**
+   * Makes the kind virtual: nothing is stored, the only verb is `create`, and a create answers
+   * what this returns (access reviews, TokenReview). The request layer decodes the body, fills
+   * metadata.namespace from the path and runs `validate` (422) first (src/requests/virtual-create.ts).
+   */
+  virtualCreate?(obj: T, ctx: VirtualCreateContext): Promise<KubeObject>;
+}
+
+/** What a virtual kind's create knows of its request. */
+export interface VirtualCreateContext {
+  /** the namespace in the path, for namespaced kinds */
+  namespace?: string;
+  /** the caller; absent for in-process calls that carry no user */
+  user?: UserInfo;
+  dryRun: boolean;
 }
 
 /**

@@ -20,6 +20,7 @@ import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
 import { handleTokenRequest } from './token-subresource.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
+import { handleVirtualCreate } from './virtual-create.js';
 import { readConsistency } from '../registry/list-options.js';
 
 /**
@@ -33,6 +34,8 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
 
   if (info.kind === 'Pod' && info.group === '' && subresource === 'eviction') return handleEvictionRequest(registry, req);
   if (info.kind === 'ServiceAccount' && info.group === '' && subresource === 'token') return handleTokenRequest(registry, services.serviceAccountTokens, req);
+  const strategy = registry.lookup(info.group, info.plural);
+  if (strategy?.virtualCreate) return handleVirtualCreate(strategy, req, () => decodeObject(registry, req));
   if (subresource && !info.subresources.includes(subresource) && !(info.kind === 'Pod' && subresource === 'binding')) {
     throw errors.notFound({ resource: `${info.plural}/${subresource}`, name: name ?? '' });
   }

@@ -4,6 +4,8 @@ import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
 import { Authorizer, forbiddenMessage, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
+import { reviewStrategies } from '../requests/reviews/index.js';
+import { RequestAuthentication } from '../auth/authentication.js';
 import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
 import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
@@ -88,6 +90,19 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     app.addHook('onReady', async () => void (await Promise.all([graph.start(), rules.start()])));
     authorizer = new Authorizer({ graph: nodeGraph, rbac });
   }
+  const authentication = new RequestAuthentication({
+    tokens: opts.auth,
+    staticTokens: opts.staticTokens,
+    serviceAccountTokens: opts.serviceAccountTokens,
+    clientCertificates: opts.clientCertificates,
+  });
+  // Access and identity reviews answer with this server's own authorizer and token authenticators.
+  const reviews = reviewStrategies({
+    authorizer,
+    authenticateToken: (token, audiences) => authentication.authenticateToken(token, audiences),
+    apiAudiences: opts.serviceAccountTokens ? [...opts.serviceAccountTokens.apiAudiences] : [],
+  });
+  for (const kind of reviews) opts.registry.register(kind);
   const authorize = (who: Identity, attrs: RequestAttributes): void => {
     const decision = authorizer.authorize(who, attrs);
     if (!decision.allowed) throw errors.forbidden(forbiddenMessage(who, attrs, decision.reason));
@@ -117,12 +132,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
-    // As kube-apiserver's authenticator order: a valid client certificate first, then bearer tokens.
-    const identity =
-      opts.clientCertificates?.authenticate(req.socket) ??
-      opts.auth.authenticate(req.headers.authorization) ??
-      opts.staticTokens?.authenticate(req.headers.authorization) ??
-      (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+    const identity = await authentication.identify(req.raw, authorizer);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
   });
@@ -170,6 +180,8 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const query = flatQuery(req.query);
     const verb = verbOf(req.method, target.name, query);
     authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined });
+    // A verb the resource does not implement (GET on a create-only review, deletecollection of namespaces).
+    if (!target.subresource && !target.info.verbs.includes(verb)) throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
@@ -210,7 +222,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, staticTokens: opts.staticTokens, serviceAccountTokens: opts.serviceAccountTokens, clientCertificates: opts.clientCertificates, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, authentication, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };

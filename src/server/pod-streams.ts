@@ -16,21 +16,17 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, errors, isApiError } from '../api/errors.js';
 import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
 import type { Authorizer } from '../auth/authz.js';
+import type { RequestAuthentication } from '../auth/authentication.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
-import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
-import type { ClientCertificateAuthenticator } from '../auth/client-certificates.js';
 import type { Registry } from '../registry/registry.js';
-import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
   registry: Registry;
+  /** node credentials: the proxy secret presented to agents */
   auth: TokenAuthenticator;
-  /** authenticates service-account JWTs, when the control plane issues them */
-  serviceAccountTokens?: ServiceAccountTokens;
-  /** x509 client certificates, checked before the bearer token as for every other request */
-  clientCertificates?: ClientCertificateAuthenticator;
-  staticTokens?: StaticTokenAuthenticator;
+  /** who an upgrade request is, as for every other request */
+  authentication: RequestAuthentication;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -93,11 +89,7 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const identity =
-        this.opts.clientCertificates?.authenticate(req.socket) ??
-        this.opts.auth.authenticate(req.headers.authorization) ??
-        this.opts.staticTokens?.authenticate(req.headers.authorization) ??
-        (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+      const identity = await this.opts.authentication.identify(req, this.opts.authorizer);
       if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);
