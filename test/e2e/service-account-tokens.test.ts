@@ -97,6 +97,31 @@ describe('service-account tokens', () => {
     assert.equal((await statusWith(token)).status, 401);
   });
 
+  it('TokenReview: another system checks a token for its own audience; the API\'s audience is not it', async () => {
+    await kubectl(['create', 'serviceaccount', 'reviewed']);
+    const vault = await kubectl(['create', 'token', 'reviewed', '--audience', 'vault']);
+    const api = await kubectl(['create', 'token', 'reviewed']);
+    type Review = KubeObject & { status: { authenticated?: boolean; user?: { username: string; groups: string[] }; audiences?: string[] } };
+    const review = async (token: string, audiences?: string[]) =>
+      (
+        await c.client.create<Review>({ group: 'authentication.k8s.io', version: 'v1', plural: 'tokenreviews' }, {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenReview',
+          metadata: {},
+          spec: { token, ...(audiences ? { audiences } : {}) },
+        } as unknown as Review)
+      ).status;
+    const forVault = await review(vault, ['vault']);
+    assert.equal(forVault.authenticated, true);
+    assert.equal(forVault.user?.username, 'system:serviceaccount:default:reviewed');
+    assert.ok(forVault.user?.groups.includes('system:serviceaccounts:default'));
+    assert.deepEqual(forVault.audiences, ['vault']);
+    assert.equal((await review(vault)).authenticated, false, 'a vault token is not good for the API');
+    const forApi = await review(api);
+    assert.equal(forApi.authenticated, true);
+    assert.deepEqual(forApi.audiences, [ISSUER]);
+  });
+
   it('a token bound to a pod stops working when the pod is deleted', async () => {
     await c.client.create(CORE.pods, podManifest('bound', { serviceAccountName: 'robot', containers: [{ name: 'main', image: TEST_IMAGE }] }), { namespace: 'default' });
     const pod = await c.client.get<KubeObject>(CORE.pods, { namespace: 'default', name: 'bound' });
