@@ -142,6 +142,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     health,
     eventRetryMaxMs: o.intervals.eventRetryMaxMs,
     podDns: { clusterDns: dns.settings, nodeResolvConf: o.resolvConf },
+    tokenCheckMs: o.intervals.tokenCheckMs,
   });
   await pods.start();
   nodeStatus.start();

@@ -32,6 +32,8 @@ export interface AgentIntervals {
   runtimeDownAfterMs: number;
   /** cap of the doubling delay between runtime event stream reconnects */
   eventRetryMaxMs: number;
+  /** how often volumes projecting ServiceAccount tokens are checked for a refresh (Kubernetes: the 1 min sync period) */
+  tokenCheckMs: number;
 }
 
 export interface AgentOptions {
@@ -105,6 +107,7 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   runtimeCheckMs: 5_000,
   runtimeDownAfterMs: 30_000,
   eventRetryMaxMs: 30_000,
+  tokenCheckMs: 60_000,
 };
 
 /** The first non-internal IPv4 address of this host (what a node reports as InternalIP). */

@@ -44,6 +44,8 @@ export interface PodManagerOptions {
   eventRetryMaxMs?: number;
   /** pods' DNS: the cluster DNS for ClusterFirst, and the node resolv.conf for Default */
   podDns?: { clusterDns?: ClusterDnsSettings | undefined; nodeResolvConf?: string | undefined };
+  /** how often projected ServiceAccount tokens are checked for a refresh */
+  tokenCheckMs?: number;
 }
 
 /** Default cap of the event stream reconnect delay. */
@@ -111,6 +113,8 @@ export class PodManager {
         retryMs: opts.retryMs,
         clusterDns: opts.podDns?.clusterDns,
         nodeResolvConf: opts.podDns?.nodeResolvConf,
+        clock: opts.clock,
+        tokenCheckMs: opts.tokenCheckMs,
       }),
     };
     this.source = new PodSource(

@@ -44,6 +44,7 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: '', version: 'v1', kind: 'PersistentVolumeClaim' },
   { group: '', version: 'v1', kind: 'Service' },
   { group: '', version: 'v1', kind: 'Endpoints' },
+  { group: '', version: 'v1', kind: 'ServiceAccount' },
   { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice' },
   { group: 'apps', version: 'v1', kind: 'Deployment' },
   { group: 'apps', version: 'v1', kind: 'ReplicaSet' },
@@ -58,9 +59,10 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration' },
   { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
-  // Bodies of subresources: /scale and /eviction.
+  // Bodies of subresources: /scale, /eviction and serviceaccounts/token.
   { group: 'autoscaling', version: 'v1', kind: 'Scale', list: false },
   { group: 'policy', version: 'v1', kind: 'Eviction', list: false },
+  { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest', list: false },
 ];
 
 /** Shared types the documents' operations refer to, whatever kinds are served. */

@@ -82,6 +82,8 @@ Flags:
   --runtime-check-interval-ms N  how often Docker is asked whether it is up (default 5000, as the kubelet)
   --runtime-down-after-ms N      no answer from Docker for this long: node NotReady (default 30000, as the kubelet)
   --runtime-event-retry-max-ms N cap of the doubling delay between Docker event stream reconnects (default 30000)
+  --token-check-interval-ms N    how often projected service account tokens are checked for a refresh
+                                 (default 60000, the kubelet's sync period)
   --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
@@ -217,13 +219,14 @@ async function runAgent(argv: string[]): Promise<void> {
       'runtime-check-interval-ms': { type: 'string' },
       'runtime-down-after-ms': { type: 'string' },
       'runtime-event-retry-max-ms': { type: 'string' },
+      'token-check-interval-ms': { type: 'string' },
       'service-proxy-table': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
-  type MsFlag = 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms' | 'runtime-check-interval-ms' | 'runtime-down-after-ms' | 'runtime-event-retry-max-ms';
+  type MsFlag = 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms' | 'runtime-check-interval-ms' | 'runtime-down-after-ms' | 'runtime-event-retry-max-ms' | 'token-check-interval-ms';
   const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
@@ -256,6 +259,7 @@ async function runAgent(argv: string[]): Promise<void> {
       runtimeCheckMs: ms('runtime-check-interval-ms'),
       runtimeDownAfterMs: ms('runtime-down-after-ms'),
       eventRetryMaxMs: ms('runtime-event-retry-max-ms'),
+      tokenCheckMs: ms('token-check-interval-ms'),
     },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,

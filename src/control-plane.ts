@@ -9,8 +9,10 @@ import { defaultTolerationSeconds } from './admission/plugins/default-toleration
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
+import { serviceAccountAdmission, type ServiceAccountLike } from './admission/plugins/service-account.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
+import { ApiError } from './api/errors.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
@@ -146,6 +148,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   await registry.repairStoreHooks(SERVICE_INFO).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'Service allocation repair failed'));
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
+  for (const plugin of serviceAccountAdmission({ getServiceAccount: (namespace, name) => getOrUndefined<ServiceAccountLike>(registry, 'serviceaccounts', namespace, name) })) admission.register(plugin);
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
   admission.register(nodeRestriction());
@@ -196,6 +199,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   // The `kubernetes` Service's targetPort is the port actually bound (the flag may say 0).
   settings.apiServerPort = port;
+  settings.clusterCA = pki.caCert;
   await manager.start('background');
   const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
@@ -218,6 +222,18 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       backend.close();
     },
   };
+}
+
+/** A core/v1 object, or undefined when it does not exist. */
+async function getOrUndefined<T>(registry: Registry, plural: string, namespace: string, name: string): Promise<T | undefined> {
+  const info = registry.lookup('', plural)?.info;
+  if (!info) throw new Error(`the server does not serve ${plural}`);
+  try {
+    return (await registry.get(info, namespace, name)) as T;
+  } catch (e) {
+    if (e instanceof ApiError && e.reason === 'NotFound') return undefined;
+    throw e;
+  }
 }
 
 async function ensureSystemNamespaces(registry: Registry): Promise<void> {

@@ -14,11 +14,13 @@
  */
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { claimUid, clusterId } from '../volumes/claim-volumes.js';
 import { ServicesCache } from '../services/services-cache.js';
 import { ConfigObjects } from '../volumes/config-objects.js';
 import { PodPaths } from '../volumes/paths.js';
+import { clientTokenRequester, DEFAULT_TOKEN_CHECK_INTERVAL_MS, ServiceAccountTokens } from '../volumes/service-account-tokens.js';
 import { EnvHook } from './env.js';
 import { nodeAllocatable } from './node-allocatable.js';
 import type { ClusterDnsSettings } from '../pod-files.js';
@@ -45,6 +47,10 @@ export interface NodePrestartOptions {
   nodeResolvConf?: string | undefined;
   /** the cluster DNS for ClusterFirst pods */
   clusterDns?: ClusterDnsSettings | undefined;
+  /** timers of the token refresh (default the system clock) */
+  clock?: Clock;
+  /** how often volumes projecting ServiceAccount tokens are checked (default 60 s, the kubelet's sync period) */
+  tokenCheckMs?: number | undefined;
 }
 
 export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
@@ -71,6 +77,11 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
         allocatable,
         log,
         claims: { volumes: o.runtime.volumes, uidOf: (namespace, name) => claimUid(o.client, namespace, name), clusterId: cachedClusterId, nodeName: o.nodeName },
+        tokens: {
+          cache: new ServiceAccountTokens({ request: clientTokenRequester(o.client), clock: o.clock ?? systemClock, log }),
+          checkIntervalMs: o.tokenCheckMs ?? DEFAULT_TOKEN_CHECK_INTERVAL_MS,
+          clock: o.clock ?? systemClock,
+        },
       }),
       new PodFilesHook({ paths, nodeHostsFile: o.nodeHostsFile, nodeResolvConf: o.nodeResolvConf, clusterDns: o.clusterDns }),
       new SecurityContextHook({ runtime: o.runtime }),

@@ -2,18 +2,22 @@
  * The volumes prestart hook: a pod's volumes (agent/volumes/) are set up in the pod-level step of every
  * sync — and brought up to date there — then each container gets bind mounts for its volumeMounts. It
  * follows the ConfigMaps and Secrets the volumes project: a change rewrites the affected volumes at once
- * (atomic swap) and retries a pod waiting for it. Cleanup unmounts and removes the pod's directory; the
+ * (atomic swap) and retries a pod waiting for it. Volumes projecting ServiceAccount tokens are rewritten
+ * every `tokenCheckMs`, which swaps in a fresh token once the cached one needs a refresh (the token cache
+ * decides; an unchanged payload writes nothing). Cleanup unmounts and removes the pod's directory; the
  * directories of pods that went away while the agent was down are removed as orphans. hostPath data and
  * claim volumes are never removed with a pod.
  */
 import fs from 'node:fs';
 import type { Logger } from 'pino';
 import type { Pod } from '../../src/api/types.js';
+import type { Clock, TimerHandle } from '../clock.js';
 import { ContainerConfigError } from '../config-error.js';
 import type { PodRuntimeFacts } from '../downward-api.js';
 import type { ConfigObjects } from '../volumes/config-objects.js';
 import type { PodPaths } from '../volumes/paths.js';
-import { volumeObjectRefs } from '../volumes/projection.js';
+import { projectsServiceAccountToken, volumeObjectRefs } from '../volumes/projection.js';
+import type { ServiceAccountTokens } from '../volumes/service-account-tokens.js';
 import { VolumeManager, type PreparedVolume, type VolumeManagerOptions } from '../volumes/volume-manager.js';
 import type { PrestartHook, PrestartRequest, PrestartResult } from './hook.js';
 
@@ -24,6 +28,8 @@ export interface VolumesHookOptions {
   /** persistentVolumeClaim volumes (see VolumeManagerOptions) */
   claims: VolumeManagerOptions['claims'];
   log: Logger;
+  /** projected ServiceAccount tokens, and how often volumes holding them are brought up to date */
+  tokens?: { cache: ServiceAccountTokens; checkIntervalMs: number; clock: Clock };
 }
 
 interface PodState {
@@ -40,10 +46,13 @@ export class VolumesHook implements PrestartHook {
   private readonly volumes: VolumeManager;
   private readonly pods = new Map<string, PodState>();
   private readonly unsubscribe: () => void;
+  private tokenTimer: TimerHandle | undefined;
+  private stopped = false;
 
   constructor(private readonly opts: VolumesHookOptions) {
-    this.volumes = new VolumeManager({ paths: opts.paths, objects: opts.objects, log: opts.log, claims: opts.claims });
+    this.volumes = new VolumeManager({ paths: opts.paths, objects: opts.objects, log: opts.log, claims: opts.claims, tokens: opts.tokens?.cache });
     this.unsubscribe = opts.objects.onChange((key) => this.objectChanged(key));
+    if (opts.tokens) this.scheduleTokenCheck(opts.tokens);
   }
 
   /** Sets the pod's volumes up (or up to date). A failure is reported when a container asks for its mounts. */
@@ -65,6 +74,7 @@ export class VolumesHook implements PrestartHook {
     this.pods.delete(uid);
     await state?.chain.catch(() => undefined);
     this.opts.objects.release(userOf(uid));
+    this.opts.tokens?.cache.forgetPod(uid);
     await this.volumes.tearDown(uid);
   }
 
@@ -92,7 +102,24 @@ export class VolumesHook implements PrestartHook {
   }
 
   stop(): void {
+    this.stopped = true;
     this.unsubscribe();
+    if (this.tokenTimer !== undefined) this.opts.tokens?.clock.clearTimeout(this.tokenTimer);
+  }
+
+  /** Brings every volume set that projects a token up to date; resolves when all are done (tests call it directly). */
+  async refreshTokens(): Promise<void> {
+    const due = [...this.pods.values()].filter((state) => state.volumes && projectsServiceAccountToken(state.pod));
+    // A failure leaves the current files; the pod's next sync reports it.
+    await Promise.all(due.map((state) => this.setUpVolumes(state).catch(() => undefined)));
+  }
+
+  private scheduleTokenCheck(tokens: NonNullable<VolumesHookOptions['tokens']>): void {
+    this.tokenTimer = tokens.clock.setTimeout(() => {
+      void this.refreshTokens().finally(() => {
+        if (!this.stopped) this.scheduleTokenCheck(tokens);
+      });
+    }, tokens.checkIntervalMs);
   }
 
   private stateOf(pod: Pod, retry?: () => void): PodState {

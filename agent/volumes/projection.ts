@@ -1,13 +1,16 @@
 /**
  * The file sets of API-backed volumes — configMap, secret, downwardAPI and projected — computed from the
  * objects they name, with `items` (key → path), `defaultMode`/`mode` and `optional` as Kubernetes defines
- * them. Pure apart from reading the objects; atomic-writer.ts puts the result on disk.
+ * them; a projected serviceAccountToken source is a token bound to the pod (service-account-tokens.ts
+ * caches and refreshes it). Pure apart from reading the objects and tokens; atomic-writer.ts puts the
+ * result on disk.
  */
 import type { Pod } from '../../src/api/types.js';
 import { objectKey, type ConfigObjectReader } from '../config-reader.js';
 import type { ConfigMap, Secret } from '../../src/api/config-objects.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../downward-api.js';
 import type { Payload } from './atomic-writer.js';
+import type { TokenSpec } from './service-account-tokens.js';
 
 /** Kubernetes' default file mode for these volumes (0644). */
 export const DEFAULT_FILE_MODE = 0o644;
@@ -18,11 +21,27 @@ export interface KeyToPath {
   mode?: number;
 }
 
+/** Where serviceAccountToken sources get their tokens (ServiceAccountTokens). */
+export interface TokenSource {
+  token(spec: TokenSpec): Promise<string>;
+}
+
 export interface ProjectionContext {
   pod: Pod;
   facts: PodRuntimeFacts;
   objects: ConfigObjectReader;
+  /** absent: serviceAccountToken sources cannot be projected */
+  tokens?: TokenSource | undefined;
 }
+
+interface TokenProjection {
+  audience?: string;
+  expirationSeconds?: number;
+  path?: string;
+}
+
+/** The lifetime a serviceAccountToken source asks for when it names none (the API's default). */
+export const DEFAULT_PROJECTED_TOKEN_EXPIRATION_SECONDS = 3600;
 
 interface ObjectSource {
   name?: string;
@@ -108,6 +127,31 @@ function addDownward(ctx: ProjectionContext, items: DownwardItem[] | undefined, 
   }
 }
 
+/**
+ * A token for the pod's ServiceAccount, bound to the pod, for the source's audience (none: the API's own)
+ * and lifetime. Its mode is the volume's defaultMode, or 0600 with an fsGroup (which adds group read), as
+ * the kubelet writes it.
+ */
+async function addServiceAccountToken(ctx: ProjectionContext, src: TokenProjection, defaultMode: number, into: Payload): Promise<void> {
+  if (!ctx.tokens) throw new Error('serviceAccountToken projections need a connection to the API');
+  const pod = ctx.pod;
+  const spec = pod.spec as { serviceAccountName?: unknown; securityContext?: { fsGroup?: unknown } };
+  const token = await ctx.tokens.token({
+    namespace: pod.metadata.namespace ?? 'default',
+    serviceAccountName: typeof spec.serviceAccountName === 'string' && spec.serviceAccountName ? spec.serviceAccountName : 'default',
+    audiences: src.audience ? [src.audience] : [],
+    expirationSeconds: typeof src.expirationSeconds === 'number' ? src.expirationSeconds : DEFAULT_PROJECTED_TOKEN_EXPIRATION_SECONDS,
+    pod: { name: pod.metadata.name ?? '', uid: pod.metadata.uid ?? '' },
+  });
+  const mode = typeof spec.securityContext?.fsGroup === 'number' ? 0o600 : defaultMode;
+  into.set(src.path ?? '', { data: Buffer.from(token, 'utf8'), mode });
+}
+
+/** Whether any of the pod's volumes projects a ServiceAccount token (such volumes are rewritten as tokens age). */
+export function projectsServiceAccountToken(pod: Pod): boolean {
+  return (pod.spec.volumes ?? []).some((v) => ((v.projected as { sources?: Array<Record<string, unknown>> } | undefined)?.sources ?? []).some((s) => !!s?.serviceAccountToken));
+}
+
 /** The volume kinds whose content this module computes. */
 export type ProjectedKind = 'configMap' | 'secret' | 'downwardAPI' | 'projected';
 
@@ -130,7 +174,7 @@ export async function payloadFor(kind: ProjectedKind, source: Record<string, unk
         if (s.configMap) await addConfigMap(ctx, s.configMap as ObjectSource, defaultMode, payload);
         else if (s.secret) await addSecret(ctx, s.secret as ObjectSource, defaultMode, payload);
         else if (s.downwardAPI) addDownward(ctx, (s.downwardAPI as { items?: DownwardItem[] }).items, defaultMode, payload);
-        else if (s.serviceAccountToken) throw new Error('serviceAccountToken projections are not supported yet');
+        else if (s.serviceAccountToken) await addServiceAccountToken(ctx, s.serviceAccountToken as TokenProjection, defaultMode, payload);
         else if (s.clusterTrustBundle) throw new Error('clusterTrustBundle projections are not supported');
       }
       break;

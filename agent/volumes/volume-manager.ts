@@ -25,7 +25,7 @@ import { ensureClaimVolume } from './claim-volumes.js';
 import { prepareHostPath } from './host-path.js';
 import { bindMountFd, isMountPoint, mountTmpfs, removeTreeOnOneDevice, unmount, unmountAllUnder } from './mounts.js';
 import type { PodPaths } from './paths.js';
-import { payloadFor, type ProjectedKind } from './projection.js';
+import { payloadFor, type ProjectedKind, type TokenSource } from './projection.js';
 import { openSubPath, UnsafeSubPathError } from './safe-path.js';
 
 /** A volume ready to be mounted. */
@@ -47,6 +47,8 @@ export interface VolumeManagerOptions {
   paths: PodPaths;
   objects: ConfigObjectReader;
   log: Logger;
+  /** tokens for projected serviceAccountToken sources (none: such volumes cannot be set up) */
+  tokens?: TokenSource | undefined;
   /**
    * persistentVolumeClaim volumes: the runtime's named volumes (none: such volumes cannot be set up), the
    * claim's uid (undefined: no such claim), the cluster's id and this node's name
@@ -189,7 +191,7 @@ export class VolumeManager {
       fs.chownSync(dir, fs.statSync(dir).uid, fsGroup);
       fs.chmodSync(dir, 0o2755);
     }
-    const payload = await payloadFor(kind as ProjectedKind, source, { pod, facts, objects: this.opts.objects });
+    const payload = await payloadFor(kind as ProjectedKind, source, { pod, facts, objects: this.opts.objects, tokens: this.opts.tokens });
     const hash = payloadHash(payload, fsGroup);
     let written = this.written.get(uid);
     if (!written) this.written.set(uid, (written = new Map()));

@@ -19,6 +19,8 @@ import type { ControllerRegistration } from './manager.js';
 import { NamespaceController } from './namespace/namespace-controller.js';
 import { NodeIpamController } from './node-ipam/node-ipam.js';
 import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
+import { RootCAPublisher } from './serviceaccount/root-ca-publisher.js';
+import { ServiceAccountsController } from './serviceaccount/serviceaccounts-controller.js';
 import { ReplicaSetController } from './replicaset/replicaset-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
@@ -38,6 +40,8 @@ export interface ControllerSettings {
   advertiseAddresses?: string[];
   apiServerPort?: number;
   serviceClusterIPRange?: string;
+  /** the cluster CA (PEM), published in every namespace as kube-root-ca.crt (set before the background stage) */
+  clusterCA?: string;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -67,5 +71,7 @@ export const CONTROLLER_REGISTRATIONS = [
     name: 'system-services',
     build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
   }),
+  controller({ name: 'serviceaccount', build: (ctx) => new ServiceAccountsController(ctx) }),
+  controller({ name: 'root-ca-cert-publisher', build: (ctx, s) => new RootCAPublisher({ ...ctx, rootCA: s.clusterCA ?? '' }) }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
 ] as const;

@@ -216,6 +216,7 @@ const subresourceDescriptors = new Map<string, SubresourceDescriptor>([
   ['eviction', { verbs: ['create'], responseKind: { group: 'policy', version: 'v1', kind: 'Eviction' } }],
   ['ephemeralcontainers', { verbs: ['get', 'patch', 'update'] }],
   ['finalize', { verbs: ['update'] }],
+  ['token', { verbs: ['create'], responseKind: { group: 'authentication.k8s.io', version: 'v1', kind: 'TokenRequest' } }],
 ]);
 
 /** Teach discovery a subresource's verbs/kind (e.g. a later `pods/resize`). Replaces any earlier entry. */

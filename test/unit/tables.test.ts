@@ -427,7 +427,7 @@ describe('columns live with their kind', () => {
   it('every built-in kind kubectl prints with its own columns carries them in its strategy', () => {
     const withColumns = ALL_STRATEGIES.filter((s) => s.table).map((s) => `${s.info.group}/${s.info.kind}`).sort();
     assert.deepEqual(withColumns, [
-      '/ConfigMap', '/Endpoints', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret', '/Service',
+      '/ConfigMap', '/Endpoints', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret', '/Service', '/ServiceAccount',
       'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet',
       'batch/CronJob', 'batch/Job', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'policy/PodDisruptionBudget',
     ]);
