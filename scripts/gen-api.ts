@@ -59,6 +59,10 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration' },
   { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role' },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole' },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding' },
+  { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding' },
   // Bodies of subresources: /scale, /eviction and serviceaccounts/token.
   { group: 'autoscaling', version: 'v1', kind: 'Scale', list: false },
   { group: 'policy', version: 'v1', kind: 'Eviction', list: false },

@@ -15,6 +15,7 @@ import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ApiError } from './api/errors.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
+import { reconcileBootstrapPolicy } from './auth/rbac/bootstrap-policy.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
@@ -157,6 +158,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
+  await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
   // One manager runs every controller and the scheduler over shared informers. The 'serving' stage
   // (CRDs: their resources must be live before the first request, also right after a restart)
   // starts here, before the server listens; the rest start once it does.

@@ -1,19 +1,27 @@
 /**
- * Owns authorization: who may do what. Admins (system:masters) may do anything. Node agents are
- * authorized as Kubernetes' Node authorizer does it: a node reads the Secrets, ConfigMaps, claims and
+ * Owns authorization: who may do what, composed as kube-apiserver's `Node,RBAC` modes. Members of
+ * the privileged group system:masters may do anything. Node agents are authorized as Kubernetes' Node
+ * authorizer does it: a node reads the Secrets, ConfigMaps, claims and
  * pods that pods bound to it use (the NodeGraph), lists and watches only its own pods, and touches
  * only its own Lease. Writes that name their target only in the body (creating a Node, updating a
  * Node or a pod's status, deleting a pod) are allowed here by kind and narrowed to the node's own
  * objects by the NodeRestriction admission plugin (src/admission/plugins/node-restriction.ts), as
- * upstream splits the work. Anyone else is refused.
+ * upstream splits the work. What the Node authorizer does not allow, and every other user's request,
+ * RBAC decides (src/auth/rbac/): refused unless a bound rule allows it. Without RBAC (unit tests of
+ * the Node authorizer) anyone else is refused.
  */
 import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
 import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
 import type { NodeReachableResource } from './node-graph.js';
+import type { UserInfo } from '../api/user-info.js';
+import type { RbacRules, UserRules } from './rbac/rbac-authorizer.js';
 import type { Identity } from './tokens.js';
 
 export interface RequestAttributes {
+  /** lower-case HTTP method for non-resource requests (`get` for GET and HEAD), else the API verb */
   verb: string;
+  /** a non-resource request's URL path (`/healthz`, `/api`); group and resource are then empty */
+  path?: string;
   group: string;
   resource: string;
   subresource?: string;
@@ -38,7 +46,12 @@ export interface NodeReach {
 
 export interface AuthorizerOptions {
   graph: NodeReach;
+  /** the RBAC authorizer; without it only system:masters and nodes get anything */
+  rbac?: RbacRules;
 }
+
+/** The group whose members may do anything, as kube-apiserver's privileged group. */
+export const PRIVILEGED_GROUP = 'system:masters';
 
 /**
  * Resources whose access is not divided per node: the rest of upstream's `system:node` rules that
@@ -61,9 +74,30 @@ export class Authorizer {
   constructor(private readonly opts: AuthorizerOptions) {}
 
   authorize(who: Identity, attrs: RequestAttributes): Decision {
-    if (who.groups.includes('system:masters')) return ALLOW;
-    if (who.groups.includes('system:nodes') && who.nodeName && who.username === `system:node:${who.nodeName}`) return this.authorizeNode(who.nodeName, attrs);
-    return deny();
+    if (who.groups.includes(PRIVILEGED_GROUP)) return ALLOW;
+    let nodeDecision: Decision | undefined;
+    if (attrs.path === undefined && isNode(who)) {
+      nodeDecision = this.authorizeNode(who.nodeName!, attrs);
+      if (nodeDecision.allowed) return nodeDecision;
+    }
+    const rbac = this.opts.rbac;
+    if (rbac?.allows(who, { verb: attrs.verb, path: attrs.path, group: attrs.group, resource: attrs.resource, subresource: attrs.subresource, namespace: attrs.namespace, name: attrs.name })) return ALLOW;
+    return nodeDecision ?? deny();
+  }
+
+  /**
+   * The rules the user holds in the namespace, as SelfSubjectRulesReview lists them: RBAC's, and
+   * `incomplete` when a node's (whose Node-authorizer rules depend on the object) or a referenced
+   * role that does not exist leaves the list short. Members of system:masters get everything.
+   */
+  rulesFor(who: UserInfo & { nodeName?: string }, namespace: string): UserRules {
+    const rules = this.opts.rbac?.rulesFor(who, namespace) ?? { resourceRules: [], nonResourceRules: [], incomplete: false };
+    if (who.groups.includes(PRIVILEGED_GROUP) && !this.opts.rbac) {
+      rules.resourceRules.push({ verbs: ['*'], apiGroups: ['*'], resources: ['*'] });
+      rules.nonResourceRules.push({ verbs: ['*'], nonResourceURLs: ['*'] });
+    }
+    if (isNode(who)) rules.incomplete = true;
+    return rules;
   }
 
   private authorizeNode(nodeName: string, attrs: RequestAttributes): Decision {
@@ -149,6 +183,24 @@ export class Authorizer {
     if (!attrs.namespace || !this.opts.graph.reaches(nodeName, resource, attrs.namespace, name)) return deny(`no relationship found between node '${nodeName}' and this object`);
     return ALLOW;
   }
+}
+
+/**
+ * Attributes of a request for a non-resource path (verb: the lower-case HTTP method, `get` for HEAD),
+ * or undefined for a resource request (`/api/v1/…`, `/apis/GROUP/VERSION/…`) and for Berth's paths
+ * that authorize each object themselves (server-side apply's batch endpoint).
+ */
+export function nonResourceAttributes(method: string, path: string): RequestAttributes | undefined {
+  const parts = path.split('/').filter(Boolean);
+  if (parts[0] === 'api' && parts.length >= 3) return undefined;
+  if (parts[0] === 'apis' && parts.length >= 4) return undefined;
+  if (path === '/berth/v1/apply') return undefined;
+  const verb = method === 'HEAD' ? 'get' : method.toLowerCase();
+  return { verb, path, group: '', resource: '' };
+}
+
+function isNode(who: UserInfo & { nodeName?: string }): boolean {
+  return who.groups.includes('system:nodes') && !!who.nodeName && who.username === `system:node:${who.nodeName}`;
 }
 
 /**

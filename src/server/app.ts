@@ -2,8 +2,9 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { Authorizer, type RequestAttributes } from '../auth/authz.js';
+import { Authorizer, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
+import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
@@ -29,7 +30,7 @@ export interface AppOptions {
   inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
   /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
   watchBookmarkIntervalMs?: number;
-  /** decides every request; by default admins may do anything and nodes what the Node authorizer allows */
+  /** decides every request; by default Node and RBAC authorizers over the registry, started with the app */
   authorizer?: Authorizer;
 }
 
@@ -70,11 +71,13 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   const openWatches = new Set<() => void>();
   let authorizer = opts.authorizer;
   let nodeGraph: NodeGraph | undefined;
+  let rbac: RbacAuthorizer | undefined;
   if (!authorizer) {
     const graph = (nodeGraph = new NodeGraph({ registry: opts.registry }));
+    const rules = (rbac = new RbacAuthorizer({ registry: opts.registry }));
     // Indexed before the server takes its first request (listen() waits for onReady).
-    app.addHook('onReady', () => graph.start());
-    authorizer = new Authorizer({ graph: nodeGraph });
+    app.addHook('onReady', async () => void (await Promise.all([graph.start(), rules.start()])));
+    authorizer = new Authorizer({ graph: nodeGraph, rbac });
   }
   const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
     const decision = authorizer.authorize(who, attrs);
@@ -83,6 +86,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
     nodeGraph?.stop();
+    rbac?.stop();
   });
 
   // Keep every body as raw bytes: decoding (UTF-8, JSON/YAML, depth, aliases) happens in one place, body.ts.
@@ -107,6 +111,14 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const identity = opts.auth.authenticate(req.headers.authorization);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
+  });
+
+  // Non-resource paths (discovery, /version, /openapi, health, /metrics…) are authorized by path and
+  // HTTP verb; resource requests are authorized where their path is resolved.
+  app.addHook('onRequest', async (req) => {
+    const who = req.identity;
+    const attrs = who && nonResourceAttributes(req.method, req.url.split('?')[0] ?? '');
+    if (attrs && !authorizer.authorize(who, attrs).allowed) throw errors.forbidden(`forbidden: User "${who.username}" cannot ${attrs.verb} path "${attrs.path}"`);
   });
 
   // Max-in-flight per client, after authentication so a client is its user, not its address.

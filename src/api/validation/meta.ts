@@ -21,7 +21,8 @@ import { dns1035LabelErrors, dns1123LabelErrors, dns1123SubdomainErrors, labelVa
  * Which rule an object's name follows: most kinds use an RFC 1123 subdomain, a few (Namespace) an
  * RFC 1123 label, and Service an RFC 1035 label (its name is a DNS label and an env var prefix).
  */
-export type NameRule = 'subdomain' | 'label' | 'dns1035';
+/** `pathSegment`: any name usable as one URL path segment (RBAC's roles and bindings, e.g. `system:basic-user`). */
+export type NameRule = 'subdomain' | 'label' | 'dns1035' | 'pathSegment';
 
 export interface ObjectMetaRules {
   /** namespaced kinds must carry metadata.namespace (the caller fills it from the URL first) */
@@ -37,7 +38,16 @@ export function nameErrors(name: string, rule: NameRule, prefix = false): string
   // generateName may end in '-' since random characters are appended after it.
   const checked = prefix && name.length > 1 && name.endsWith('-') ? `${name.slice(0, -1)}a` : name;
   if (rule === 'dns1035') return dns1035LabelErrors(checked);
+  if (rule === 'pathSegment') return pathSegmentNameErrors(name, prefix);
   return rule === 'label' ? dns1123LabelErrors(checked) : dns1123SubdomainErrors(checked);
+}
+
+/** Upstream's path.IsValidPathSegmentName (and, for a generateName, IsValidPathSegmentPrefix). */
+function pathSegmentNameErrors(name: string, prefix: boolean): string[] {
+  const errs: string[] = [];
+  if (!prefix && (name === '.' || name === '..')) errs.push(`may not be '${name}'`);
+  for (const c of ['/', '%']) if (name.includes(c)) errs.push(`may not contain '${c}'`);
+  return errs;
 }
 
 /** Validates metadata of a new or replaced object at path `metadata`. */

@@ -12,6 +12,7 @@ import { POLICY_STRATEGIES } from './policy.js';
 import { serviceStrategies, type ServiceStrategyOptions } from './services.js';
 import { ENDPOINTSLICE_STRATEGIES } from './endpointslices.js';
 import { SERVICEACCOUNT_STRATEGIES } from './serviceaccounts.js';
+import { RBAC_STRATEGIES } from './rbac.js';
 
 /**
  * Every built-in kind the control plane serves. A kind is one strategy (with its ResourceInfo);
@@ -19,7 +20,7 @@ import { SERVICEACCOUNT_STRATEGIES } from './serviceaccounts.js';
  * control plane's flags (the Service ranges) take them here.
  */
 export function builtinStrategies(opts: { services?: ServiceStrategyOptions } = {}): KindStrategy<KubeObject>[] {
-  return [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy as unknown as KindStrategy<KubeObject>, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES];
+  return [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy as unknown as KindStrategy<KubeObject>, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...RBAC_STRATEGIES];
 }
 
 /** The built-in kinds with their default configuration (Services allocate from the default ranges). */
