@@ -55,6 +55,12 @@ Flags:
   --advertise-address IP  the address pods reach the API server at, the kubernetes Service's endpoint
                           (default: --bind-address if specific, else the default-route interface's address)
   --cluster-domain DOMAIN the cluster's DNS domain, named in the serving certificate (default cluster.local)
+  --service-account-issuer URL  iss of service-account tokens (default https://kubernetes.default.svc.<cluster domain>)
+  --api-audiences L       comma-separated audiences the API accepts in service-account tokens (default: the issuer)
+  --service-account-max-token-expiration D  longest token a TokenRequest gets, e.g. 48h (default: no limit)
+  --service-account-min-token-expiration D  shortest expirationSeconds a TokenRequest may ask for (default 10m;
+                          Berth-only, so tests can use short-lived tokens)
+  --service-account-token-leeway D  clock skew allowed on tokens' exp and nbf (default 1m, as kube-apiserver; Berth-only)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -146,6 +152,11 @@ async function runServer(argv: string[]): Promise<void> {
       'service-node-port-range': { type: 'string' },
       'advertise-address': { type: 'string' },
       'cluster-domain': { type: 'string' },
+      'service-account-issuer': { type: 'string' },
+      'api-audiences': { type: 'string' },
+      'service-account-max-token-expiration': { type: 'string' },
+      'service-account-min-token-expiration': { type: 'string' },
+      'service-account-token-leeway': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -191,11 +202,32 @@ async function runServer(argv: string[]): Promise<void> {
     serviceNodePortRange: values['service-node-port-range'],
     advertiseAddress: values['advertise-address'],
     clusterDomain: values['cluster-domain'],
+    serviceAccountIssuer: values['service-account-issuer'],
+    apiAudiences: values['api-audiences']?.split(',').map((s) => s.trim()).filter(Boolean),
+    serviceAccountMaxTokenExpirationSeconds: durationSeconds(values['service-account-max-token-expiration'], 'service-account-max-token-expiration'),
+    serviceAccountMinTokenExpirationSeconds: durationSeconds(values['service-account-min-token-expiration'], 'service-account-min-token-expiration'),
+    serviceAccountTokenLeewaySeconds: durationSeconds(values['service-account-token-leeway'], 'service-account-token-leeway'),
     logger: log,
   });
   onShutdown(async () => {
     await cp.stop();
   });
+}
+
+/** A Go duration flag ("90s", "10m", "1h30m") in whole seconds; a bare number is seconds. */
+export function durationSeconds(s: string | undefined, flag: string): number | undefined {
+  if (s === undefined) return undefined;
+  if (/^\d+$/.test(s)) return Number(s);
+  const unit: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+  let total = 0;
+  let rest = s;
+  while (rest) {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
+    if (!m) fail(`invalid --${flag} "${s}" (a duration such as 90s, 10m or 48h)`);
+    total += Number(m[1]) * unit[m[2]!]!;
+    rest = rest.slice(m[0].length);
+  }
+  return Math.floor(total);
 }
 
 async function runAgent(argv: string[]): Promise<void> {

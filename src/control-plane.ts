@@ -17,6 +17,7 @@ import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { reconcileBootstrapPolicy } from './auth/rbac/bootstrap-policy.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
+import { BoundObjectIndex, defaultServiceAccountIssuer, ServiceAccountTokens } from './auth/service-account-tokens.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
@@ -93,6 +94,16 @@ export interface ControlPlaneOptions {
   advertiseAddress?: string;
   /** the cluster's DNS domain, named in the serving certificate (kubernetes.default.svc.<domain>; default cluster.local) */
   clusterDomain?: string;
+  /** `iss` of service-account tokens (default https://kubernetes.default.svc.<cluster domain>) */
+  serviceAccountIssuer?: string;
+  /** audiences the API accepts in service-account tokens (default [issuer]) */
+  apiAudiences?: string[];
+  /** longest TokenRequest lifetime; longer requests are shortened (default none) */
+  serviceAccountMaxTokenExpirationSeconds?: number;
+  /** shortest TokenRequest lifetime (default 600, as Kubernetes) */
+  serviceAccountMinTokenExpirationSeconds?: number;
+  /** clock skew allowed on service-account tokens' exp and nbf (default 60 s, as kube-apiserver) */
+  serviceAccountTokenLeewaySeconds?: number;
   /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
   releaseStartupMemoryAfterMs?: number;
 }
@@ -162,8 +173,19 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // One manager runs every controller and the scheduler over shared informers. The 'serving' stage
   // (CRDs: their resources must be live before the first request, also right after a restart)
   // starts here, before the server listens; the rest start once it does.
+  const boundObjects = new BoundObjectIndex({ registry });
+  const serviceAccountTokens = new ServiceAccountTokens({
+    dataDir: opts.dataDir,
+    issuer: opts.serviceAccountIssuer ?? defaultServiceAccountIssuer(opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN),
+    apiAudiences: opts.apiAudiences,
+    maxExpirationSeconds: opts.serviceAccountMaxTokenExpirationSeconds,
+    minExpirationSeconds: opts.serviceAccountMinTokenExpirationSeconds,
+    leewaySeconds: opts.serviceAccountTokenLeewaySeconds,
+    objects: boundObjects,
+  });
   const settings: ControllerSettings = {
     registry,
+    serviceAccountTokens,
     clusterCidr: opts.clusterCidr,
     nodeCidrMaskSize: opts.nodeCidrMaskSize,
     nodeGracePeriodMs: opts.nodeGracePeriodMs,
@@ -181,8 +203,10 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
   const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
+  await boundObjects.start();
   const app = buildApp({
     registry,
+    serviceAccountTokens,
     watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     auth,
     inflightLimits: connectionLimits,
@@ -201,7 +225,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   // The `kubernetes` Service's targetPort is the port actually bound (the flag may say 0).
   settings.apiServerPort = port;
-  settings.clusterCA = pki.caCert;
+  settings.caCert = pki.caCert;
   await manager.start('background');
   const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
@@ -218,6 +242,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       cancelStartupRelease();
       await manager.stop();
       await app.close();
+      boundObjects.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
       stopCompactor();

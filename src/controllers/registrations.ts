@@ -26,6 +26,8 @@ import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
 import { SystemServicesController } from './system-services/system-services.js';
 import { StatefulSetController } from './statefulset/statefulset-controller.js';
+import { LegacyTokenController } from './serviceaccount-tokens/legacy-tokens.js';
+import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 
 /** What the controllers need from the control plane's configuration. */
 export interface ControllerSettings {
@@ -40,8 +42,10 @@ export interface ControllerSettings {
   advertiseAddresses?: string[];
   apiServerPort?: number;
   serviceClusterIPRange?: string;
-  /** the cluster CA (PEM), published in every namespace as kube-root-ca.crt (set before the background stage) */
-  clusterCA?: string;
+  /** signs legacy token Secrets' tokens; the controller that fills them is off without it */
+  serviceAccountTokens?: ServiceAccountTokens;
+  /** the cluster CA (PEM), set once the PKI is loaded: ca.crt of token Secrets, and kube-root-ca.crt in every namespace */
+  caCert?: string;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -72,6 +76,13 @@ export const CONTROLLER_REGISTRATIONS = [
     build: (ctx, s) => new SystemServicesController({ ...ctx, advertiseAddresses: s.advertiseAddresses ?? ['127.0.0.1'], apiServerPort: s.apiServerPort ?? 6443, serviceClusterIPRange: s.serviceClusterIPRange }),
   }),
   controller({ name: 'serviceaccount', build: (ctx) => new ServiceAccountsController(ctx) }),
-  controller({ name: 'root-ca-cert-publisher', build: (ctx, s) => new RootCAPublisher({ ...ctx, rootCA: s.clusterCA ?? '' }) }),
+  controller({ name: 'root-ca-cert-publisher', build: (ctx, s) => new RootCAPublisher({ ...ctx, rootCA: s.caCert ?? '' }) }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
+  controller({
+    name: 'serviceaccount-token',
+    build: (ctx, s) => {
+      if (!s.serviceAccountTokens) throw new Error('the serviceaccount-token controller needs the service-account token signer');
+      return new LegacyTokenController({ ...ctx, tokens: s.serviceAccountTokens, caCert: () => s.caCert });
+    },
+  }),
 ] as const;

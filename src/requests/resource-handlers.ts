@@ -18,18 +18,21 @@ import { serverSideApply } from '../registry/field-manager.js';
 import type { ApiRequest, HandlerResult } from './request.js';
 import { handleScaleRequest } from './scale-subresource.js';
 import { handleEvictionRequest } from './eviction-subresource.js';
+import { handleTokenRequest } from './token-subresource.js';
+import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import { readConsistency } from '../registry/list-options.js';
 
 /**
  * Non-watch verbs on a resolved resource: get, list, create, update, patch, delete and the
  * subresources every kind shares (status) or Pods add (binding). Watch streams live elsewhere.
  */
-export async function handleResourceRequest(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
+export async function handleResourceRequest(registry: Registry, req: ApiRequest, services: { serviceAccountTokens?: ServiceAccountTokens } = {}): Promise<HandlerResult> {
   const { target, query } = req;
   const { info, namespace, name, subresource } = target;
   const dryRun = query.dryRun === 'All';
 
   if (info.kind === 'Pod' && info.group === '' && subresource === 'eviction') return handleEvictionRequest(registry, req);
+  if (info.kind === 'ServiceAccount' && info.group === '' && subresource === 'token') return handleTokenRequest(registry, services.serviceAccountTokens, req);
   if (subresource && !info.subresources.includes(subresource) && !(info.kind === 'Pod' && subresource === 'binding')) {
     throw errors.notFound({ resource: `${info.plural}/${subresource}`, name: name ?? '' });
   }

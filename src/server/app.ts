@@ -6,6 +6,7 @@ import { Authorizer, nonResourceAttributes, type RequestAttributes } from '../au
 import { NodeGraph } from '../auth/node-graph.js';
 import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
+import { JWKS_PATH, OPENID_CONFIGURATION_PATH, type ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { registerApplyEndpoint } from './apply-endpoint.js';
 import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } from './kubectl-routes.js';
@@ -20,6 +21,8 @@ import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFT
 export interface AppOptions {
   registry: Registry;
   auth: TokenAuthenticator;
+  /** issues and authenticates service-account tokens (TokenRequest, OIDC discovery) */
+  serviceAccountTokens?: ServiceAccountTokens;
   /** PEM served at /cacerts so joining agents can pin it against their token's hash */
   caCert: string;
   /** fastify/pino logger instance or options; false disables logging */
@@ -108,7 +111,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
-    const identity = opts.auth.authenticate(req.headers.authorization);
+    const identity = opts.auth.authenticate(req.headers.authorization) ?? (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
   });
@@ -141,6 +144,12 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return opts.auth.joinNode(req.headers.authorization, parseJoinBody(req.body as Buffer | undefined));
   });
   for (const p of ['/healthz', '/livez', '/readyz']) app.get(p, async (_req, reply) => reply.type('text/plain').send('ok'));
+
+  const saTokens = opts.serviceAccountTokens;
+  if (saTokens) {
+    app.get(OPENID_CONFIGURATION_PATH, async (_req, reply) => reply.header('cache-control', 'public, max-age=3600').type('application/json').send(saTokens.openIdConfiguration()));
+    app.get(JWKS_PATH, async (_req, reply) => reply.header('cache-control', 'public, max-age=3600').type('application/jwk-set+json').send(JSON.stringify(await saTokens.jwks())));
+  }
 
   registerDiscoveryRoutes(app, { registry: opts.registry, advertiseAddress: opts.advertiseAddress ?? '127.0.0.1:6443' });
   registerApplyEndpoint(app, { registry: opts.registry, authorizer });
@@ -184,7 +193,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       body: req.body as Buffer | undefined,
       user: req.identity!,
       userAgent: req.headers['user-agent'],
-    });
+    }, { serviceAccountTokens: opts.serviceAccountTokens });
     let body = result.body;
     if (version !== target.info.version && body && typeof body === 'object') {
       const b = body as KubeObject & { items?: KubeObject[] };
@@ -195,7 +204,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, serviceAccountTokens: opts.serviceAccountTokens, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };

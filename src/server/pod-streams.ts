@@ -17,12 +17,15 @@ import { ApiError, errors, isApiError } from '../api/errors.js';
 import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
 import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
+import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import type { Registry } from '../registry/registry.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
   registry: Registry;
   auth: TokenAuthenticator;
+  /** authenticates service-account JWTs, when the control plane issues them */
+  serviceAccountTokens?: ServiceAccountTokens;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -85,7 +88,7 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const identity = this.opts.auth.authenticate(req.headers.authorization);
+      const identity = this.opts.auth.authenticate(req.headers.authorization) ?? (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
       if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);

@@ -15,6 +15,10 @@ import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from '../../src/con
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { BoundObjectIndex, ServiceAccountTokens } from '../../src/auth/service-account-tokens.js';
 
 /** Forwards to the registry and counts watches per resource. */
 class CountingClient extends LocalClient {
@@ -33,7 +37,8 @@ async function setup(disabled: string[] = []) {
   const registry = new Registry({ backend: openSqliteBackend({ file: ':memory:' }) });
   for (const s of ALL_STRATEGIES) registry.register(s);
   const client = new CountingClient(registry);
-  const manager = new ControllerManager<ControllerSettings>({ client: client as Client, log: pino({ level: 'silent' }), disabled, settings: { registry, nodeMonitorPeriodMs: 60_000 } });
+  const serviceAccountTokens = new ServiceAccountTokens({ dataDir: mkdtempSync(path.join(os.tmpdir(), 'berth-cm-')), issuer: 'https://kubernetes.default.svc.cluster.local', objects: new BoundObjectIndex({ registry }) });
+  const manager = new ControllerManager<ControllerSettings>({ client: client as Client, log: pino({ level: 'silent' }), disabled, settings: { registry, nodeMonitorPeriodMs: 60_000, serviceAccountTokens } });
   for (const reg of CONTROLLER_REGISTRATIONS) manager.register(reg);
   return { registry, client, manager };
 }

@@ -94,6 +94,30 @@ const SERVICEACCOUNT_PROTOBUF: MessageTable = {
   },
 };
 
+/** The authentication.k8s.io/v1 TokenRequest `kubectl create token` POSTs to serviceaccounts/{name}/token. */
+export const TOKENREQUEST_PROTOBUF: MessageTable = {
+  TokenRequest: {
+    metadata: [1, 'ObjectMeta'],
+    spec: [2, 'TokenRequestSpec'],
+    status: [3, 'TokenRequestStatus'],
+  },
+  TokenRequestSpec: {
+    audiences: [1, '[]string'],
+    boundObjectRef: [3, 'BoundObjectReference'],
+    expirationSeconds: [4, 'int64', 'pointer'],
+  },
+  BoundObjectReference: {
+    kind: [1, 'string'],
+    apiVersion: [2, 'string'],
+    name: [3, 'string'],
+    uid: [4, 'string'],
+  },
+  TokenRequestStatus: {
+    token: [1, 'string'],
+    expirationTimestamp: [2, 'Time'],
+  },
+};
+
 // ---------- table (kubectl's columns: NAME, SECRETS, AGE) ----------
 
 const SERVICEACCOUNT_COLUMNS: ColumnProvider = {
