@@ -61,6 +61,8 @@ Flags:
   --service-account-min-token-expiration D  shortest expirationSeconds a TokenRequest may ask for (default 10m;
                           Berth-only, so tests can use short-lived tokens)
   --service-account-token-leeway D  clock skew allowed on tokens' exp and nbf (default 1m, as kube-apiserver; Berth-only)
+  --token-auth-file FILE  static bearer tokens, as kube-apiserver's: CSV lines token,user,uid,"group1,group2"
+                          (what they may do is RBAC's to say)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -157,6 +159,7 @@ async function runServer(argv: string[]): Promise<void> {
       'service-account-max-token-expiration': { type: 'string' },
       'service-account-min-token-expiration': { type: 'string' },
       'service-account-token-leeway': { type: 'string' },
+      'token-auth-file': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -207,6 +210,7 @@ async function runServer(argv: string[]): Promise<void> {
     serviceAccountMaxTokenExpirationSeconds: durationSeconds(values['service-account-max-token-expiration'], 'service-account-max-token-expiration'),
     serviceAccountMinTokenExpirationSeconds: durationSeconds(values['service-account-min-token-expiration'], 'service-account-min-token-expiration'),
     serviceAccountTokenLeewaySeconds: durationSeconds(values['service-account-token-leeway'], 'service-account-token-leeway'),
+    tokenAuthFile: values['token-auth-file'],
     logger: log,
   });
   onShutdown(async () => {

@@ -10,12 +10,17 @@ import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plug
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
 import { serviceAccountAdmission, type ServiceAccountLike } from './admission/plugins/service-account.js';
+import { rbacEscalation } from './admission/plugins/rbac-escalation.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ApiError } from './api/errors.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
+import { Authorizer } from './auth/authz.js';
+import { NodeGraph } from './auth/node-graph.js';
 import { reconcileBootstrapPolicy } from './auth/rbac/bootstrap-policy.js';
+import { RbacAuthorizer } from './auth/rbac/rbac-authorizer.js';
+import { StaticTokenAuthenticator } from './auth/static-tokens.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
 import { BoundObjectIndex, defaultServiceAccountIssuer, ServiceAccountTokens } from './auth/service-account-tokens.js';
 import { LocalClient } from './client/local-client.js';
@@ -104,6 +109,8 @@ export interface ControlPlaneOptions {
   serviceAccountMinTokenExpirationSeconds?: number;
   /** clock skew allowed on service-account tokens' exp and nbf (default 60 s, as kube-apiserver) */
   serviceAccountTokenLeewaySeconds?: number;
+  /** kube-apiserver's --token-auth-file: CSV `token,user,uid,"group1,group2"` of users authenticated by bearer token */
+  tokenAuthFile?: string;
   /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
   releaseStartupMemoryAfterMs?: number;
 }
@@ -164,12 +171,19 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
   admission.register(nodeRestriction());
+  // Node,RBAC authorization, shared by the API server and RBAC's escalation checks.
+  const nodeGraph = new NodeGraph({ registry });
+  const rbac = new RbacAuthorizer({ registry });
+  const authorizer = new Authorizer({ graph: nodeGraph, rbac });
+  admission.register(rbacEscalation({ authorizer }));
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
+  await Promise.all([nodeGraph.start(), rbac.start()]);
+  const staticTokens = opts.tokenAuthFile ? StaticTokenAuthenticator.fromFile({ file: opts.tokenAuthFile }) : undefined;
   // One manager runs every controller and the scheduler over shared informers. The 'serving' stage
   // (CRDs: their resources must be live before the first request, also right after a restart)
   // starts here, before the server listens; the rest start once it does.
@@ -209,6 +223,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     serviceAccountTokens,
     watchBookmarkIntervalMs: opts.watchBookmarkIntervalMs,
     auth,
+    staticTokens,
+    authorizer,
     inflightLimits: connectionLimits,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
@@ -243,6 +259,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       await manager.stop();
       await app.close();
       boundObjects.stop();
+      nodeGraph.stop();
+      rbac.stop();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
       stopCompactor();

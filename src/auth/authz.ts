@@ -14,6 +14,7 @@ import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
 import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
 import type { NodeReachableResource } from './node-graph.js';
 import type { UserInfo } from '../api/user-info.js';
+import type { PolicyRule, RoleRef } from '../registry/kinds/rbac.js';
 import type { RbacRules, UserRules } from './rbac/rbac-authorizer.js';
 import type { Identity } from './tokens.js';
 
@@ -98,6 +99,16 @@ export class Authorizer {
     }
     if (isNode(who)) rules.incomplete = true;
     return rules;
+  }
+
+  /** RBAC's rules for the user in the namespace, for escalation checks (none without RBAC). */
+  policyRulesFor(who: UserInfo, namespace: string): { rules: PolicyRule[]; incomplete: boolean } {
+    return this.opts.rbac?.policyRulesFor(who, namespace) ?? { rules: [], incomplete: false };
+  }
+
+  /** The rules of the role a binding references, for escalation checks. */
+  roleReferenceRules(ref: RoleRef, namespace: string): PolicyRule[] | undefined {
+    return this.opts.rbac?.roleReferenceRules(ref, namespace);
   }
 
   private authorizeNode(nodeName: string, attrs: RequestAttributes): Decision {
@@ -197,6 +208,25 @@ export function nonResourceAttributes(method: string, path: string): RequestAttr
   if (path === '/berth/v1/apply') return undefined;
   const verb = method === 'HEAD' ? 'get' : method.toLowerCase();
   return { verb, path, group: '', resource: '' };
+}
+
+/**
+ * The message of a refused request, as kube-apiserver words it: `pods "web" is forbidden: User "jane"
+ * cannot get resource "pods" in API group "" in the namespace "team"`, `forbidden: User "jane" cannot
+ * get path "/metrics"` for a non-resource path, and the authorizer's reason after a colon.
+ */
+export function forbiddenMessage(who: UserInfo, attrs: RequestAttributes, reason?: string): string {
+  const user = JSON.stringify(who.username);
+  let message: string;
+  if (attrs.path !== undefined) {
+    message = `forbidden: User ${user} cannot ${attrs.verb} path ${JSON.stringify(attrs.path)}`;
+  } else {
+    const resource = attrs.subresource ? `${attrs.resource}/${attrs.subresource}` : attrs.resource;
+    const where = attrs.namespace ? `in the namespace ${JSON.stringify(attrs.namespace)}` : 'at the cluster scope';
+    const qualified = attrs.group ? `${attrs.resource}.${attrs.group}` : attrs.resource;
+    message = `${qualified}${attrs.name ? ` ${JSON.stringify(attrs.name)}` : ''} is forbidden: User ${user} cannot ${attrs.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(attrs.group)} ${where}`;
+  }
+  return reason ? `${message}: ${reason}` : message;
 }
 
 function isNode(who: UserInfo & { nodeName?: string }): boolean {

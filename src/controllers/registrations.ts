@@ -5,6 +5,7 @@
  * informers, so each resource is listed, watched and cached once.
  */
 import type { Registry } from '../registry/registry.js';
+import { ClusterRoleAggregationController } from './clusterrole-aggregation/clusterrole-aggregation.js';
 import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
 import { DaemonSetController } from './daemonset/daemonset-controller.js';
@@ -85,4 +86,5 @@ export const CONTROLLER_REGISTRATIONS = [
       return new LegacyTokenController({ ...ctx, tokens: s.serviceAccountTokens, caCert: () => s.caCert });
     },
   }),
+  controller({ name: 'clusterrole-aggregation', build: (ctx) => new ClusterRoleAggregationController(ctx) }),
 ] as const;

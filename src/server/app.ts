@@ -2,9 +2,10 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { Authorizer, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
+import { Authorizer, forbiddenMessage, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import { RbacAuthorizer } from '../auth/rbac/rbac-authorizer.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import type { Identity, JoinRequest, TokenAuthenticator } from '../auth/tokens.js';
 import { JWKS_PATH, OPENID_CONFIGURATION_PATH, type ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import type { Registry } from '../registry/registry.js';
@@ -23,6 +24,8 @@ export interface AppOptions {
   auth: TokenAuthenticator;
   /** issues and authenticates service-account tokens (TokenRequest, OIDC discovery) */
   serviceAccountTokens?: ServiceAccountTokens;
+  /** users of the --token-auth-file, tried after the admin and node tokens */
+  staticTokens?: StaticTokenAuthenticator;
   /** PEM served at /cacerts so joining agents can pin it against their token's hash */
   caCert: string;
   /** fastify/pino logger instance or options; false disables logging */
@@ -82,9 +85,9 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     app.addHook('onReady', async () => void (await Promise.all([graph.start(), rules.start()])));
     authorizer = new Authorizer({ graph: nodeGraph, rbac });
   }
-  const authorize = (who: Identity, attrs: RequestAttributes, what: string): void => {
+  const authorize = (who: Identity, attrs: RequestAttributes): void => {
     const decision = authorizer.authorize(who, attrs);
-    if (!decision.allowed) throw errors.forbidden(`${what}${decision.reason ? `: ${decision.reason}` : ''}`);
+    if (!decision.allowed) throw errors.forbidden(forbiddenMessage(who, attrs, decision.reason));
   };
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
@@ -111,7 +114,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
-    const identity = opts.auth.authenticate(req.headers.authorization) ?? (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+    const identity = opts.auth.authenticate(req.headers.authorization) ?? opts.staticTokens?.authenticate(req.headers.authorization) ?? (await opts.serviceAccountTokens?.authenticate(req.headers.authorization));
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
   });
@@ -121,7 +124,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.addHook('onRequest', async (req) => {
     const who = req.identity;
     const attrs = who && nonResourceAttributes(req.method, req.url.split('?')[0] ?? '');
-    if (attrs && !authorizer.authorize(who, attrs).allowed) throw errors.forbidden(`forbidden: User "${who.username}" cannot ${attrs.verb} path "${attrs.path}"`);
+    if (attrs) authorize(who, attrs);
   });
 
   // Max-in-flight per client, after authentication so a client is its user, not its address.
@@ -158,12 +161,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
     const query = flatQuery(req.query);
     const verb = verbOf(req.method, target.name, query);
-    const resource = target.subresource ? `${target.info.plural}/${target.subresource}` : target.info.plural;
-    authorize(
-      req.identity!,
-      { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined },
-      `${req.identity!.username} cannot ${verb} resource "${resource}" in API group "${group}"${target.namespace ? ` in the namespace "${target.namespace}"` : ''}`,
-    );
+    authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined });
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
@@ -204,7 +202,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return reply.code(result.code).type('application/json').send(body);
   };
 
-  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, serviceAccountTokens: opts.serviceAccountTokens, caCert: opts.caCert, authorizer });
+  registerPodStreams(app, { registry: opts.registry, auth: opts.auth, staticTokens: opts.staticTokens, serviceAccountTokens: opts.serviceAccountTokens, caCert: opts.caCert, authorizer });
   app.all('/api/v1/*', async (req, reply) => handler('', 'v1', (req.params as { '*': string })['*'])(req, reply));
   app.all('/apis/:group/:version/*', async (req, reply) => {
     const p = req.params as { group: string; version: string; '*': string };

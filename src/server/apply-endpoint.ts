@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import { assertObject, decodeDocuments } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import type { Authorizer } from '../auth/authz.js';
+import { forbiddenMessage, type Authorizer } from '../auth/authz.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
 
@@ -43,8 +43,9 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
         const namespace = info.namespaced ? obj.metadata?.namespace ?? 'default' : undefined;
         if (namespace) item.namespace = namespace;
         const verb = (await exists(opts.registry, info, namespace, obj.metadata?.name)) ? 'update' : 'create';
-        const decision = opts.authorizer.authorize(req.identity!, { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name });
-        if (!decision.allowed) throw errors.forbidden(`${req.identity!.username} cannot ${verb} ${info.plural}${decision.reason ? `: ${decision.reason}` : ''}`);
+        const attrs = { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name };
+        const decision = opts.authorizer.authorize(req.identity!, attrs);
+        if (!decision.allowed) throw errors.forbidden(forbiddenMessage(req.identity!, attrs, decision.reason));
         if (verb === 'create') {
           await opts.registry.create(info, namespace, obj, { dryRun, warnings, user: req.identity! });
           item.result = 'created';

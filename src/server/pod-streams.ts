@@ -19,6 +19,7 @@ import type { Authorizer } from '../auth/authz.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import type { Registry } from '../registry/registry.js';
+import type { StaticTokenAuthenticator } from '../auth/static-tokens.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
@@ -26,6 +27,7 @@ export interface PodStreamsOptions {
   auth: TokenAuthenticator;
   /** authenticates service-account JWTs, when the control plane issues them */
   serviceAccountTokens?: ServiceAccountTokens;
+  staticTokens?: StaticTokenAuthenticator;
   /** cluster CA PEM: agents' serving certificates must chain to it */
   caCert: string;
   authorizer: Authorizer;
@@ -88,7 +90,7 @@ class PodStreams {
     socket.on('error', () => socket.destroy());
     try {
       // Who first, as for every other request: anonymous callers learn nothing, not even which paths exist.
-      const identity = this.opts.auth.authenticate(req.headers.authorization) ?? (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
+      const identity = this.opts.auth.authenticate(req.headers.authorization) ?? this.opts.staticTokens?.authenticate(req.headers.authorization) ?? (await this.opts.serviceAccountTokens?.authenticate(req.headers.authorization));
       if (!identity) throw errors.unauthorized();
       const url = new URL(req.url ?? '/', 'https://apiserver');
       const m = STREAM_PATH.exec(url.pathname);

@@ -12,7 +12,7 @@
  */
 import type { UserInfo } from '../../api/user-info.js';
 import type { Registry, RegistryWatcher } from '../../registry/registry.js';
-import { CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, ROLE_BINDING_INFO, ROLE_INFO, type ClusterRole, type PolicyRule, type Role, type RoleBinding } from '../../registry/kinds/rbac.js';
+import { CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, ROLE_BINDING_INFO, ROLE_INFO, type ClusterRole, type PolicyRule, type Role, type RoleBinding, type RoleRef } from '../../registry/kinds/rbac.js';
 import { ruleAllows, subjectMatches, type RuleRequest } from './rule-matching.js';
 
 /** One namespace's (or, with namespace '', the cluster's) rules for a user, as SelfSubjectRulesReview shows them. */
@@ -41,6 +41,8 @@ export interface RbacRules {
   rulesFor(user: UserInfo, namespace: string): UserRules;
   /** every rule the user holds in the namespace (cluster-wide ones included), for escalation checks */
   policyRulesFor(user: UserInfo, namespace: string): { rules: PolicyRule[]; incomplete: boolean };
+  /** the rules of the role a binding in `namespace` ('' for a ClusterRoleBinding) references; undefined when it does not exist */
+  roleReferenceRules(ref: RoleRef, namespace: string): PolicyRule[] | undefined;
 }
 
 /** how long to wait before trying again to rebuild the index when the store refused */
@@ -162,6 +164,11 @@ export class RbacAuthorizer implements RbacRules {
       return false;
     }, true);
     return { rules, incomplete };
+  }
+
+  roleReferenceRules(ref: RoleRef, namespace: string): PolicyRule[] | undefined {
+    const role = ref.kind === 'ClusterRole' ? this.clusterRoles.get(ref.name) : ref.kind === 'Role' && namespace ? this.roles.get(`${namespace}/${ref.name}`) : undefined;
+    return role ? (role.rules ?? []) : undefined;
   }
 
   /**
