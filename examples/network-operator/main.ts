@@ -16,6 +16,7 @@
 import { parseArgs } from 'node:util';
 import Dockerode from 'dockerode';
 import pino, { type Logger } from 'pino';
+import { ApiError } from '../../src/api/errors.js';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { EventRecorder } from '../../src/client/events.js';
@@ -93,8 +94,8 @@ async function main(): Promise<void> {
 
   const networkReconciler = new NetworkReconciler({ client, networks: networkInformer, docker: networksOnDocker, events, locks, log: log.child({ controller: 'network' }) });
   const podReconciler = new PodAttachmentReconciler({ client, pods: podInformer, networks: networkInformer, docker: networksOnDocker, events, locks, log: log.child({ controller: 'pod-attach' }), nodeName });
-  const networkController = new Controller({ name: 'network', workers: 2, log, queue: new WorkQueue({ maxDelayMs: MAX_RETRY_DELAY_MS }), reconcile: (key) => networkReconciler.reconcile(key) });
-  const podController = new Controller({ name: 'pod-attach', workers: 2, log, queue: new WorkQueue({ maxDelayMs: MAX_RETRY_DELAY_MS }), reconcile: (key) => podReconciler.reconcile(key) });
+  const networkController = new Controller({ name: 'network', workers: 2, log, queue: new WorkQueue({ maxDelayMs: MAX_RETRY_DELAY_MS }), reconcile: withStatus((key) => networkReconciler.reconcile(key)) });
+  const podController = new Controller({ name: 'pod-attach', workers: 2, log, queue: new WorkQueue({ maxDelayMs: MAX_RETRY_DELAY_MS }), reconcile: withStatus((key) => podReconciler.reconcile(key)) });
 
   // Handlers only turn events into keys; reconcile always re-reads the cache.
   const onNetwork = (n: KubeObject) => {
@@ -130,6 +131,21 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Puts the HTTP status of a refused API call in front of its message, so the line the controller
+ * logs says `403 Forbidden: … is forbidden: User "…" cannot patch …` (a lost binding) or `401`.
+ */
+function withStatus<R>(reconcile: (key: string) => Promise<R>): (key: string) => Promise<R> {
+  return async (key) => {
+    try {
+      return await reconcile(key);
+    } catch (err) {
+      if (err instanceof ApiError) throw new Error(`${err.code} ${err.reason}: ${err.message}`, { cause: err });
+      throw err;
+    }
+  };
 }
 
 /** Runs `fn` until it succeeds, waiting up to 5 s between attempts. */

@@ -138,9 +138,9 @@ describe('Network operator in the cluster: its own ServiceAccount, least privile
     let logNow = '';
     await waitFor(async () => {
       logNow = (await operatorLog()).slice(logBefore.length);
-      return /forbidden/i.test(logNow);
+      return logNow.includes('403 Forbidden');
     }, 60_000, () => `a 403 in the operator's log; new lines:\n${logNow}`);
-    assert.ok(logNow.includes(SERVICE_ACCOUNT_USER), `the denial names the ServiceAccount:\n${logNow}`);
+    assert.ok(logNow.includes(`forbidden: User \\"${SERVICE_ACCOUNT_USER}\\" cannot`), `the denial names the ServiceAccount:\n${logNow}`);
     const meanwhile = await c.client.get<Network>(NETWORKS, { name: netB });
     assert.notEqual(meanwhile.status?.phase, 'Ready', 'nothing is reconciled while the operator is denied');
     assert.equal((await docker(['network', 'ls', '-q', '--filter', `name=^${dockerNetworkName(netB)}$`])).trim(), '', 'no Docker network while denied');
