@@ -61,7 +61,8 @@ describe('admission: sidecar injection', () => {
     await apply('mesh', appManifest('shop', 'one'));
     const pod = await waitForPod(c.client, 'mesh', 'shop', (p) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length === 2);
     assert.deepEqual(pod.spec.containers.map((x) => x.name), ['app', 'proxy']);
-    assert.deepEqual(pod.spec.volumes?.map((v) => v.name), ['proxy-data']);
+    // The ServiceAccount plugin's token volume comes after the injected one.
+    assert.deepEqual(pod.spec.volumes?.map((v) => v.name.replace(/^kube-api-access-.{5}$/, 'kube-api-access-*')), ['proxy-data', 'kube-api-access-*']);
     const marker = JSON.parse(pod.metadata.annotations?.['sidecar.berth.dev/status'] ?? '{}') as { containers?: string[] };
     assert.deepEqual(marker.containers, ['proxy']);
     // The sidecar shares the pod's network namespace: it fetched the app's page from localhost.

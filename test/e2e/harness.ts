@@ -18,6 +18,7 @@ import { NODE_FLAGS } from '../../src/node-flags.js';
 import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
 import { NftCommand } from '../../agent/proxy/nft-executor.js';
+import { unmountAllUnder } from '../../agent/volumes/mounts.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 
 const execFileP = promisify(execFile);
@@ -197,7 +198,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       await removeNodeContainers(nodeNames);
       for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
       for (const nodeName of new Set([...nodeNames, ...agents.keys()])) await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
-      if (!opts.keep && !process.env.BERTH_KEEP_E2E) fs.rmSync(dir, { recursive: true, force: true });
+      // A stopped agent leaves its pods' in-memory volumes mounted (every pod's token volume is one).
+      if (!opts.keep && !process.env.BERTH_KEEP_E2E) {
+        await unmountAllUnder(dir).catch(() => undefined);
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
     },
   };
   return cluster;
