@@ -430,6 +430,7 @@ describe('columns live with their kind', () => {
       '/ConfigMap', '/Endpoints', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret', '/Service', '/ServiceAccount',
       'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet',
       'batch/CronJob', 'batch/Job', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'policy/PodDisruptionBudget',
+      'rbac.authorization.k8s.io/ClusterRole', 'rbac.authorization.k8s.io/ClusterRoleBinding', 'rbac.authorization.k8s.io/Role', 'rbac.authorization.k8s.io/RoleBinding',
     ]);
   });
 
