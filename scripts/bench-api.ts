@@ -57,6 +57,8 @@ const identities = (values.identities ?? IDENTITIES.join(',')).split(',') as Ide
 for (const id of identities) if (!IDENTITIES.includes(id)) throw new Error(`--identities: unknown identity ${JSON.stringify(id)}; known: ${IDENTITIES.join(', ')}`);
 const KINDS = ['create', 'patch', 'apply', 'get'] as const;
 const WARMUP_SECONDS = 3;
+/** GETs per identity in the paired measurement (closed loop: a few seconds). */
+const PAIRED_GETS = 2000;
 const blockSeconds = Number(values['block-seconds'] ?? 5);
 /** The namespace-scoped user's static token, bound to `edit` in its namespace. */
 const BENCH_USER = 'bench-user';
@@ -82,6 +84,7 @@ async function main(): Promise<void> {
 
     // ---- 1. mixed load, open loop: as the admin (system:masters), then through RBAC ----
     const mixed: MixedResult[] = [];
+    let paired: Array<{ identity: IdentityName; p50Ms: number; p90Ms: number; p99Ms: number }> = [];
     if (phases.has('mixed')) {
       const clients = await identityClients(c, tokenFile);
       try {
@@ -108,6 +111,7 @@ async function main(): Promise<void> {
           }
         }
         for (const id of identities) mixed.push({ identity: id, user: clients[id].user, namespace: clients[id].namespace, ...summariseLoad(samples.get(id)!) });
+        paired = await pairedGets(identities.map((id) => ({ id, ...clients[id] })), PAIRED_GETS);
       } finally {
         for (const id of identities) if (clients[id].client !== c.client) clients[id].client.close();
       }
@@ -145,6 +149,7 @@ async function main(): Promise<void> {
     const report = {
       date: new Date().toISOString(),
       load: mixed.map((m) => ({ ...m, p99OverAdminMs: admin ? round(m.p99Ms - admin.p99Ms) : undefined })),
+      pairedGets: paired,
       watchFanout: { watchers, writes: fanoutWrites, deliveries: delays.length, p50Ms: round(pct(delays, 50)), p99Ms: round(pct(delays, 99)) },
       largeObjects: large,
       loadAverage: fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
@@ -156,6 +161,9 @@ async function main(): Promise<void> {
       const target = m.identity === 'admin' ? 'p99 ≤ 50 ms, 0 errors' : `p99 ≤ admin's + 1 ms (${m.p99OverAdminMs! >= 0 ? '+' : ''}${m.p99OverAdminMs} ms), 0 errors`;
       console.log(`| ${m.requests} mixed requests at ${m.achievedRate}/s as ${m.user} (${m.errors} errors) | ${m.p50Ms} ms | ${m.p99Ms} ms | ${target} |`);
       console.log(`| — create / patch / apply / get | ${KINDS.map((k) => m.byKind[k]!.p50Ms).join(' / ')} ms | ${KINDS.map((k) => m.byKind[k]!.p99Ms).join(' / ')} ms | |`);
+    }
+    if (paired.length) {
+      console.log(`| ${PAIRED_GETS} GETs per identity, one at a time, identities alternating request by request | ${paired.map((p) => `${p.identity} ${p.p50Ms}`).join(' / ')} ms | ${paired.map((p) => `${p.identity} ${p.p99Ms}`).join(' / ')} ms | |`);
     }
     if (watchers) console.log(`| watch event to ${watchers} watchers (${delays.length} deliveries) | ${report.watchFanout.p50Ms} ms | ${report.watchFanout.p99Ms} ms | p99 ≤ 50 ms |`);
     if (large) {
@@ -241,6 +249,27 @@ async function identityClients(c: Cluster, tokenFile: { userToken: string }): Pr
     if (res.status !== 200 && res.status !== 404) throw new Error(`${user} cannot read ConfigMaps in ${namespace}: HTTP ${res.status} ${res.body.toString('utf8').slice(0, 300)}`);
   }
   return clients;
+}
+
+/**
+ * The authentication and authorization path's own cost, with the machine's noise cancelled as far as
+ * it can be: one GET at a time, the identities alternating request by request, so a stall from
+ * anything else on the machine lands on all of them alike. Times in ms, with a resolution of µs.
+ */
+async function pairedGets(who: Array<{ id: IdentityName; client: HttpClient; namespace: string }>, count: number) {
+  const times = new Map(who.map((w) => [w.id, [] as number[]]));
+  for (let i = 0; i < count; i++) {
+    for (const w of who) {
+      const t0 = performance.now();
+      await w.client.get(CM, { namespace: w.namespace, name: 'seed-0' });
+      times.get(w.id)!.push(performance.now() - t0);
+    }
+  }
+  const r3 = (n: number) => Math.round(n * 1000) / 1000;
+  return who.map((w) => {
+    const xs = times.get(w.id)!;
+    return { identity: w.id, p50Ms: r3(pct(xs, 50)), p90Ms: r3(pct(xs, 90)), p99Ms: r3(pct(xs, 99)) };
+  });
 }
 
 /** `total` requests at `rate` per second, open loop (each sent on schedule, whatever the previous ones do). */
