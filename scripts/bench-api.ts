@@ -2,13 +2,15 @@
  * API benchmark on the embedded store (not a timed test):
  *  1. Open-loop load at a fixed rate (default 200 requests/s for 30 s, bounded) of mixed writes and
  *     reads — creates, merge patches, server-side applies and gets of ConfigMaps — over real HTTPS
- *     with keep-alive, as a client library would. Reports p50/p99/max latency and errors.
+ *     with keep-alive, as a client library would. Run once per identity, each in its own namespace
+ *     after a short unmeasured warm-up: the admin (system:masters, allowed before RBAC is
+ *     consulted), a user with a static token (--token-auth-file) bound to `edit` in one namespace,
+ *     and a ServiceAccount with a TokenRequest token bound by a Role — the last two go through the
+ *     RBAC authorizer on every request. The identities take turns in blocks of 5 s
+ *     (`--block-seconds`) until each has sent its share. Reports p50/p99/max latency, errors, and
+ *     each p99's difference to the admin's.
  *  2. Watch fan-out: 10 watchers on the same collection; for each of N writes, the delay from
  *     sending the write to each watcher receiving its event. Reports p50/p99.
- *  1b. RBAC (`rbac`): the same mixed load as a namespace-scoped user (a `--token-auth-file` user
- *     bound to `edit` in the namespace, so every request goes through RBAC), interleaved with the
- *     same load as the admin (system:masters, never reaching RBAC): admin, user, user, admin, each
- *     half the requests. Reports both p99s; the target is the user's p99 ≤ the admin's + 1 ms.
  *  3. Large objects: a ~1.4 MB Pod read back-to-back by 24 concurrent clients for 10 s (bounded),
  *     while small GETs of a ConfigMap are sent at 100/s and timed. The burst runs in its own process
  *     at nice 10: on a 2-core machine it stands in for clients elsewhere, and decrypting ~1 GB/s of
@@ -18,7 +20,8 @@
  *     peak during, and after.
  *
  * Usage: node dist/scripts/bench-api.js [--rate 200] [--seconds 30] [--writes 200]
- *          [--large-clients 24] [--large-seconds 10] [--burst-nice 10] [--only mixed,rbac,fanout,large] [--json FILE]
+ *          [--identities admin,user,serviceaccount] [--block-seconds 5] [--large-clients 24] [--large-seconds 10]
+ *          [--burst-nice 10] [--only mixed,fanout,large] [--json FILE]
  */
 import fs from 'node:fs';
 import https from 'node:https';
@@ -26,9 +29,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { fork } from 'node:child_process';
 import os from 'node:os';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import { ApiError } from '../src/api/errors.js';
 import type { KubeObject } from '../src/api/types.js';
-import type { Client } from '../src/client/client.js';
 import { HttpClient } from '../src/client/http-client.js';
 import { startCluster } from '../test/e2e/harness.js';
 
@@ -36,6 +40,7 @@ const { values } = parseArgs({
   options: {
     rate: { type: 'string' }, seconds: { type: 'string' }, writes: { type: 'string' }, json: { type: 'string' },
     'large-clients': { type: 'string' }, 'large-seconds': { type: 'string' }, 'burst-nice': { type: 'string' }, only: { type: 'string' },
+    identities: { type: 'string' }, 'block-seconds': { type: 'string' },
   },
 });
 const rate = Number(values.rate ?? 200);
@@ -44,8 +49,22 @@ const fanoutWrites = Number(values.writes ?? 200);
 const largeClients = Math.min(Number(values['large-clients'] ?? 24), 64);
 const largeSeconds = Math.min(Number(values['large-seconds'] ?? 10), 60);
 const burstNice = Number(values['burst-nice'] ?? 10);
-const phases = new Set((values.only ?? 'mixed,rbac,fanout,large').split(','));
+const phases = new Set((values.only ?? 'mixed,fanout,large').split(','));
 const CM = { plural: 'configmaps' };
+const IDENTITIES = ['admin', 'user', 'serviceaccount'] as const;
+type IdentityName = (typeof IDENTITIES)[number];
+const identities = (values.identities ?? IDENTITIES.join(',')).split(',') as IdentityName[];
+for (const id of identities) if (!IDENTITIES.includes(id)) throw new Error(`--identities: unknown identity ${JSON.stringify(id)}; known: ${IDENTITIES.join(', ')}`);
+const KINDS = ['create', 'patch', 'apply', 'get'] as const;
+const WARMUP_SECONDS = 3;
+/** GETs per identity in the paired measurement (closed loop: a few seconds). */
+const PAIRED_GETS = 2000;
+const blockSeconds = Number(values['block-seconds'] ?? 5);
+/** The namespace-scoped user's static token, bound to `edit` in its namespace. */
+const BENCH_USER = 'bench-user';
+const BENCH_USER_NAMESPACE = 'bench-user';
+const BENCH_SA_NAMESPACE = 'bench-sa';
+const BENCH_SA = 'bench';
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -53,92 +72,51 @@ function pct(xs: number[], p: number): number {
 }
 const round = (n: number) => Math.round(n * 10) / 10;
 
-/** The bench's namespace-scoped user, from the server's --token-auth-file. */
-const RBAC_USER = { name: 'bench-editor', token: `bench-editor-${process.pid}-${Date.now()}` };
-
-interface MixedResult {
-  total: number;
-  elapsed: number;
-  errors: number;
-  latencies: Record<string, number[]>;
-}
-
-/** Open-loop mixed load: creates, merge patches, server-side applies and gets of the seed ConfigMaps at `rate`. */
-async function mixedLoad(client: Client, total: number, seeds: number, namePrefix: string): Promise<MixedResult> {
-  const latencies: Record<string, number[]> = { create: [], patch: [], apply: [], get: [] };
-  let errors = 0;
-  const kinds = ['create', 'patch', 'apply', 'get'] as const;
-  const started = performance.now();
-  const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = started + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const kind = kinds[i % kinds.length]!;
-    const seed = `seed-${i % seeds}`;
-    const t0 = performance.now();
-    const op =
-      kind === 'create'
-        ? client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${namePrefix}-${i}`, namespace: 'default' }, data: { i: String(i) } } as KubeObject)
-        : kind === 'patch'
-          ? client.patch(CM, { namespace: 'default', name: seed, type: 'merge', patch: { data: { n: String(i) } } })
-          : kind === 'apply'
-            ? client.patch(CM, { namespace: 'default', name: seed, type: 'apply', fieldManager: `bench-${i % 3}`, force: true, patch: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: seed }, data: { [`m${i % 3}`]: String(i) } } })
-            : client.get(CM, { namespace: 'default', name: seed });
-    inflight.push(
-      op.then(
-        () => void latencies[kind]!.push(performance.now() - t0),
-        () => void errors++,
-      ),
-    );
-  }
-  await Promise.all(inflight);
-  return { total, elapsed: (performance.now() - started) / 1000, errors, latencies };
-}
-
 async function main(): Promise<void> {
-  const tokenDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-tokens-'));
-  const tokenFile = path.join(tokenDir, 'tokens.csv');
-  fs.writeFileSync(tokenFile, `${RBAC_USER.token},${RBAC_USER.name},${RBAC_USER.name}\n`, { mode: 0o600 });
-  const c = await startCluster({ agents: [], serverArgs: ['--disable-controllers', 'scheduler', '--token-auth-file', tokenFile] });
+  // Static tokens, one a line as kube-apiserver's --token-auth-file: token,user,uid,"group1,group2".
+  const tokenFile = { path: path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'berth-bench-api-')), 'tokens.csv'), userToken: randomBytes(24).toString('hex') };
+  fs.writeFileSync(tokenFile.path, `${tokenFile.userToken},${BENCH_USER},${BENCH_USER}-uid,"bench-users"\n`, { mode: 0o600 });
+  const c = await startCluster({ agents: [], serverArgs: ['--disable-controllers', 'scheduler', '--token-auth-file', tokenFile.path] });
   try {
     // Seed objects for patches, applies and gets.
     const seeds = 50;
     for (let i = 0; i < seeds; i++) await c.client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `seed-${i}`, namespace: 'default' }, data: { n: '0' } } as KubeObject);
 
-    // ---- 1. mixed load, open loop ----
-    const total = phases.has('mixed') ? Math.min(rate * seconds, 20_000) : 0;
-    const mixed = await mixedLoad(c.client, total, seeds, 'load');
-    const { latencies, errors, elapsed } = mixed;
-    const all = Object.values(latencies).flat();
-
-    // ---- 1b. the same load through RBAC, as a namespace-scoped user ----
-    let rbac: { requests: number; errors: number; userP50Ms: number; userP99Ms: number; adminP50Ms: number; adminP99Ms: number } | undefined;
-    if (phases.has('rbac')) {
-      await c.client.create(
-        { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
-        { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'bench-editor', namespace: 'default' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: RBAC_USER.name }] } as KubeObject,
-        { namespace: 'default' },
-      );
-      const user = new HttpClient({ server: c.url, token: RBAC_USER.token, ca: fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8') });
-      const rbacTotal = Math.min(rate * seconds, 20_000);
+    // ---- 1. mixed load, open loop: as the admin (system:masters), then through RBAC ----
+    const mixed: MixedResult[] = [];
+    let paired: Array<{ identity: IdentityName; p50Ms: number; p90Ms: number; p99Ms: number }> = [];
+    if (phases.has('mixed')) {
+      const clients = await identityClients(c, tokenFile);
       try {
-        // Admin, user, user, admin: a machine getting busier or quieter during the phase weighs on both alike.
-        const half = Math.ceil(rbacTotal / 2);
-        const runs = [
-          await mixedLoad(c.client, half, seeds, 'rbac-admin-a'),
-          await mixedLoad(user, half, seeds, 'rbac-user-a'),
-          await mixedLoad(user, half, seeds, 'rbac-user-b'),
-          await mixedLoad(c.client, half, seeds, 'rbac-admin-b'),
-        ];
-        const flat = (r: MixedResult[]) => r.flatMap((x) => Object.values(x.latencies).flat());
-        const u = flat([runs[1]!, runs[2]!]);
-        const a = flat([runs[0]!, runs[3]!]);
-        rbac = { requests: half * 2, errors: runs.reduce((n, r) => n + r.errors, 0), userP50Ms: round(pct(u, 50)), userP99Ms: round(pct(u, 99)), adminP50Ms: round(pct(a, 50)), adminP99Ms: round(pct(a, 99)) };
+        for (const id of identities) {
+          const who = clients[id];
+          for (let i = 0; i < seeds; i++) await c.client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `seed-${i}`, namespace: who.namespace }, data: { n: '0' } } as KubeObject).catch(ignoreExisting);
+          // A short unmeasured run first, so no identity pays for the JIT or a cold cache on the others' behalf.
+          await mixedLoad({ client: who.client, namespace: who.namespace, seeds, rate, total: Math.min(rate * WARMUP_SECONDS, 2000), namePrefix: `warm-${id}` });
+        }
+        // The identities take turns in short blocks rather than one long run each, so whatever else
+        // the machine does meanwhile falls on all of them alike.
+        const perIdentity = Math.min(rate * seconds, 20_000);
+        const perBlock = Math.max(1, Math.round(rate * blockSeconds));
+        const samples = new Map(identities.map((id) => [id, { latencies: { create: [], patch: [], apply: [], get: [] } as Record<string, number[]>, errors: 0, requests: 0, seconds: 0 }]));
+        for (let block = 0, sent = 0; sent < perIdentity; block++, sent += perBlock) {
+          for (const id of identities) {
+            const who = clients[id];
+            const r = await mixedLoad({ client: who.client, namespace: who.namespace, seeds, rate, total: Math.min(perBlock, perIdentity - sent), namePrefix: `load-${id}-${block}` });
+            const acc = samples.get(id)!;
+            for (const k of KINDS) acc.latencies[k]!.push(...r.latencies[k]!);
+            acc.errors += r.errors;
+            acc.requests += r.requests;
+            acc.seconds += r.seconds;
+          }
+        }
+        for (const id of identities) mixed.push({ identity: id, user: clients[id].user, namespace: clients[id].namespace, ...summariseLoad(samples.get(id)!) });
+        paired = await pairedGets(identities.map((id) => ({ id, ...clients[id] })), PAIRED_GETS);
       } finally {
-        user.close();
+        for (const id of identities) if (clients[id].client !== c.client) clients[id].client.close();
       }
     }
+    const admin = mixed.find((m) => m.identity === 'admin');
 
     // ---- 2. watch fan-out ----
     const watchers = phases.has('fanout') ? 10 : 0;
@@ -170,17 +148,8 @@ async function main(): Promise<void> {
 
     const report = {
       date: new Date().toISOString(),
-      load: {
-        targetRate: rate,
-        requests: total,
-        achievedRate: round(total / elapsed),
-        errors,
-        p50Ms: round(pct(all, 50)),
-        p99Ms: round(pct(all, 99)),
-        maxMs: round(Math.max(...all)),
-        byKind: Object.fromEntries(Object.entries(latencies).map(([k, v]) => [k, { p50Ms: round(pct(v, 50)), p99Ms: round(pct(v, 99)) }])),
-      },
-      rbac,
+      load: mixed.map((m) => ({ ...m, p99OverAdminMs: admin ? round(m.p99Ms - admin.p99Ms) : undefined })),
+      pairedGets: paired,
       watchFanout: { watchers, writes: fanoutWrites, deliveries: delays.length, p50Ms: round(pct(delays, 50)), p99Ms: round(pct(delays, 99)) },
       largeObjects: large,
       loadAverage: fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
@@ -188,11 +157,13 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(report, null, 2));
     console.log('\n| measurement | p50 | p99 | target |');
     console.log('|---|---|---|---|');
-    if (total) console.log(`| ${total} mixed requests at ${report.load.achievedRate}/s (${errors} errors) | ${report.load.p50Ms} ms | ${report.load.p99Ms} ms | p99 ≤ 50 ms, 0 errors |`);
-    if (total) for (const [k, v] of Object.entries(report.load.byKind)) console.log(`| — ${k} | ${v.p50Ms} ms | ${v.p99Ms} ms | |`);
-    if (rbac) {
-      console.log(`| ${rbac.requests} mixed requests as an RBAC \`edit\` user (${rbac.errors} errors) | ${rbac.userP50Ms} ms | ${rbac.userP99Ms} ms | p99 ≤ admin p99 + 1 ms |`);
-      console.log(`| — the same load as admin, interleaved (admin, user, user, admin) | ${rbac.adminP50Ms} ms | ${rbac.adminP99Ms} ms | |`);
+    for (const m of report.load) {
+      const target = m.identity === 'admin' ? 'p99 ≤ 50 ms, 0 errors' : `p99 ≤ admin's + 1 ms (${m.p99OverAdminMs! >= 0 ? '+' : ''}${m.p99OverAdminMs} ms), 0 errors`;
+      console.log(`| ${m.requests} mixed requests at ${m.achievedRate}/s as ${m.user} (${m.errors} errors) | ${m.p50Ms} ms | ${m.p99Ms} ms | ${target} |`);
+      console.log(`| — create / patch / apply / get | ${KINDS.map((k) => m.byKind[k]!.p50Ms).join(' / ')} ms | ${KINDS.map((k) => m.byKind[k]!.p99Ms).join(' / ')} ms | |`);
+    }
+    if (paired.length) {
+      console.log(`| ${PAIRED_GETS} GETs per identity, one at a time, identities alternating request by request | ${paired.map((p) => `${p.identity} ${p.p50Ms}`).join(' / ')} ms | ${paired.map((p) => `${p.identity} ${p.p99Ms}`).join(' / ')} ms | |`);
     }
     if (watchers) console.log(`| watch event to ${watchers} watchers (${delays.length} deliveries) | ${report.watchFanout.p50Ms} ms | ${report.watchFanout.p99Ms} ms | p99 ≤ 50 ms |`);
     if (large) {
@@ -207,8 +178,149 @@ async function main(): Promise<void> {
     if (values.json) fs.writeFileSync(values.json, JSON.stringify(report, null, 2));
   } finally {
     await c.stop();
-    fs.rmSync(tokenDir, { recursive: true, force: true });
+    fs.rmSync(path.dirname(tokenFile.path), { recursive: true, force: true });
   }
+}
+
+type Cluster = Awaited<ReturnType<typeof startCluster>>;
+
+interface MixedResult {
+  identity: IdentityName;
+  user: string;
+  namespace: string;
+  requests: number;
+  achievedRate: number;
+  errors: number;
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  byKind: Record<string, { p50Ms: number; p99Ms: number }>;
+}
+
+function ignoreExisting(err: unknown): void {
+  if (!(err instanceof ApiError && err.code === 409)) throw err;
+}
+
+/**
+ * The three callers of the mixed load, each with its namespace: the admin in `default`; a user known
+ * by a static token, bound to the default `edit` ClusterRole in its namespace; a ServiceAccount bound
+ * by a Role that allows only what the load does, with a token from the TokenRequest API.
+ */
+async function identityClients(c: Cluster, tokenFile: { userToken: string }): Promise<Record<IdentityName, { client: HttpClient; namespace: string; user: string }>> {
+  const ca = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8');
+  const rbac = (plural: string) => ({ group: 'rbac.authorization.k8s.io', version: 'v1', plural });
+  const create = (res: { group?: string; version?: string; plural: string; namespaced?: boolean }, obj: Record<string, unknown>) => c.client.create(res, obj as unknown as KubeObject).catch(ignoreExisting);
+  const ns = (name: string) => create({ plural: 'namespaces', namespaced: false }, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+
+  await ns(BENCH_USER_NAMESPACE);
+  await create(rbac('rolebindings'), {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `${BENCH_USER}-edit`, namespace: BENCH_USER_NAMESPACE },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: BENCH_USER }],
+  });
+
+  await ns(BENCH_SA_NAMESPACE);
+  await create({ plural: 'serviceaccounts' }, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: BENCH_SA, namespace: BENCH_SA_NAMESPACE } });
+  await create(rbac('roles'), {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'configmap-writer', namespace: BENCH_SA_NAMESPACE },
+    rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'patch'] }],
+  });
+  await create(rbac('rolebindings'), {
+    apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: 'configmap-writer', namespace: BENCH_SA_NAMESPACE },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'configmap-writer' },
+    subjects: [{ kind: 'ServiceAccount', name: BENCH_SA, namespace: BENCH_SA_NAMESPACE }],
+  });
+  const tokenRequest = await c.client.request<{ status?: { token?: string } }>({
+    method: 'POST',
+    path: `/api/v1/namespaces/${BENCH_SA_NAMESPACE}/serviceaccounts/${BENCH_SA}/token`,
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } },
+  });
+  const saToken = tokenRequest.status?.token;
+  if (!saToken) throw new Error(`TokenRequest returned no token: ${JSON.stringify(tokenRequest)}`);
+
+  const clients = {
+    admin: { client: c.client, namespace: 'default', user: 'admin' },
+    user: { client: new HttpClient({ server: c.url, ca, token: tokenFile.userToken }), namespace: BENCH_USER_NAMESPACE, user: BENCH_USER },
+    serviceaccount: { client: new HttpClient({ server: c.url, ca, token: saToken }), namespace: BENCH_SA_NAMESPACE, user: `system:serviceaccount:${BENCH_SA_NAMESPACE}:${BENCH_SA}` },
+  };
+  // Each must be allowed before its load starts; a denial here is a setup error, not a latency.
+  for (const { client, namespace, user } of Object.values(clients)) {
+    const res = await client.raw({ method: 'GET', path: `/api/v1/namespaces/${namespace}/configmaps/kube-root-ca.crt` });
+    if (res.status !== 200 && res.status !== 404) throw new Error(`${user} cannot read ConfigMaps in ${namespace}: HTTP ${res.status} ${res.body.toString('utf8').slice(0, 300)}`);
+  }
+  return clients;
+}
+
+/**
+ * The authentication and authorization path's own cost, with the machine's noise cancelled as far as
+ * it can be: one GET at a time, the identities alternating request by request, so a stall from
+ * anything else on the machine lands on all of them alike. Times in ms, with a resolution of µs.
+ */
+async function pairedGets(who: Array<{ id: IdentityName; client: HttpClient; namespace: string }>, count: number) {
+  const times = new Map(who.map((w) => [w.id, [] as number[]]));
+  for (let i = 0; i < count; i++) {
+    for (const w of who) {
+      const t0 = performance.now();
+      await w.client.get(CM, { namespace: w.namespace, name: 'seed-0' });
+      times.get(w.id)!.push(performance.now() - t0);
+    }
+  }
+  const r3 = (n: number) => Math.round(n * 1000) / 1000;
+  return who.map((w) => {
+    const xs = times.get(w.id)!;
+    return { identity: w.id, p50Ms: r3(pct(xs, 50)), p90Ms: r3(pct(xs, 90)), p99Ms: r3(pct(xs, 99)) };
+  });
+}
+
+/** `total` requests at `rate` per second, open loop (each sent on schedule, whatever the previous ones do). */
+async function mixedLoad(opts: { client: HttpClient; namespace: string; seeds: number; rate: number; total: number; namePrefix: string }) {
+  const { client, namespace, seeds, rate, total } = opts;
+  const latencies: Record<string, number[]> = { create: [], patch: [], apply: [], get: [] };
+  let errors = 0;
+  let firstError: string | undefined;
+  const started = performance.now();
+  const inflight: Promise<void>[] = [];
+  for (let i = 0; i < total; i++) {
+    const due = started + (i * 1000) / rate;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    const kind = KINDS[i % KINDS.length]!;
+    const seed = `seed-${i % seeds}`;
+    const t0 = performance.now();
+    const op =
+      kind === 'create'
+        ? client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${opts.namePrefix}-${i}`, namespace }, data: { i: String(i) } } as KubeObject)
+        : kind === 'patch'
+          ? client.patch(CM, { namespace, name: seed, type: 'merge', patch: { data: { n: String(i) } } })
+          : kind === 'apply'
+            ? client.patch(CM, { namespace, name: seed, type: 'apply', fieldManager: `bench-${i % 3}`, force: true, patch: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: seed }, data: { [`m${i % 3}`]: String(i) } } })
+            : client.get(CM, { namespace, name: seed });
+    inflight.push(
+      op.then(
+        () => void latencies[kind]!.push(performance.now() - t0),
+        (err: unknown) => {
+          errors++;
+          firstError ??= (err as Error).message;
+        },
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  if (firstError) console.error(`${errors} errors in ${namespace}, the first: ${firstError}`);
+  return { latencies, errors, requests: total, seconds: (performance.now() - started) / 1000 };
+}
+
+function summariseLoad(r: { latencies: Record<string, number[]>; errors: number; requests: number; seconds: number }) {
+  const all = Object.values(r.latencies).flat();
+  return {
+    requests: r.requests,
+    achievedRate: round(r.requests / r.seconds),
+    errors: r.errors,
+    p50Ms: round(pct(all, 50)),
+    p99Ms: round(pct(all, 99)),
+    maxMs: round(Math.max(...all)),
+    byKind: Object.fromEntries(Object.entries(r.latencies).map(([k, v]) => [k, { p50Ms: round(pct(v, 50)), p99Ms: round(pct(v, 99)) }])),
+  };
 }
 
 /** Set in the burst process's environment: its configuration, as JSON. */

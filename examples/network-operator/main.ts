@@ -2,8 +2,11 @@
  * berth network operator: a program of its own, built only from Berth's public API and its
  * controller library, that gives the cluster a `Network` kind backed by real Docker networks.
  *
- *   node dist/examples/network-operator/main.js --kubeconfig FILE [--context C]
+ *   node dist/examples/network-operator/main.js [--kubeconfig FILE [--context C]]
  *        [--docker-socket /var/run/docker.sock] [--node-name N] [--log-level info]
+ *
+ * Without a kubeconfig (no flag, no $KUBECONFIG) it must run in a pod, and authenticates as that pod's
+ * ServiceAccount through `loadFromCluster()` (see in-cluster.ts and deploy.yaml).
  *
  * Wiring (the "Kubernetes programming paradigm"):
  *   informers (list + watch → local cache) ──handlers──▶ workqueues (keys) ──▶ reconcile(key)
@@ -13,23 +16,31 @@
 import { parseArgs } from 'node:util';
 import Dockerode from 'dockerode';
 import pino, { type Logger } from 'pino';
+import { ApiError } from '../../src/api/errors.js';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { EventRecorder } from '../../src/client/events.js';
 import { HttpClient } from '../../src/client/http-client.js';
-import { Controller, Informer, keyOf } from '../../src/controllers/runtime/index.js';
+import { Controller, Informer, keyOf, WorkQueue } from '../../src/controllers/runtime/index.js';
 import { PodAttachmentReconciler } from './attach.js';
 import { DockerNetworks } from './docker-networks.js';
+import { loadInCluster, runningInCluster } from './in-cluster.js';
 import { KeyedLock } from './keyed-lock.js';
 import { loadKubeconfig } from './kubeconfig.js';
 import { NetworkReconciler } from './reconcile.js';
 import { ATTACHED_IP_ANNOTATION, NETWORK_ANNOTATION, NETWORKS, PODS, type Network } from './types.js';
 
-const USAGE = `usage: main.js --kubeconfig FILE [--context NAME] [--docker-socket PATH] [--node-name NODE] [--log-level LEVEL]`;
+const USAGE = `usage: main.js [--kubeconfig FILE [--context NAME]] [--docker-socket PATH] [--node-name NODE] [--log-level LEVEL]`;
 /** Index of the pod cache: pods by the Network they ask for. */
 const PODS_BY_NETWORK = 'network';
 /** Re-deliver every cached object this often: a safety net for anything a watch event did not cover. */
 const RESYNC_MS = 60_000;
+/**
+ * Longest wait between retries of a failing key. The library's default (1000 s, as client-go's) suits
+ * an overloaded API server; an operator whose failures are mostly fixed by a person (a restored
+ * RoleBinding, a freed subnet) should notice the fix within half a minute.
+ */
+const MAX_RETRY_DELAY_MS = 30_000;
 
 async function main(): Promise<void> {
   const { values } = parseArgs({
@@ -47,12 +58,18 @@ async function main(): Promise<void> {
     return;
   }
   const kubeconfig = values.kubeconfig ?? process.env.KUBECONFIG;
-  if (!kubeconfig) throw new Error(`--kubeconfig is required\n${USAGE}`);
+  if (!kubeconfig && !runningInCluster()) throw new Error(`--kubeconfig is required outside a pod\n${USAGE}`);
   const log = pino({ name: 'network-operator', level: values['log-level'] ?? 'info' });
   const nodeName = values['node-name'];
 
-  const creds = loadKubeconfig(kubeconfig, { context: values.context });
-  const client = new HttpClient({ server: creds.server, ca: creds.ca, token: creds.token });
+  let creds: { server: string; ca?: string; token?: string; tokenSource?: () => string | undefined };
+  if (kubeconfig) {
+    creds = loadKubeconfig(kubeconfig, { context: values.context });
+  } else {
+    const inCluster = await loadInCluster();
+    creds = { server: inCluster.server, ca: inCluster.ca, tokenSource: inCluster.token };
+  }
+  const client = new HttpClient({ server: creds.server, ca: creds.ca, token: creds.token, tokenSource: creds.tokenSource });
   const docker = values['docker-socket'] ? new Dockerode({ socketPath: values['docker-socket'] }) : new Dockerode();
   await docker.ping();
   // The `default` namespace's uid names this cluster on Docker labels, so two clusters on one host never collide.
@@ -77,8 +94,8 @@ async function main(): Promise<void> {
 
   const networkReconciler = new NetworkReconciler({ client, networks: networkInformer, docker: networksOnDocker, events, locks, log: log.child({ controller: 'network' }) });
   const podReconciler = new PodAttachmentReconciler({ client, pods: podInformer, networks: networkInformer, docker: networksOnDocker, events, locks, log: log.child({ controller: 'pod-attach' }), nodeName });
-  const networkController = new Controller({ name: 'network', workers: 2, log, reconcile: (key) => networkReconciler.reconcile(key) });
-  const podController = new Controller({ name: 'pod-attach', workers: 2, log, reconcile: (key) => podReconciler.reconcile(key) });
+  const networkController = new Controller({ name: 'network', workers: 2, log, queue: new WorkQueue({ maxDelayMs: MAX_RETRY_DELAY_MS }), reconcile: withStatus((key) => networkReconciler.reconcile(key)) });
+  const podController = new Controller({ name: 'pod-attach', workers: 2, log, queue: new WorkQueue({ maxDelayMs: MAX_RETRY_DELAY_MS }), reconcile: withStatus((key) => podReconciler.reconcile(key)) });
 
   // Handlers only turn events into keys; reconcile always re-reads the cache.
   const onNetwork = (n: KubeObject) => {
@@ -114,6 +131,21 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+/**
+ * Puts the HTTP status of a refused API call in front of its message, so the line the controller
+ * logs says `403 Forbidden: … is forbidden: User "…" cannot patch …` (a lost binding) or `401`.
+ */
+function withStatus<R>(reconcile: (key: string) => Promise<R>): (key: string) => Promise<R> {
+  return async (key) => {
+    try {
+      return await reconcile(key);
+    } catch (err) {
+      if (err instanceof ApiError) throw new Error(`${err.code} ${err.reason}: ${err.message}`, { cause: err });
+      throw err;
+    }
+  };
 }
 
 /** Runs `fn` until it succeeds, waiting up to 5 s between attempts. */

@@ -19,6 +19,8 @@ export interface HttpClientOptions {
   server: string;
   /** bearer token; never logged */
   token?: string;
+  /** read before every request instead of `token`: a credential that rotates (a projected service-account token) */
+  tokenSource?: () => string | undefined;
   /** PEM of the CA that signed the server certificate */
   ca?: string;
   /** per-request timeout for non-watch calls */
@@ -67,7 +69,8 @@ export class HttpClient implements Client {
   raw(req: { method: string; path: string; body?: string | Buffer; headers?: Record<string, string>; timeoutMs?: number }): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
-      if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+      const token = this.opts.tokenSource ? this.opts.tokenSource() : this.opts.token;
+      if (token) headers.authorization = `Bearer ${token}`;
       if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
       const r = this.mod.request(
         { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path: req.path, method: req.method, headers, agent: this.agent },
@@ -140,7 +143,8 @@ export class HttpClient implements Client {
     };
     const path = resourcePath(res, { namespace: req.namespace }) + queryString(query);
     const headers: Record<string, string> = { accept: 'application/json' };
-    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    const token = this.opts.tokenSource ? this.opts.tokenSource() : this.opts.token;
+    if (token) headers.authorization = `Bearer ${token}`;
     let closed = false;
     let finished = false;
     const finish = (err?: Error) => {
