@@ -162,7 +162,7 @@ class EngineEvents {
   }
 
   static async open(label: string): Promise<EngineEvents> {
-    const stream = (await docker.getEvents({ filters: { type: ['container'], label: [label] } as unknown as string })) as NodeJS.ReadableStream & { destroy(): void };
+    const stream = (await docker.getEvents({ filters: { type: ['container'], label: [label] } })) as NodeJS.ReadableStream & { destroy(): void };
     return new EngineEvents(stream);
   }
 
