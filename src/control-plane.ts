@@ -16,6 +16,7 @@ import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ApiError } from './api/errors.js';
 import type { KubeObject } from './api/types.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
+import { kubeconfigText } from './kubeconfig-text.js';
 import { Authorizer } from './auth/authz.js';
 import { NodeGraph } from './auth/node-graph.js';
 import { reconcileBootstrapPolicy } from './auth/rbac/bootstrap-policy.js';
@@ -331,26 +332,7 @@ function isLoopback(addr: string): boolean {
   return addr === 'localhost' || addr === '::1' || addr.startsWith('127.');
 }
 
-/** A kubeconfig stock kubectl uses unchanged. */
+/** The admin's kubeconfig: stock kubectl uses it unchanged. */
 export function kubeconfig(o: { url: string; caCert?: string; token: string }): string {
-  const cluster = o.caCert ? `    certificate-authority-data: ${Buffer.from(o.caCert).toString('base64')}\n` : '';
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: berth
-  cluster:
-    server: ${o.url}
-${cluster}users:
-- name: berth-admin
-  user:
-    token: ${o.token}
-contexts:
-- name: berth
-  context:
-    cluster: berth
-    user: berth-admin
-    namespace: default
-current-context: berth
-preferences: {}
-`;
+  return kubeconfigText({ server: o.url, caCert: o.caCert, userName: 'berth-admin', contextName: 'berth', credential: { token: o.token } });
 }

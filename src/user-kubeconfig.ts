@@ -9,6 +9,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { parse as parseYaml } from 'yaml';
 import { KUBE_APISERVER_CLIENT_SIGNER, csrCondition, type CertificateSigningRequest } from './api/certificates.js';
 import { HttpClient } from './client/http-client.js';
+import { kubeconfigText } from './kubeconfig-text.js';
 
 const CSRS = { group: 'certificates.k8s.io', version: 'v1', plural: 'certificatesigningrequests', namespaced: false };
 
@@ -99,37 +100,11 @@ export async function userKubeconfig(opts: UserKubeconfigOptions): Promise<strin
       const csr = await client.get<CertificateSigningRequest>(CSRS, { name });
       const failed = csrCondition(csr, 'Failed') ?? csrCondition(csr, 'Denied');
       if (failed) throw new Error(`certificate request ${name} ${failed.type.toLowerCase()}: ${failed.message ?? failed.reason ?? ''}`);
-      if (csr.status?.certificate) return kubeconfigText({ server: admin.server, ca: admin.ca, user: opts.user, certificate: Buffer.from(csr.status.certificate, 'base64').toString('utf8'), key: keys.privateKey });
+      if (csr.status?.certificate) return kubeconfigText({ server: admin.server, caCert: admin.ca, userName: opts.user, contextName: `${opts.user}@berth`, credential: { certificate: Buffer.from(csr.status.certificate, 'base64').toString('utf8'), key: keys.privateKey } });
       if (Date.now() > deadline) throw new Error(`certificate request ${name} was not signed in time (is the csrsigning controller running?)`);
       await new Promise((r) => setTimeout(r, 200));
     }
   } finally {
     client.close();
   }
-}
-
-function kubeconfigText(o: { server: string; ca?: string; user: string; certificate: string; key: string }): string {
-  const b64 = (s: string) => Buffer.from(s).toString('base64');
-  const cluster = o.ca ? `    certificate-authority-data: ${b64(o.ca)}\n` : '';
-  const user = JSON.stringify(o.user);
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: berth
-  cluster:
-    server: ${o.server}
-${cluster}users:
-- name: ${user}
-  user:
-    client-certificate-data: ${b64(o.certificate)}
-    client-key-data: ${b64(o.key)}
-contexts:
-- name: ${JSON.stringify(`${o.user}@berth`)}
-  context:
-    cluster: berth
-    user: ${user}
-    namespace: default
-current-context: ${JSON.stringify(`${o.user}@berth`)}
-preferences: {}
-`;
 }

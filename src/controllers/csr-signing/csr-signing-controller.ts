@@ -110,9 +110,7 @@ export class CsrSigningController {
   }
 
   async start(): Promise<void> {
-    await this.csrs.start();
-    this.pass.kick();
-    await this.idle();
+    await this.pass.startAfter([this.csrs]);
   }
 
   async stop(): Promise<void> {

@@ -56,9 +56,7 @@ export class NodeIpamController {
   }
 
   async start(): Promise<void> {
-    await this.nodes.start();
-    this.pass.kick();
-    await this.idle();
+    await this.pass.startAfter([this.nodes]);
   }
 
   async stop(): Promise<void> {

@@ -37,6 +37,13 @@ export class CoalescedPass {
       });
   }
 
+  /** Starts the caches the pass reads, then runs the first pass and waits for it (a controller's start). */
+  async startAfter(caches: ReadonlyArray<{ start(): Promise<unknown> }>): Promise<void> {
+    await Promise.all(caches.map((c) => c.start()));
+    this.kick();
+    await this.idle();
+  }
+
   /** Resolves when no pass is running or asked for. */
   async idle(): Promise<void> {
     while (this.running) await this.running;

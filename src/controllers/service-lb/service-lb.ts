@@ -65,9 +65,7 @@ export class ServiceLBController {
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.services.start(), this.nodes.start()]);
-    this.pass.kick();
-    await this.idle();
+    await this.pass.startAfter([this.services, this.nodes]);
   }
 
   async stop(): Promise<void> {

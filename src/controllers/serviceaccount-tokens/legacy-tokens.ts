@@ -57,9 +57,7 @@ export class LegacyTokenController {
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.secrets.start(), this.serviceAccounts.start()]);
-    this.pass.kick();
-    await this.idle();
+    await this.pass.startAfter([this.secrets, this.serviceAccounts]);
   }
 
   async stop(): Promise<void> {

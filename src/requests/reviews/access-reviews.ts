@@ -11,7 +11,9 @@ import { errors, type FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import type { UserInfo } from '../../api/user-info.js';
 import { fieldErrors } from '../../api/validation.js';
+import type { RequestAttributes } from '../../auth/authz.js';
 import { nodeNameOf } from '../../auth/impersonation.js';
+import type { UserRules } from '../../auth/rbac/rbac-authorizer.js';
 import type { ResourceInfo } from '../../registry/resource-info.js';
 import type { KindStrategy, VirtualCreateContext } from '../../registry/strategy.js';
 import {
@@ -25,35 +27,10 @@ import {
 export const AUTHORIZATION_GROUP = 'authorization.k8s.io';
 
 /** What is asked of the authorizer: a resource request, or (with `path`) a non-resource one. */
-export interface AccessAttributes {
-  verb: string;
-  group: string;
-  resource: string;
-  subresource?: string;
-  namespace?: string;
-  name?: string;
-  fieldSelector?: string;
-  /** set for non-resource requests (/healthz, /apis, …); resource is then '' */
-  path?: string;
-}
+export type AccessAttributes = RequestAttributes;
 
-export interface ResourceRule {
-  verbs: string[];
-  apiGroups: string[];
-  resources: string[];
-  resourceNames?: string[];
-}
-
-export interface NonResourceRule {
-  verbs: string[];
-  nonResourceURLs: string[];
-}
-
-export interface SubjectRules {
-  resourceRules: ResourceRule[];
-  nonResourceRules: NonResourceRule[];
-  incomplete: boolean;
-}
+/** What a user may do in a namespace, as SelfSubjectRulesReview's status shows it. */
+export type SubjectRules = UserRules;
 
 /** The server's authorizer as the reviews use it (src/auth/authz.ts's Authorizer fits). */
 export interface ReviewAuthorizer {
