@@ -185,7 +185,9 @@ async function traceRound(c: Cluster, replicas: number, round: number): Promise<
   try {
     t.t0 = now();
     await c.client.create(DEPLOY, deployment(name, replicas));
-    await Promise.race([finished, new Promise((_, rej) => setTimeout(() => rej(new Error(`${name}: not ready in 180 s`)), 180_000))]);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(`${name}: not ready in 180 s`)), 180_000)));
+    await Promise.race([finished, timeout]).finally(() => clearTimeout(timer));
     // Docker's events stream and the agent's log lag their moments slightly.
     await new Promise((r) => setTimeout(r, 500));
   } finally {
