@@ -137,6 +137,10 @@ if [ "$purge" -eq 1 ]; then
   fi
   for data in "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)" "$(env_get "$etc_dir/server.env" BERTH_DATA_DIR || true)" "$log_dir" "$etc_dir"; do
     if [ -n "$data" ] && [ "$data" != / ] && [ -e "$data" ]; then
+      # Pods' in-memory volumes (Secrets, ServiceAccount tokens) are tmpfs mounts in the agent's data
+      # dir; their pods are gone, so they are unmounted, deepest first, before the dir is deleted.
+      mounted="$(awk -v dir="$data/" 'index($2, dir) == 1 { print $2 }' /proc/self/mounts | sort -r)"
+      for mount_point in $mounted; do umount "$mount_point" 2>/dev/null || umount -l "$mount_point"; done
       rm -rf "$data"
       removed+=("purged $data")
     fi

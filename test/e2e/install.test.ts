@@ -15,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { docker, REPO_ROOT, removeNodeContainers, runKubectl, TEST_IMAGE, waitFor } from './harness.js';
+import { unmountAllUnder } from '../../agent/volumes/mounts.js';
 
 const INSTALL_TIMEOUT_MS = 15 * 60_000; // a cold `npm ci --omit=dev` compiles better-sqlite3 (minutes here)
 const READY_TIMEOUT_MS = 60_000;
@@ -123,6 +124,8 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     for (const pid of root ? berthProcesses(dirs.prefix) : []) process.kill(pid, 'SIGKILL');
     for (const pid of [pids.server, pids.agent]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
     await removeNodeContainers([nodeName]);
+    // A pod's in-memory volumes (its ServiceAccount token) stay mounted when a test stops before the purge.
+    if (root) await unmountAllUnder(root).catch(() => undefined);
     if (root && !process.env.BERTH_KEEP_E2E) fs.rmSync(root, { recursive: true, force: true });
   });
 
@@ -257,6 +260,15 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     }
     // Pod containers are Docker's: uninstalling the agent does not take the workload down.
     assert.equal(await docker(['ps', '-q', '--filter', `label=berth.dev/node-name=${nodeName}`]), containersBefore);
+  });
+
+  it('uninstall --purge removes the node\'s containers and the data, the pods\' mounted in-memory volumes included', async () => {
+    const mountsUnder = (dir: string) => fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').filter((l) => l.split(' ')[1]?.startsWith(`${dir}/`));
+    assert.ok(mountsUnder(dirs.agentData).length > 0, 'the pod has a mounted token volume');
+    assertOk(await run('bash', [path.join(src, 'scripts', 'uninstall.sh'), '--purge', '--etc-dir', dirs.etc], 120_000), 'uninstall.sh --purge');
+    assert.equal(await docker(['ps', '-aq', '--filter', `label=berth.dev/node-name=${nodeName}`]), '');
+    assert.deepEqual(mountsUnder(dirs.agentData), []);
+    for (const gone of [dirs.data, dirs.agentData, dirs.etc]) assert.ok(!fs.existsSync(gone), `${gone} purged`);
   });
 });
 
