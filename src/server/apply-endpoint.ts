@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import { assertObject, decodeDocuments } from '../api/body.js';
+import { applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject } from '../api/types.js';
 import { forbiddenMessage, type Authorizer } from '../auth/authz.js';
 import type { Registry } from '../registry/registry.js';
@@ -19,7 +20,10 @@ export interface ApplyItemResult {
 
 /**
  * `POST /berth/v1/apply` — for curl users: a multi-document YAML (or JSON) body, each document
- * created or, when it exists, updated to the manifest (server-owned metadata and status kept).
+ * created or, when it exists, updated to the manifest: the manifest is merged onto the live object
+ * as a strategic merge patch (lists keyed by their merge keys, as kubectl's apply patches), so what
+ * admission added at create — a pod's ServiceAccount token volume and its mounts — stays; labels and
+ * annotations become the manifest's; server-owned metadata and status are kept.
  * Every document is tried; the answer lists one result per document, 200 when all succeeded,
  * 422 when any failed. `?dryRun=All` validates without storing.
  */
@@ -51,7 +55,13 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
           item.result = 'created';
         } else {
           const before = await opts.registry.get(info, namespace, obj.metadata!.name!);
-          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, (cur) => ({ ...obj, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } }), { dryRun, warnings, user: req.identity! });
+          const schema = builtinPatchSchema(info.kind);
+          const merge = (cur: KubeObject): KubeObject => {
+            const { metadata: _metadata, status: _status, ...manifest } = obj as KubeObject & { status?: unknown };
+            const merged = applyStrategicMergePatch(cur, manifest, schema) as KubeObject;
+            return { ...merged, metadata: { ...cur.metadata, labels: obj.metadata.labels, annotations: obj.metadata.annotations } };
+          };
+          const after = await opts.registry.modify(info, namespace, obj.metadata!.name!, merge, { dryRun, warnings, user: req.identity! });
           item.result = after.metadata.resourceVersion === before.metadata.resourceVersion ? 'unchanged' : 'configured';
         }
       } catch (e) {

@@ -33,6 +33,8 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
     // These pods exercise hostPath, host namespaces and privileged on purpose: the namespace opts
     // out of Pod Security's baseline default the way Kubernetes documents it.
     await c.kubectl(['label', 'namespace', 'default', 'pod-security.kubernetes.io/enforce=privileged']);
+    // A pod may only name a ServiceAccount that exists (the ServiceAccount admission plugin).
+    await c.kubectl(['create', 'serviceaccount', 'robot']);
   });
   after(async () => {
     await c?.stop();
