@@ -11,6 +11,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { kubeconfigText } from '../../src/kubeconfig-text.js';
 import forge from 'node-forge';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { BERTH_BIN, runKubectl, startCluster, waitFor, type Cluster } from './harness.js';
@@ -21,24 +22,8 @@ type Csr = { status?: { certificate?: string; conditions?: Array<{ type: string 
 
 /** A kubeconfig that authenticates with this certificate and key only. */
 function certKubeconfig(c: Cluster, certPem: string, keyPem: string): string {
-  const ca = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'));
-  return `apiVersion: v1
-kind: Config
-clusters:
-- name: c
-  cluster:
-    server: ${c.url}
-    certificate-authority-data: ${ca.toString('base64')}
-users:
-- name: u
-  user:
-    client-certificate-data: ${Buffer.from(certPem).toString('base64')}
-    client-key-data: ${Buffer.from(keyPem).toString('base64')}
-contexts:
-- name: c
-  context: { cluster: c, user: u, namespace: default }
-current-context: c
-`;
+  const caCert = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8');
+  return kubeconfigText({ server: c.url, caCert, userName: 'u', contextName: 'c', credential: { certificate: certPem, key: keyPem } });
 }
 
 function openssl(dir: string, name: string, subject: string): { csrPem: string; keyPem: string } {
