@@ -11,7 +11,10 @@ import { EventRecorder } from '../src/client/events.js';
 import { join, type Joined } from './join.js';
 import { NodeLease } from './lease.js';
 import { startAgentDns } from './dns/node-dns.js';
-import { startPodNetwork } from './network/pod-network.js';
+import { LABEL_CONTAINER_TYPE, LABEL_POD_IP, labelFilter } from './labels.js';
+import { PodAddressPool } from './network/pod-addresses.js';
+import { startPodNetwork, type PodNetwork } from './network/pod-network.js';
+import { HostSandboxNetwork } from './network/sandbox-network.js';
 import { stopUnboundPods } from './stale-pods.js';
 import { NodeStatusReporter } from './node-status.js';
 import { resolveAgentOptions, type AgentOptions, type ResolvedAgentOptions } from './options.js';
@@ -121,6 +124,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const podNet =
     options.podNetwork === undefined && runtime.networks ? await startPodNetwork({ client, nodeName: o.nodeName, networks: runtime.networks, dataDir: o.dataDir, log }) : undefined;
   const podNetwork = podNet?.name ?? o.podNetwork;
+  // Only on the real runtime: the wiring runs the host's ip and nsenter against containers' namespaces.
+  const sandboxNetwork = podNet && !o.runtime && o.sandboxNetwork === 'agent' ? agentSandboxNetwork({ runtime, nodeName: o.nodeName, podNet }) : undefined;
 
   // Cluster DNS: the node-local resolver outlives the agent; started or adopted before pods get resolv.conf.
   const dns = await startAgentDns({ client, dataDir: o.dataDir, clusterDNS: o.clusterDNS, clusterDomain: o.clusterDomain, resolvConf: o.resolvConf, runResolver: joined !== undefined, log });
@@ -147,6 +152,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     podDns: { clusterDns: dns.settings, nodeResolvConf: o.resolvConf },
     services,
     tokenCheckMs: o.intervals.tokenCheckMs,
+    sandboxNetwork,
   });
   await pods.start();
   nodeStatus.start();
@@ -190,4 +196,16 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       await status.idle();
     },
   };
+}
+
+/** The agent's own sandbox wiring on the node's pod bridge, its addresses read back from the infra containers' labels. */
+function agentSandboxNetwork(p: { runtime: ContainerRuntime; nodeName: string; podNet: PodNetwork }): HostSandboxNetwork {
+  const pool = new PodAddressPool({
+    podCidr: p.podNet.podCidr,
+    held: async () => {
+      const infra = await p.runtime.list({ labels: [...labelFilter({ nodeName: p.nodeName }), `${LABEL_CONTAINER_TYPE}=infra`] });
+      return infra.filter((c) => c.state === 'running' || c.state === 'created').flatMap((c) => c.labels[LABEL_POD_IP] ?? []);
+    },
+  });
+  return new HostSandboxNetwork({ bridge: p.podNet.name, pool });
 }

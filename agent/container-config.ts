@@ -9,6 +9,7 @@ import type { Container, Pod } from '../src/api/types.js';
 import {
   dockerContainerName,
   INFRA_CONTAINER_NAME,
+  LABEL_POD_IP,
   labelsFor,
   type ContainerType,
 } from './labels.js';
@@ -81,14 +82,19 @@ function labels(pod: Pod, ref: PodRef, nodeName: string, containerName: string, 
   });
 }
 
-export function infraSpec(p: { pod: Pod; nodeName: string; network: string; attempt: number }): InfraSpec {
+/**
+ * The infra container of a pod. With `sandboxIP` the agent wires the sandbox itself: the container gets
+ * no runtime network and carries the address in a label; without it, it joins `network`.
+ */
+export function infraSpec(p: { pod: Pod; nodeName: string; network: string; attempt: number; sandboxIP?: string | undefined }): InfraSpec {
   const ref = podRef(p.pod);
   const spec: InfraSpec = {
     name: dockerContainerName({ containerName: INFRA_CONTAINER_NAME, podName: ref.name, podNamespace: ref.namespace, podUid: ref.uid, attempt: p.attempt }),
     labels: labels(p.pod, ref, p.nodeName, INFRA_CONTAINER_NAME, 'infra', infraHash(p.pod, p.network), p.attempt),
     hostname: podHostname(p.pod),
-    network: p.network,
+    network: p.sandboxIP === undefined ? p.network : 'none',
   };
+  if (p.sandboxIP !== undefined) spec.labels[LABEL_POD_IP] = p.sandboxIP;
   const sandbox = sandboxOptions(p.pod); // hostNetwork/hostPID/hostIPC, sysctls
   if (sandbox) spec.sandbox = sandbox;
   return spec;

@@ -16,6 +16,8 @@ export const LABEL_CONTAINER_HASH = 'berth.dev/container-hash';
 export const LABEL_RESTART_COUNT = 'berth.dev/restart-count';
 export const LABEL_NODE_NAME = 'berth.dev/node-name';
 export const LABEL_TERMINATION_GRACE = 'berth.dev/termination-grace-period';
+/** on an infra container the agent wires itself: the pod's address (agent/network/sandbox-network.ts) */
+export const LABEL_POD_IP = 'berth.dev/pod-ip';
 
 /** Container name Berth gives the infra (pause) container of a pod. */
 export const INFRA_CONTAINER_NAME = 'POD';
@@ -89,4 +91,12 @@ export function labelFilter(p: { nodeName: string; podUid?: string }): string[] 
   const f = [`${LABEL_NODE_NAME}=${p.nodeName}`];
   if (p.podUid) f.push(`${LABEL_POD_UID}=${p.podUid}`);
   return f;
+}
+
+/**
+ * The pod address of an infra container: the one the agent gave it (its label) or, for a sandbox the
+ * runtime wired to `network` itself, the runtime's own record.
+ */
+export function sandboxIPOf(infra: { labels: Record<string, string>; ips: Record<string, string> }, network: string): string | undefined {
+  return infra.labels[LABEL_POD_IP] ?? infra.ips[network];
 }

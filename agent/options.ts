@@ -11,6 +11,9 @@ import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import type { NftExecutor } from './proxy/nft-executor.js';
 
+export const SANDBOX_NETWORK_MODES = ['agent', 'runtime'] as const;
+export type SandboxNetworkMode = (typeof SANDBOX_NETWORK_MODES)[number];
+
 export interface AgentIntervals {
   /** node heartbeat (Ready condition) period; Kubernetes: 10 s */
   heartbeatMs: number;
@@ -70,6 +73,11 @@ export interface AgentOptions {
   resolvConf?: string | undefined;
   /** the service proxy's nftables table (family ip); default `berth` */
   serviceProxyTable?: string | undefined;
+  /**
+   * Who wires pod sandboxes into the node's pod bridge: 'agent' (default) gives each infra container no
+   * runtime network and wires a veth pair itself; 'runtime' lets Docker attach it to the bridge network.
+   */
+  sandboxNetwork?: SandboxNetworkMode | undefined;
   /** tests: the service proxy's nft; without it the proxy runs real nft, and only with the Docker runtime */
   nftExecutor?: NftExecutor;
 }
@@ -95,6 +103,7 @@ export interface ResolvedAgentOptions {
   clusterDomain: string;
   resolvConf: string;
   serviceProxyTable: string;
+  sandboxNetwork: SandboxNetworkMode;
   nftExecutor: NftExecutor | undefined;
 }
 
@@ -127,6 +136,9 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     throw new Error(`agent: node name "${o.nodeName}" is not a valid DNS subdomain (lower-case letters, digits, '-', '.')`);
   }
   if (!o.dataDir) throw new Error('agent: dataDir is required');
+  if (o.sandboxNetwork !== undefined && !SANDBOX_NETWORK_MODES.includes(o.sandboxNetwork)) {
+    throw new Error(`agent: sandbox network "${String(o.sandboxNetwork)}" must be one of ${SANDBOX_NETWORK_MODES.join(', ')}`);
+  }
   if (o.serviceProxyTable !== undefined && !/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(o.serviceProxyTable)) {
     throw new Error(`agent: service proxy table "${o.serviceProxyTable}" is not a valid nftables table name (a letter, then letters, digits, '_', '.', '-')`);
   }
@@ -152,6 +164,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     clusterDomain: o.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
     resolvConf: o.resolvConf ?? '/etc/resolv.conf',
     serviceProxyTable: o.serviceProxyTable ?? 'berth',
+    sandboxNetwork: o.sandboxNetwork ?? 'agent',
     nftExecutor: o.nftExecutor,
   };
 }

@@ -23,6 +23,7 @@ import { Backoff, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime, EventSubscription, RuntimeEvent } from './runtime/runtime.js';
 import type { RuntimeHealth } from './runtime-health.js';
 import type { StatusManager } from './status.js';
+import type { SandboxNetwork } from './network/sandbox-network.js';
 
 export interface PodManagerOptions {
   client: Client;
@@ -50,6 +51,8 @@ export interface PodManagerOptions {
   services?: Informer<Service> | undefined;
   /** how often projected ServiceAccount tokens are checked for a refresh */
   tokenCheckMs?: number;
+  /** the agent wires sandboxes into the pod bridge itself (otherwise the runtime attaches them to podNetwork) */
+  sandboxNetwork?: SandboxNetwork | undefined;
 }
 
 /** Default cap of the event stream reconnect delay. */
@@ -107,6 +110,7 @@ export class PodManager {
       clock: opts.clock,
       log: opts.log.child({ component: 'pod-worker' }),
       retryMs: opts.retryMs,
+      sandboxNetwork: opts.sandboxNetwork,
       prestart: nodePrestartHooks({
         client: opts.client,
         runtime: opts.runtime,

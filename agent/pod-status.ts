@@ -14,6 +14,7 @@ import type {
   PodStatus,
 } from '../src/api/types.js';
 import { kubeTime } from './clock.js';
+import { sandboxIPOf } from './labels.js';
 import { isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
 import { isSidecar } from './prober/types.js';
 import { qosClassOf } from './qos.js';
@@ -251,7 +252,7 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
   const infra = containers.infra[0];
   const infraUp = isRunning(infra);
   // a hostNetwork pod has the node's address
-  const liveIP = infraUp ? (input.pod.spec.hostNetwork === true ? input.hostIP : infra!.info.ips[input.network]) : undefined;
+  const liveIP = infraUp ? (input.pod.spec.hostNetwork === true ? input.hostIP : sandboxIPOf(infra!.info, input.network)) : undefined;
   const podIP = liveIP ?? previous?.podIP;
 
   const prevConditions = previous?.conditions;

@@ -11,7 +11,7 @@ import { checkActiveDeadline, DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASO
 import type { Clock, TimerHandle } from './clock.js';
 import { isContainerConfigError } from './config-error.js';
 import { appSpec, containerHash, graceSecondsOf, infraSpec } from './container-config.js';
-import { identityFromLabels, labelFilter } from './labels.js';
+import { identityFromLabels, LABEL_POD_IP, labelFilter, sandboxIPOf } from './labels.js';
 import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
 import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
@@ -23,8 +23,14 @@ import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
 import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
+import type { SandboxNetwork } from './network/sandbox-network.js';
 import type { StatusManager } from './status.js';
 import { FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES, readTerminationMessage, removeTerminationLog, terminationLogPath } from './termination-message.js';
+
+/** A container pulled and configured, waiting only for its sandbox's id to be created. */
+interface PreparedContainer {
+  specFor(infraId: string): AppSpec;
+}
 
 /** What every worker shares, owned by the pod manager. */
 export interface PodWorkerDeps {
@@ -48,6 +54,8 @@ export interface PodWorkerDeps {
   log: Logger;
   /** delay before retrying a sync that threw */
   retryMs: number;
+  /** set when the agent wires sandboxes into the pod bridge itself (agent/network/sandbox-network.ts) */
+  sandboxNetwork?: SandboxNetwork | undefined;
 }
 
 /** Kubernetes' minimum grace when killing a container (a 0 from a force delete still gets a moment). */
@@ -78,6 +86,8 @@ export class PodWorker {
   /** container ids whose OOM kill was reported */
   private readonly oomReported = new Set<string>();
   private deadlineReported = false;
+  /** the infra container whose wiring this worker has seen to (checked once per sandbox per agent run) */
+  private attachedInfra: string | undefined;
   /** containers runtime events named since the last look */
   private readonly changed = new Set<string>();
   /** the last inspect of each container, with the state the list showed then */
@@ -267,7 +277,7 @@ export class PodWorker {
   private podIPOf(containers: PodContainers): string | undefined {
     const infra = containers.infra[0];
     if (isRunning(infra) && this.pod?.spec.hostNetwork === true) return this.deps.hostIP; // hostNetwork: the node's address
-    return isRunning(infra) ? infra!.info.ips[this.deps.podNetwork] : undefined;
+    return isRunning(infra) ? sandboxIPOf(infra!.info, this.deps.podNetwork) : undefined;
   }
 
   /**
@@ -346,18 +356,43 @@ export class PodWorker {
 
     // Step 4
     let infraId = actions.infraId;
+    const wiring = pod.spec.hostNetwork === true ? undefined : this.deps.sandboxNetwork;
+    /** pulls and prestart configs of the app containers, made while the new sandbox starts */
+    let prepared: Map<StartAction, Promise<PreparedContainer | undefined>> | undefined;
     if (actions.createInfra) {
       changed = true;
-      const spec = infraSpec({ pod, nodeName: this.deps.nodeName, network: this.deps.podNetwork, attempt: actions.createInfra.attempt });
+      const sandboxIP = wiring ? await wiring.allocate() : undefined;
+      // The address is known before the sandbox exists, so the pod's volumes and its containers' pulls
+      // and configs need not wait for the sandbox: they run while it starts.
+      if (sandboxIP && actions.start.every((s) => s.type === 'app' && !s.existingId)) {
+        const volumes = this.deps.prestart.syncPod(pod, () => this.kick());
+        prepared = new Map(actions.start.map((s) => [s, volumes.then(() => this.prepareContainer(pod, s, sandboxIP))]));
+        // Awaited in step 6; a failure meanwhile (the sandbox failed first) must not go unhandled.
+        for (const p of prepared.values()) p.catch(() => undefined);
+      }
+      const spec = infraSpec({ pod, nodeName: this.deps.nodeName, network: this.deps.podNetwork, attempt: actions.createInfra.attempt, sandboxIP });
       this.expect('start', spec.name);
-      const created = await runtime.runInfra(spec);
+      const created = await runtime.runInfra(spec).finally(() => sandboxIP && wiring?.settle(sandboxIP));
       infraId = created.id;
-      podIP = pod.spec.hostNetwork === true ? this.deps.hostIP : (await runtime.inspect(infraId))?.ips[this.deps.podNetwork]; // hostNetwork
-      this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt, adopted: created.adopted }, 'infra container started');
+      const info = pod.spec.hostNetwork === true ? undefined : await runtime.inspect(infraId);
+      // An adopted container (its create went through unacknowledged) keeps the address its labels name.
+      if (wiring && info) await this.attachSandbox(wiring, info, { again: created.adopted });
+      podIP = pod.spec.hostNetwork === true ? this.deps.hostIP : info && sandboxIPOf(info, this.deps.podNetwork);
+      if (podIP !== sandboxIP) prepared = undefined; // configs made for another address are redone
+      this.log.info({ id: infraId.slice(0, 12), attempt: actions.createInfra.attempt, adopted: created.adopted, podIP }, 'infra container started');
+    } else if (wiring && infraId && this.attachedInfra !== infraId) {
+      // A sandbox from before this agent started: wired then, unless the agent died half-way.
+      const infra = containers.infra[0]!.info;
+      const address = { containerId: infra.id, pid: infra.pid ?? 0, ip: infra.labels[LABEL_POD_IP] ?? '' };
+      if (address.ip && address.pid && !(await wiring.isAttached(address))) {
+        this.log.info({ id: infra.id.slice(0, 12), podIP: address.ip }, 'sandbox network was not wired; wiring it');
+        await this.attachSandbox(wiring, infra, { again: true });
+      }
+      this.attachedInfra = infraId;
     }
 
-    // Step 5
-    await this.deps.prestart.syncPod(pod, () => this.kick());
+    // Step 5 (already under way when the containers' preparation overlapped the sandbox start)
+    if (!prepared) await this.deps.prestart.syncPod(pod, () => this.kick());
 
     // Step 6
     for (const [name, waitMs] of actions.backoff) {
@@ -378,7 +413,7 @@ export class PodWorker {
       // runtime event of ours will ask for it (its start was expected).
       if (init.some((s) => isSidecar(s.container))) this.again = true;
       // App containers are independent of each other; starting them together saves a round trip each.
-      await Promise.all(apps.map((s) => this.startContainer(pod, s, infraId!, podIP)));
+      await Promise.all(apps.map((s) => this.startContainer(pod, s, infraId!, podIP, prepared?.get(s))));
     }
 
     // Step 7
@@ -509,23 +544,21 @@ export class PodWorker {
     return spec ? crashBackoffKey(this.uid, name, containerHash(spec)) : '';
   }
 
-  /**
-   * Pull per policy → prestart hooks → create → start → postStart for one container; failures become
-   * waiting reasons, not exceptions.
-   */
-  private async startContainer(pod: Pod, s: StartAction, infraId: string, podIP: string | undefined): Promise<void> {
+  /** Wires a started sandbox that carries its address label (one made by the runtime's own network has none). */
+  private async attachSandbox(wiring: SandboxNetwork, infra: ContainerInfo, opts: { again?: boolean } = {}): Promise<void> {
+    const ip = infra.labels[LABEL_POD_IP];
+    if (!ip) return;
+    if (!infra.pid) throw new Error(`infra container ${infra.id.slice(0, 12)} is not running; cannot wire its network`);
+    await wiring.attach({ containerId: infra.id, pid: infra.pid, ip, again: opts.again === true });
+    this.attachedInfra = infra.id;
+  }
+
+  /** The pull (per policy) and prestart hooks of a new container: what its create needs but the sandbox's id. */
+  private async prepareContainer(pod: Pod, s: StartAction, podIP: string | undefined): Promise<PreparedContainer | undefined> {
     const { runtime, events, clock } = this.deps;
     const c = s.container;
     const ref: ContainerRef = { name: c.name, init: s.type === 'init' };
     const log = this.log.child({ container: c.name });
-    if (s.existingId) {
-      this.expect('start', s.existingId);
-      await runtime.start(s.existingId);
-      this.waiting.delete(c.name);
-      events.normal(pod, EventReason.Started, `Started container ${c.name}`, ref);
-      await this.postStart(pod, c, ref, s.existingId, podIP);
-      return;
-    }
     // Pull, with its own backoff per image.
     const policy = c.imagePullPolicy ?? defaultPullPolicy(c.image);
     const pullKey = pullBackoffKey(this.uid, c.image);
@@ -535,7 +568,7 @@ export class PodWorker {
       events.normal(pod, EventReason.BackOff, `Back-off pulling image "${c.image}"`, ref);
       events.warning(pod, EventReason.Failed, `Error: ${WaitingReason.ImagePullBackOff}`, ref);
       this.syncAfter(pullWait);
-      return;
+      return undefined;
     }
     const pullStarted = clock.now();
     try {
@@ -560,19 +593,41 @@ export class PodWorker {
       log.warn({ image: c.image, err: err.message }, 'image pull failed');
       // A sync soon reports ImagePullBackOff (as the kubelet's next sync would); the retry comes after the delay.
       this.syncAfter(Math.min(delay, this.deps.retryMs));
-      return;
+      return undefined;
     }
-    let spec: AppSpec;
     try {
       const config = await this.deps.prestart.forContainer({ pod, container: c, podIP, restartCount: s.restartCount });
-      spec = appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type, config });
+      return { specFor: (infraId) => appSpec({ pod, container: c, nodeName: this.deps.nodeName, infraId, restartCount: s.restartCount, type: s.type, config }) };
     } catch (err) {
       const reason = isContainerConfigError(err) ? err.reason : WaitingReason.CreateContainerConfigError;
       this.waiting.set(c.name, { reason, message: (err as Error).message });
       events.warning(pod, EventReason.Failed, `Error: ${(err as Error).message}`, ref);
       this.syncAfter(this.deps.retryMs * 10);
+      return undefined;
+    }
+  }
+
+  /**
+   * Pull per policy → prestart hooks → create → start → postStart for one container; failures become
+   * waiting reasons, not exceptions. `prepared` is the pull-and-config step when it already ran (it
+   * overlaps the start of a new sandbox).
+   */
+  private async startContainer(pod: Pod, s: StartAction, infraId: string, podIP: string | undefined, prepared?: Promise<PreparedContainer | undefined>): Promise<void> {
+    const { runtime, events } = this.deps;
+    const c = s.container;
+    const ref: ContainerRef = { name: c.name, init: s.type === 'init' };
+    const log = this.log.child({ container: c.name });
+    if (s.existingId) {
+      this.expect('start', s.existingId);
+      await runtime.start(s.existingId);
+      this.waiting.delete(c.name);
+      events.normal(pod, EventReason.Started, `Started container ${c.name}`, ref);
+      await this.postStart(pod, c, ref, s.existingId, podIP);
       return;
     }
+    const ready = await (prepared ?? this.prepareContainer(pod, s, podIP));
+    if (!ready) return;
+    const spec = ready.specFor(infraId);
     let id: string;
     try {
       const created = await runtime.createApp(spec);

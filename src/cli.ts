@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { NODE_FLAGS } from './node-flags.js';
+import type { SandboxNetworkMode } from '../agent/options.js';
 
 const HELP: Record<string, string> = {
   main: `berth — a Kubernetes-style control plane and Docker node agent
@@ -95,6 +96,9 @@ Flags:
   --token-check-interval-ms N    how often projected service account tokens are checked for a refresh
                                  (default 60000, the kubelet's sync period)
   --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
+  --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
+                                 per pod (default, faster), or Docker, attaching each pause container to
+                                 its bridge network
   --log-level LEVEL       pino level (default info)`,
   up: `berth up — control plane plus one local agent on this host
 
@@ -273,6 +277,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'runtime-event-retry-max-ms': { type: 'string' },
       'token-check-interval-ms': { type: 'string' },
       'service-proxy-table': { type: 'string' },
+      'sandbox-network': { type: 'string' },
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -304,6 +309,7 @@ async function runAgent(argv: string[]): Promise<void> {
     clusterDomain: values['cluster-domain'],
     resolvConf: values['resolv-conf'],
     serviceProxyTable: values['service-proxy-table'],
+    sandboxNetwork: values['sandbox-network'] as SandboxNetworkMode | undefined,
     intervals: {
       heartbeatMs: ms('heartbeat-interval-ms'),
       relistMs: ms('relist-interval-ms'),

@@ -10,15 +10,25 @@ export interface CommandResult {
   stderr: string;
 }
 
+export interface RunOptions {
+  /** default 15 s */
+  timeoutMs?: number;
+  /** written to the command's stdin (e.g. an `ip -batch -` script) */
+  input?: string;
+}
+
 /** Runs a command; resolves with its exit code (never rejects for a non-zero exit). */
-export function run(cmd: string, args: string[], timeoutMs = 15_000): Promise<CommandResult> {
+export function run(cmd: string, args: string[], opts: RunOptions = {}): Promise<CommandResult> {
   return new Promise((resolve) => {
-    execFile(cmd, args, { timeout: timeoutMs, maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
+    const child = execFile(cmd, args, { timeout: opts.timeoutMs ?? 15_000, maxBuffer: 8 * 1024 * 1024 }, (err, stdout, stderr) => {
       // A non-zero exit has a numeric code; a command that could not run (ENOENT) a string one.
       const raw = (err as { code?: unknown } | null)?.code;
       const code = !err ? 0 : typeof raw === 'number' ? raw : 127;
       resolve({ code, stdout: String(stdout), stderr: String(stderr || (err && !stderr ? err.message : '')) });
     });
+    // A command that died before reading its input must not turn into an unhandled EPIPE.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(opts.input ?? '');
   });
 }
 

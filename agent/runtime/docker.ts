@@ -190,6 +190,7 @@ export class DockerRuntime implements ContainerRuntime {
     };
     const digest = await this.digestOf(c.Image);
     if (digest) info.imageDigest = digest;
+    if (state === 'running' && c.State?.Pid) info.pid = c.State.Pid;
     const startedAt = dockerTime(c.State?.StartedAt);
     if (startedAt) info.startedAt = startedAt;
     if (state === 'exited') {

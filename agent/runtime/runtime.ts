@@ -47,6 +47,8 @@ export interface ContainerInfo extends ContainerSummary {
   exit?: ExitResult;
   /** IPv4 address per network name (only meaningful for infra containers) */
   ips: Record<string, string>;
+  /** the container's first process, while it runs (its /proc/<pid>/ns/* are the container's namespaces) */
+  pid?: number;
 }
 
 /** The image as resolved locally, used for containerStatuses[].imageID. */

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { infraSpec } from '../../agent/container-config.js';
-import { removePodNetwork } from '../../agent/network/pod-network.js';
+import { podNetworkName, removePodNetwork } from '../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 import type { Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
@@ -273,11 +273,11 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     await c.stopAgent(nodeName, 'SIGKILL');
     // What an agent killed between creating and starting the next sandbox leaves: the old one gone, the new one Created.
     const [oldId] = (await infraOf())[0]!.split(' ');
-    const network = (JSON.parse(await docker(['inspect', oldId!])) as Array<{ HostConfig: { NetworkMode: string } }>)[0]!.HostConfig.NetworkMode;
     await docker(['rm', '-f', oldId!]);
-    const spec = infraSpec({ pod, nodeName, network, attempt: 1 });
+    // As the agent makes it: no Docker network, the address it handed out in its label.
+    const spec = infraSpec({ pod, nodeName, network: podNetworkName(nodeName), attempt: 1, sandboxIP: pod.status!.podIP! });
     const labelArgs = Object.entries(spec.labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
-    const handMade = await docker(['create', '--name', spec.name, '--hostname', spec.hostname, '--network', network, '--ipc', 'shareable', '--cpu-shares', '2', ...labelArgs, PAUSE_IMAGE]);
+    const handMade = await docker(['create', '--name', spec.name, '--hostname', spec.hostname, '--network', spec.network, '--ipc', 'shareable', '--cpu-shares', '2', ...labelArgs, PAUSE_IMAGE]);
 
     let most = 0;
     let polling = true;
@@ -300,9 +300,12 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     assert.equal(infra.length, 1);
     assert.ok(handMade.startsWith(infra[0]!.split(' ')[0]!), `the hand-made container ${handMade.slice(0, 12)} was started: ${infra.join(', ')}`);
     assert.match(infra[0]!, / running$/);
+    // Adopted with the address its label names.
+    const after = await c.client.get<Pod>(CORE.pods, { namespace: 'default', name: 'half' });
+    assert.equal(after.status!.podIP, pod.status!.podIP);
     // The first pause container of an agent start is created once: whether the daemon may lower
     // oom_score_adj is known before it (no failed start, remove and second create).
-    const firstName = infraSpec({ pod, nodeName, network, attempt: 0 }).name;
+    const firstName = infraSpec({ pod, nodeName, network: podNetworkName(nodeName), attempt: 0 }).name;
     const creates = await docker(['events', '--since', String(since), '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', `label=berth.dev/pod-uid=${uid}`, '--filter', 'event=create', '--format', '{{.Actor.Attributes.name}}']);
     assert.equal(creates.split('\n').filter((n) => n === firstName).length, 1, `creates of ${firstName}: ${creates}`);
   });

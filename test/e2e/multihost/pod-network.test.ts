@@ -14,6 +14,8 @@ import { CORE } from '../../../src/client/client.js';
 import { cidrContains, parseCidr } from '../../../src/api/cidr.js';
 import { podNetworkName, removePodNetwork } from '../../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../../agent/runtime/docker-networks.js';
+import { LABEL_POD_IP } from '../../../agent/labels.js';
+import { hostVethName } from '../../../agent/network/sandbox-network.js';
 import { docker, dockerInspect, podContainers, podManifest, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from '../harness.js';
 
 const execFileP = promisify(execFile);
@@ -78,8 +80,12 @@ describe('pod network on a single host', () => {
     assert.ok(cidrContains(parseCidr((await nodeCidr(nodeA))!), k.status!.podIP!), `client IP ${k.status?.podIP} in A's podCIDR`);
     assert.ok(s.status?.hostIP, 'hostIP set');
     const infra = (await podContainers(s.metadata.uid!)).find((x) => x.type === 'infra')!;
+    // The agent wires the sandbox: no Docker network, the labelled address, the host end on B's bridge.
     const inspected = await dockerInspect(infra.id);
-    assert.deepEqual(Object.keys(inspected.NetworkSettings.Networks), [podNetworkName(nodeB)]);
+    assert.equal(inspected.HostConfig.NetworkMode, 'none');
+    assert.equal(inspected.Config.Labels[LABEL_POD_IP], s.status!.podIP);
+    const hostEnd = (await execFileP('ip', ['-o', 'link', 'show', 'dev', hostVethName(infra.id)])).stdout;
+    assert.ok(hostEnd.includes(` master ${podNetworkName(nodeB)} `), hostEnd);
 
     const app = (await podContainers(k.metadata.uid!)).find((x) => x.type === 'app')!;
     let body = '';
