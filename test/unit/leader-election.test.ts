@@ -271,6 +271,35 @@ describe('leader election', () => {
     assert.equal(x.elector.isLeader(), false);
   });
 
+  it('a leader whose work fails to start gives the Lease up and competes again', async () => {
+    const b = await bench();
+    const x = b.add('x');
+    let failures = 1;
+    const elector = new LeaderElector({
+      client: x.client,
+      identity: 'flaky',
+      clock: x.clock,
+      random: () => 0,
+      onStartedLeading: () => {
+        if (failures-- > 0) throw new Error('informers did not sync');
+        x.running = true;
+      },
+      onStoppedLeading: () => {
+        x.running = false;
+        x.stops++;
+      },
+    });
+    elector.start();
+    await b.step(300);
+    assert.equal(elector.isLeader(), false);
+    assert.equal(x.stops, 1, 'what started is stopped');
+    assert.equal((await b.lease()).spec?.holderIdentity, '', 'released for others');
+    await b.step(4_500);
+    assert.equal(elector.isLeader(), true);
+    assert.equal(x.running, true);
+    await elector.stop();
+  });
+
   it('leaseTransitions counts changes of holder; acquireTime is when the holder took the Lease', async () => {
     const b = await bench();
     const holders: Array<[string | undefined, number | undefined, string | undefined]> = [];

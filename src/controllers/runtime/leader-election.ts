@@ -181,17 +181,23 @@ export class LeaderElector {
     this.phase = 'leading';
     this.log?.info({ identity: this.identity }, 'became leader');
     void this.events.record({ about: this.leaseForEvents(), type: 'Normal', reason: 'LeaderElection', message: `${this.identity} became leader` });
-    // Started alongside renewal (starting may take longer than a retry period); leading ends only after it finished.
+    // Started alongside renewal (starting may take longer than a retry period); leading ends only
+    // after it finished. A leader whose work failed to start is no leader: it hands the Lease on.
+    let startFailed = false;
     const started = Promise.resolve()
       .then(() => this.opts.onStartedLeading())
-      .catch((err: unknown) => this.log?.error({ err: (err as Error).message }, 'starting the leader\'s work failed'));
+      .catch((err: unknown) => {
+        this.log?.error({ err: (err as Error).message }, 'starting the leader\'s work failed: giving up the lease');
+        startFailed = true;
+        this.wake?.();
+      });
     let lastRenew = this.clock.now();
     let lost = false;
-    while (!this.stopping) {
+    while (!this.stopping && !startFailed) {
       const deadline = lastRenew + this.timings.renewDeadlineMs;
       const waitMs = Math.min(this.timings.retryPeriodMs, deadline - this.clock.now());
       if (waitMs > 0) await this.sleep(waitMs);
-      if (this.stopping) break;
+      if (this.stopping || startFailed) break;
       if (this.clock.now() >= deadline) {
         lost = true;
         break;
@@ -212,7 +218,9 @@ export class LeaderElector {
     } catch (err) {
       this.log?.error({ err: (err as Error).message }, 'stopping the leader\'s work failed');
     }
-    if (this.stopping && (this.opts.releaseOnStop ?? true)) await this.release();
+    if (startFailed || (this.stopping && (this.opts.releaseOnStop ?? true))) await this.release();
+    // Not straight back into the race it just left.
+    if (startFailed && !this.stopping) await this.sleep(this.timings.retryPeriodMs);
   }
 
   /** The attempt's result, or 'deadline' when the clock reaches the deadline first. */
