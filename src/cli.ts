@@ -66,6 +66,15 @@ Flags:
   --service-account-token-leeway D  clock skew allowed on tokens' exp and nbf (default 1m, as kube-apiserver; Berth-only)
   --token-auth-file FILE  static bearer tokens, as kube-apiserver's: CSV lines token,user,uid,"group1,group2"
                           (what they may do is RBAC's to say)
+  --leader-elect[=BOOL]   run controllers, the scheduler and cron timers only while this server holds the
+                          kube-system/berth-controller-manager Lease, so several servers on one store
+                          have one active set (default: on with --etcd-servers, off otherwise)
+  --leader-elect-lease-duration D  how long other servers wait after the Lease last changed before
+                          taking it (default 15s)
+  --leader-elect-renew-deadline D  how long the leader keeps leading without renewing; less than the
+                          lease duration (default 10s)
+  --leader-elect-retry-period D    how often the leader renews and the others retry; less than the
+                          renew deadline (default 2s)
   --log-level LEVEL       pino level (default info)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
@@ -143,7 +152,8 @@ function parsePort(s: string | undefined, fallback: number): number {
   return n;
 }
 
-async function runServer(argv: string[]): Promise<void> {
+async function runServer(rawArgv: string[]): Promise<void> {
+  const { argv, value: leaderElectFlag } = explicitBoolean(rawArgv, 'leader-elect');
   const { values } = parseArgs({
     args: argv,
     options: {
@@ -179,6 +189,10 @@ async function runServer(argv: string[]): Promise<void> {
       'service-account-min-token-expiration': { type: 'string' },
       'service-account-token-leeway': { type: 'string' },
       'token-auth-file': { type: 'string' },
+      'leader-elect': { type: 'boolean' },
+      'leader-elect-lease-duration': { type: 'string' },
+      'leader-elect-renew-deadline': { type: 'string' },
+      'leader-elect-retry-period': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -192,6 +206,14 @@ async function runServer(argv: string[]): Promise<void> {
     if (!Number.isFinite(n) || n < 0) fail(`invalid --${flag} "${s}"`);
     return n;
   };
+  const leaderElection = await leaderElectionFlags({
+    // Several servers share a store only through etcd; on SQLite a crashed server restarted with
+    // election would sit a lease duration without controllers, waiting out its own old Lease.
+    enabled: leaderElectFlag ?? (values['leader-elect'] || Boolean((values as Record<string, unknown>)['etcd-servers'])),
+    leaseDuration: values['leader-elect-lease-duration'],
+    renewDeadline: values['leader-elect-renew-deadline'],
+    retryPeriod: values['leader-elect-retry-period'],
+  });
   const log = pino({ name: 'berth-server', level: values['log-level'] ?? 'info' });
   // Loaded here, not at the top: `berth agent` must not carry the control plane in its heap.
   const { startControlPlane } = await import('./control-plane.js');
@@ -231,11 +253,70 @@ async function runServer(argv: string[]): Promise<void> {
     serviceAccountMinTokenExpirationSeconds: durationSeconds(values['service-account-min-token-expiration'], 'service-account-min-token-expiration'),
     serviceAccountTokenLeewaySeconds: durationSeconds(values['service-account-token-leeway'], 'service-account-token-leeway'),
     tokenAuthFile: values['token-auth-file'],
+    leaderElection,
     logger: log,
   });
   onShutdown(async () => {
     await cp.stop();
   });
+}
+
+/**
+ * `--name`, `--name=true` and `--name=false` (as Go's boolean flags take them): the arguments
+ * without the `=BOOL` forms, and the value those gave (undefined when none was given).
+ */
+export function explicitBoolean(argv: string[], name: string): { argv: string[]; value: boolean | undefined } {
+  let value: boolean | undefined;
+  const rest: string[] = [];
+  for (const arg of argv) {
+    const m = new RegExp(`^--${name}=(.*)$`).exec(arg);
+    if (!m) {
+      rest.push(arg);
+      continue;
+    }
+    if (m[1] === 'true') value = true;
+    else if (m[1] === 'false') value = false;
+    else fail(`invalid --${name} "${m[1]}" (true or false)`);
+  }
+  return { argv: rest, value };
+}
+
+/** A Go duration ("15s", "1m30s", "500ms") in milliseconds; Go's flags require the unit. */
+export function durationMs(s: string | undefined, flag: string): number | undefined {
+  if (s === undefined) return undefined;
+  const unit: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  let rest = s;
+  if (!rest) fail(`invalid --${flag} "" (a duration such as 15s or 1m)`);
+  while (rest) {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)/.exec(rest);
+    if (!m) fail(`invalid --${flag} "${s}" (a duration such as 15s or 1m)`);
+    total += Number(m[1]) * unit[m[2]!]!;
+    rest = rest.slice(m[0].length);
+  }
+  return Math.round(total);
+}
+
+/** The --leader-elect flags as control-plane options (undefined when election is off); bad timings fail the start. */
+async function leaderElectionFlags(f: { enabled: boolean; leaseDuration?: string; renewDeadline?: string; retryPeriod?: string }) {
+  if (!f.enabled) {
+    for (const [flag, v] of [['lease-duration', f.leaseDuration], ['renew-deadline', f.renewDeadline], ['retry-period', f.retryPeriod]] as const) {
+      if (v !== undefined) fail(`--leader-elect-${flag} needs --leader-elect`);
+    }
+    return undefined;
+  }
+  const { DEFAULT_LEASE_DURATION_MS, DEFAULT_RENEW_DEADLINE_MS, DEFAULT_RETRY_PERIOD_MS, validateLeaderElectionTimings } = await import('./controllers/runtime/leader-election.js');
+  const timings = {
+    leaseDurationMs: durationMs(f.leaseDuration, 'leader-elect-lease-duration') ?? DEFAULT_LEASE_DURATION_MS,
+    renewDeadlineMs: durationMs(f.renewDeadline, 'leader-elect-renew-deadline') ?? DEFAULT_RENEW_DEADLINE_MS,
+    retryPeriodMs: durationMs(f.retryPeriod, 'leader-elect-retry-period') ?? DEFAULT_RETRY_PERIOD_MS,
+  };
+  try {
+    validateLeaderElectionTimings(timings);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  return timings;
 }
 
 /** A Go duration flag ("90s", "10m", "1h30m") in whole seconds; a bare number is seconds. */

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import type http from 'node:http';
@@ -27,6 +28,7 @@ import { BoundObjectIndex, defaultServiceAccountIssuer, ServiceAccountTokens } f
 import { ClientCertificateAuthenticator } from './auth/client-certificates.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
+import { LeaderElector, type LeaderElectionTimings } from './controllers/runtime/leader-election.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
 import { disabledControllerSet } from './controller-names.js';
 import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE } from './api/services.js';
@@ -117,6 +119,15 @@ export interface ControlPlaneOptions {
   tokenAuthFile?: string;
   /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
   releaseStartupMemoryAfterMs?: number;
+  /**
+   * --leader-elect: run the controllers (scheduler and cron timers included) only while this replica
+   * holds the kube-system/berth-controller-manager Lease. Absent: they run unconditionally, as on a
+   * single server. Timings default to kube-controller-manager's (15 s, 10 s, 2 s).
+   */
+  leaderElection?: Partial<LeaderElectionTimings> & {
+    /** holderIdentity (default `<hostname>_<uuid>`, fresh each start) */
+    identity?: string;
+  };
 }
 
 export interface RunningControlPlane {
@@ -127,6 +138,8 @@ export interface RunningControlPlane {
   adminToken: string;
   caCert: string;
   registry: Registry;
+  /** present with leaderElection: whether this replica leads, and as whom */
+  leaderElector?: LeaderElector;
   stop(): Promise<void>;
 }
 
@@ -157,6 +170,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     inner: store,
     transformerFor: transformerForKeys(encryption.config, { extraPrefixes: [{ prefix: NODE_CREDENTIAL_PREFIX, group: '', plural: 'secrets' }] }),
   });
+  // Every replica compacts: the revisions it drops are its own store's; on a store shared by
+  // several replicas a second compaction to an already compacted revision changes nothing.
   const stopCompactor = startCompactor(backend, { intervalMs: opts.compactIntervalMs, keepRevisions: opts.compactKeepRevisions, logger: log.child({ component: 'compactor' }) });
   const serviceClusterIPRange = opts.serviceClusterIPRange ?? DEFAULT_SERVICE_CLUSTER_IP_RANGE;
   const serviceNodePortRange = opts.serviceNodePortRange ?? DEFAULT_SERVICE_NODE_PORT_RANGE;
@@ -188,9 +203,10 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
   await Promise.all([nodeGraph.start(), rbac.start()]);
   const staticTokens = opts.tokenAuthFile ? StaticTokenAuthenticator.fromFile({ file: opts.tokenAuthFile }) : undefined;
-  // One manager runs every controller and the scheduler over shared informers. The 'serving' stage
-  // (CRDs: their resources must be live before the first request, also right after a restart)
-  // starts here, before the server listens; the rest start once it does.
+  // The 'serving' stage (CRDs: their resources must be live before the first request, also right
+  // after a restart) is part of the API, so every replica runs it, before the server listens. The
+  // rest — every controller, the scheduler, cron timers — run in a second manager, once it listens,
+  // and with leader election only on the leader.
   const boundObjects = new BoundObjectIndex({ registry });
   const serviceAccountTokens = new ServiceAccountTokens({
     dataDir: opts.dataDir,
@@ -215,9 +231,16 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     dataDir: opts.dataDir,
     clusterSigningDurationMs: opts.clusterSigningDurationMs,
   };
-  const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
-  for (const reg of CONTROLLER_REGISTRATIONS) manager.register(reg);
-  await manager.start('serving');
+  const servingControllers = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
+  for (const reg of CONTROLLER_REGISTRATIONS) if (reg.stage === 'serving') servingControllers.register(reg);
+  await servingControllers.start();
+  // Built afresh for each term of leadership: a term's caches, queues and expectations must not
+  // outlive it, since another replica acted in between.
+  const newBackgroundControllers = () => {
+    const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
+    for (const reg of CONTROLLER_REGISTRATIONS) if (reg.stage !== 'serving') manager.register(reg);
+    return manager;
+  };
 
   // In-cluster clients call https://kubernetes.default.svc (or the ClusterIP): the certificate names both.
   const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
@@ -249,7 +272,34 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // The `kubernetes` Service's targetPort is the port actually bound (the flag may say 0).
   settings.apiServerPort = port;
   settings.caCert = pki.caCert;
-  await manager.start('background');
+  let backgroundControllers: ControllerManager<ControllerSettings> | undefined;
+  let leaderElector: LeaderElector | undefined;
+  if (!opts.leaderElection) {
+    backgroundControllers = newBackgroundControllers();
+    await backgroundControllers.start();
+  } else {
+    // On losing the Lease this replica stops its controllers and becomes a candidate again rather
+    // than exiting as kube-controller-manager does: here the same process serves the API, which
+    // must stay up whoever leads.
+    leaderElector = new LeaderElector({
+      client: new LocalClient(registry),
+      identity: opts.leaderElection.identity ?? `${os.hostname()}_${randomUUID()}`,
+      leaseDurationMs: opts.leaderElection.leaseDurationMs,
+      renewDeadlineMs: opts.leaderElection.renewDeadlineMs,
+      retryPeriodMs: opts.leaderElection.retryPeriodMs,
+      log: log.child({ component: 'leader-election' }),
+      onStartedLeading: async () => {
+        backgroundControllers = newBackgroundControllers();
+        await backgroundControllers.start();
+      },
+      onStoppedLeading: async () => {
+        const stopping = backgroundControllers;
+        backgroundControllers = undefined;
+        await stopping?.stop();
+      },
+    });
+    leaderElector.start();
+  }
   const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
@@ -261,9 +311,13 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     adminToken: auth.adminToken,
     caCert: pki.caCert,
     registry,
+    leaderElector,
     async stop() {
       cancelStartupRelease();
-      await manager.stop();
+      // With election this stops the controllers first, then releases the Lease for the next replica.
+      if (leaderElector) await leaderElector.stop();
+      else await backgroundControllers?.stop();
+      await servingControllers.stop();
       await app.close();
       boundObjects.stop();
       nodeGraph.stop();

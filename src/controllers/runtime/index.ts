@@ -12,7 +12,9 @@
  *    to give up until the object changes again;
  *  - helpers: `Expectations` (don't act twice while your own writes are in flight),
  *    `slowStartBatch`, controller refs (`claimObjects`, `newControllerRef`), pod readiness;
- *  - `ControllerManager` (src/controllers/manager.ts): run several controllers over shared informers.
+ *  - `ControllerManager` (src/controllers/manager.ts): run several controllers over shared informers;
+ *  - `LeaderElector`: Lease-based leader election (client-go's rules), so only one of several
+ *    replicas runs them.
  *
  * reconcile re-reads the object from the informer's cache (never from the event that queued it),
  * never mutates cached objects, and is idempotent: it may run again for any reason.
@@ -80,3 +82,11 @@ export {
   type InformerOptions,
 } from '../../client/informer.js';
 export { ControllerManager, type ControllerContext, type ControllerRegistration, type ControllerStage, type ManagedController } from '../manager.js';
+export {
+  CONTROLLER_MANAGER_LOCK,
+  LeaderElector,
+  validateLeaderElectionTimings,
+  type ElectionClock,
+  type LeaderElectionTimings,
+  type LeaderElectorOptions,
+} from './leader-election.js';
