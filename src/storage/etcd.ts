@@ -4,8 +4,10 @@
  *
  * Layout: the registry's keys start with `/registry/`; that root is replaced by the configured
  * prefix (kube-apiserver's `--etcd-prefix`, default `/registry`), so objects live at
- * `<prefix>/<resource>/<namespace>/<name>` as kube-apiserver lays them out. resourceVersion is
- * etcd's mod_revision.
+ * `<prefix>/<group>/<resource>/<namespace>/<name>`. The few keys outside that root (the server's own
+ * records, such as `/berth/credentials/...`) live at `<prefix>/~<key>`: `~` is no API group's name,
+ * so the two never collide, and everything a cluster stores stays under its one prefix.
+ * resourceVersion is etcd's mod_revision.
  *
  * Writes are single Txns: create compares create_revision = 0; update and delete compare
  * mod_revision = expected (and create_revision > 0, so a missing key is NotFound, not a match on
@@ -53,6 +55,8 @@ import { EventFanout, type StorageLogger } from './fanout.js';
 /** The root every registry key starts with; the etcd prefix replaces it. */
 export const REGISTRY_KEY_ROOT = '/registry';
 export const DEFAULT_ETCD_PREFIX = '/registry';
+/** marks a key from outside the registry root: `<prefix>/~<key>` */
+const OUTSIDE_ROOT_MARK = '~';
 /** Upper bound of the in-memory watch window (events since the oldest watchable revision). */
 const DEFAULT_WATCH_WINDOW_BYTES = 64 * 1024 * 1024;
 /** Delay before re-opening a lost feed stream, doubling up to the maximum. */
@@ -192,22 +196,25 @@ export class EtcdBackend implements Backend {
   // ---- keys ----
 
   private toEtcdKey(key: string): Buffer {
-    if (!key.startsWith(`${this.keyRoot}/`)) throw new StorageError('Failed', `key ${JSON.stringify(key)} is not under ${this.keyRoot}/`);
-    return Buffer.from(this.prefix + key.slice(this.keyRoot.length));
+    if (key.startsWith(`${this.keyRoot}/`)) return Buffer.from(this.prefix + key.slice(this.keyRoot.length));
+    if (!key.startsWith('/')) throw new StorageError('Failed', `key ${JSON.stringify(key)} does not start with /`);
+    return Buffer.from(`${this.prefix}/${OUTSIDE_ROOT_MARK}${key}`);
   }
 
   private fromEtcdKey(key: Buffer): string {
-    return this.keyRoot + key.toString().slice(this.prefix.length);
+    const rest = key.toString().slice(this.prefix.length);
+    const outside = `/${OUTSIDE_ROOT_MARK}`;
+    return rest.startsWith(outside) ? rest.slice(outside.length) : this.keyRoot + rest;
   }
 
   /** the etcd range holding the caller's keys starting with `prefix`, or undefined when none can */
   private rangeFor(prefix: string): { key: Buffer; range_end: Buffer } | undefined {
-    if (prefix.length <= this.keyRoot.length + 1) {
-      // The root itself, or a prefix of it: every key this backend owns.
-      return `${this.keyRoot}/`.startsWith(prefix) ? this.ownedRange : undefined;
-    }
-    if (!prefix.startsWith(`${this.keyRoot}/`)) return undefined;
-    const key = Buffer.from(this.prefix + prefix.slice(this.keyRoot.length));
+    // "" and "/": every key this backend owns.
+    if (prefix === '' || prefix === '/') return this.ownedRange;
+    // The root or a prefix of it: the registry's keys, not the ones marked as outside its root.
+    if (`${this.keyRoot}/`.startsWith(prefix)) return { key: this.ownedRange.key, range_end: Buffer.from(`${this.prefix}/${OUTSIDE_ROOT_MARK}`) };
+    if (!prefix.startsWith('/')) return undefined;
+    const key = this.toEtcdKey(prefix);
     return { key, range_end: prefixRangeEnd(key) };
   }
 
