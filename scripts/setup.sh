@@ -6,7 +6,8 @@
 #
 #   1. OS packages: Docker engine, static busybox, gcc + libc6-dev (static pause
 #      binary), iproute2, nftables and conntrack (the agent's service proxy), kubectl (Debian's kubernetes-client as a fallback),
-#      python3/make/g++ (better-sqlite3 builds from source without a prebuild)
+#      python3/make/g++ (better-sqlite3 builds from source without a prebuild),
+#      etcd-server (the etcd storage backend's tests run real etcd members; the package's service is not started)
 #   2. Node.js >= 20
 #   3. A running Docker daemon (systemd when it is PID 1, else dockerd directly)
 #   4. npm dependencies (only when package-lock.json changed) and the native SQLite module
@@ -80,6 +81,8 @@ berth_have nsenter || packages+=(util-linux)
 berth_have python3 || packages+=(python3)
 berth_have make || packages+=(make)
 berth_have g++ || packages+=(g++)
+# The etcd storage backend's tests start their own etcd members (no systemd) from Debian's etcd-server.
+berth_have etcd || packages+=(etcd-server)
 if ! berth_have node; then packages+=(nodejs); fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"

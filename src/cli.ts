@@ -52,6 +52,11 @@ Flags:
                           default: DIR/encryption-config.yaml, generated on first start (AES-GCM for Secrets)
   --storage-reserve-bytes N   space kept in DIR/state.db.reserve and released when the disk fills,
                           so reads and deletes still work (default 16777216)
+  --etcd-servers URL[,URL...]  store everything in etcd v3 at these client URLs instead of DIR/state.db
+  --etcd-prefix P         root of every key in etcd: P/<resource>/<namespace>/<name> (default /registry)
+  --etcd-cafile FILE      CA bundle verifying the etcd servers (https:// URLs)
+  --etcd-certfile FILE    client certificate presented to etcd
+  --etcd-keyfile FILE     key of --etcd-certfile
   --service-cluster-ip-range CIDR  Service ClusterIPs; the first address is the kubernetes Service's,
                           the tenth kube-dns's (default 10.96.0.0/12)
   --service-node-port-range A-B    Service NodePorts (default 30000-32767)
@@ -145,6 +150,24 @@ function fail(msg: string): never {
   process.exit(2);
 }
 
+/** --etcd-* flags (kube-apiserver's names) as storage options; undefined keeps the SQLite store. */
+function etcdFlags(values: { 'etcd-servers'?: string; 'etcd-prefix'?: string; 'etcd-cafile'?: string; 'etcd-certfile'?: string; 'etcd-keyfile'?: string }): import('./control-plane.js').EtcdStorageOptions | undefined {
+  const servers = values['etcd-servers']?.split(',').map((s) => s.trim()).filter(Boolean);
+  if (servers === undefined || servers.length === 0) {
+    for (const flag of ['etcd-prefix', 'etcd-cafile', 'etcd-certfile', 'etcd-keyfile'] as const) if (values[flag] !== undefined) fail(`--${flag} needs --etcd-servers`);
+    return undefined;
+  }
+  for (const url of servers) if (!/^https?:\/\/[^/]+\/?$/.test(url)) fail(`invalid --etcd-servers URL "${url}": expected http://host:port or https://host:port`);
+  if ((values['etcd-certfile'] === undefined) !== (values['etcd-keyfile'] === undefined)) fail('--etcd-certfile and --etcd-keyfile go together');
+  const prefix = values['etcd-prefix'];
+  if (prefix !== undefined && !/^\/[^\s]*[^/\s]$/.test(prefix)) fail(`invalid --etcd-prefix "${prefix}": expected an absolute path such as /registry`);
+  return {
+    servers,
+    ...(prefix !== undefined ? { prefix } : {}),
+    tls: { caFile: values['etcd-cafile'], certFile: values['etcd-certfile'], keyFile: values['etcd-keyfile'] },
+  };
+}
+
 function parsePort(s: string | undefined, fallback: number): number {
   if (s === undefined) return fallback;
   const n = Number(s);
@@ -179,6 +202,11 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'idle-timeout-ms': { type: 'string' },
       'encryption-provider-config': { type: 'string' },
       'storage-reserve-bytes': { type: 'string' },
+      'etcd-servers': { type: 'string' },
+      'etcd-prefix': { type: 'string' },
+      'etcd-cafile': { type: 'string' },
+      'etcd-certfile': { type: 'string' },
+      'etcd-keyfile': { type: 'string' },
       'service-cluster-ip-range': { type: 'string' },
       'service-node-port-range': { type: 'string' },
       'advertise-address': { type: 'string' },
@@ -243,6 +271,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     ...podSecurityOptions(values),
     encryptionProviderConfig: values['encryption-provider-config'],
     storageReserveBytes: num(values['storage-reserve-bytes'], 'storage-reserve-bytes'),
+    etcd: etcdFlags(values),
     serviceClusterIPRange: values['service-cluster-ip-range'],
     serviceNodePortRange: values['service-node-port-range'],
     advertiseAddress: values['advertise-address'],

@@ -43,7 +43,9 @@ import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
 import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
 import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
-import { openSqliteBackend, startCompactor } from './storage/sqlite.js';
+import { openSqliteBackend } from './storage/sqlite.js';
+import { startCompactor } from './storage/compactor.js';
+import { openEtcdBackend, type EtcdTlsFiles } from './storage/etcd.js';
 import { TransformingBackend } from './storage/transforming-backend.js';
 
 /** Room kept free for deletes and compaction on a full disk (see SqliteBackendOptions.reserveBytes). */
@@ -51,8 +53,18 @@ export const DEFAULT_STORAGE_RESERVE_BYTES = 16 * 1024 * 1024;
 
 export { CONTROLLER_NAMES, type ControllerName } from './controller-names.js';
 
+/** etcd instead of DIR/state.db (kube-apiserver's --etcd-servers, --etcd-prefix, --etcd-*file) */
+export interface EtcdStorageOptions {
+  servers: string[];
+  /** default /registry */
+  prefix?: string;
+  tls?: EtcdTlsFiles;
+}
+
 export interface ControlPlaneOptions {
   dataDir: string;
+  /** store in etcd; default the SQLite file DIR/state.db */
+  etcd?: EtcdStorageOptions;
   port: number;
   /** address to listen on; default all interfaces (agents on other hosts must reach it) */
   bindAddress?: string;
@@ -160,11 +172,13 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
   if (encryption.generated) log.info({ file: encryption.file }, 'generated an encryption key for Secrets at rest');
-  const store = openSqliteBackend({
-    file: path.join(opts.dataDir, 'state.db'),
-    logger: log.child({ component: 'storage' }),
-    reserveBytes: opts.storageReserveBytes ?? DEFAULT_STORAGE_RESERVE_BYTES,
-  });
+  const store = opts.etcd
+    ? await openEtcdBackend({ endpoints: opts.etcd.servers, prefix: opts.etcd.prefix, tls: opts.etcd.tls, logger: log.child({ component: 'storage' }) })
+    : openSqliteBackend({
+        file: path.join(opts.dataDir, 'state.db'),
+        logger: log.child({ component: 'storage' }),
+        reserveBytes: opts.storageReserveBytes ?? DEFAULT_STORAGE_RESERVE_BYTES,
+      });
   // Node credentials hold the secret the server presents to each agent: stored like Secrets.
   const backend = new TransformingBackend({
     inner: store,
