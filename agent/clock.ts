@@ -1,27 +1,11 @@
 /**
- * Owns the agent's notion of time. Every timer (heartbeats, backoff, resyncs) goes through a Clock so tests
- * can drive minutes of backoff without sleeping.
+ * The agent's time helpers: Kubernetes timestamps and a manual clock for tests. The Clock every agent timer
+ * (heartbeats, backoff, resyncs) goes through is src/client/clock.ts, shared with the control plane.
  */
 
-export type TimerHandle = unknown;
+import type { Clock, TimerHandle } from '../src/client/clock.js';
 
-export interface Clock {
-  /** milliseconds since the epoch */
-  now(): number;
-  setTimeout(fn: () => void, ms: number): TimerHandle;
-  clearTimeout(handle: TimerHandle): void;
-}
-
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    // Timers never keep the process alive on their own; the agent's lifetime is its watches and stop().
-    t.unref();
-    return t;
-  },
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
+export { systemClock, type Clock, type TimerHandle } from '../src/client/clock.js';
 
 /** Kubernetes timestamps: RFC 3339 in UTC with whole seconds. */
 export function kubeTime(ms: number): string {

@@ -20,6 +20,7 @@
  *
  * It reaches the store only through the Client; time and timers come from an injected clock.
  */
+import { systemClock, type Clock } from '../../client/clock.js';
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
 import { LEASES_REF, microTime, type Lease, type LeaseSpec } from '../../api/lease.js';
@@ -38,22 +39,7 @@ export const CONTROLLER_MANAGER_LOCK = { namespace: 'kube-system', name: 'berth-
 const ACQUIRE_JITTER_FACTOR = 1.2;
 
 /** Time and timers; tests pass a manual clock. */
-export interface ElectionClock {
-  now(): number;
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const systemClock: ElectionClock = {
-  now: () => Date.now(),
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    // The election never keeps the process alive on its own.
-    t.unref();
-    return t;
-  },
-  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
-};
+export type ElectionClock = Clock;
 
 export interface LeaderElectionTimings {
   /** how long candidates wait after last seeing the record change before taking it (default 15 s) */
