@@ -21,6 +21,11 @@
  *            destroy) for the service's containers: the earliest moment every replica runs.
  *            The image is named by its ID so that no task tries to pull it from a registry.
  *
+ *   Beside them, not a peer: `docker-pods`, the Docker engine alone doing the same pods (per replica
+ *            a pause container and the app container joined to it, over the Engine API, every replica
+ *            in parallel, timed until the last app container started) — the floor under any
+ *            orchestrator that keeps a pause container per pod on Docker, as Berth does.
+ *
  * The script sets the peers up itself and leaves the host as it found it, on every exit path
  * (including SIGINT/SIGTERM and a failed step): it installs Debian's podman when missing (the
  * package stays installed), loads Berth's pause and busybox images into podman (`docker save |
@@ -41,11 +46,11 @@ import { parseArgs } from 'node:util';
 import { PAUSE_IMAGE } from '../agent/runtime/pause-image.js';
 import { LABEL_CONTAINER_TYPE, LABEL_NODE_NAME } from '../agent/labels.js';
 import { startCluster, TEST_IMAGE, type Cluster } from '../test/e2e/harness.js';
-import { docker, median } from './bench-lib.js';
+import { cleanRaw, docker, median, rawDockerPod } from './bench-lib.js';
 
 const WORKLOADS = ['1-replica', '30-replicas', 'update-30', 'delete-30'] as const;
 type Workload = (typeof WORKLOADS)[number];
-const TOOLS = ['berth', 'podman', 'swarm'] as const;
+const TOOLS = ['berth', 'podman', 'swarm', 'docker-pods'] as const;
 type ToolName = (typeof TOOLS)[number];
 
 const { values } = parseArgs({
@@ -381,6 +386,28 @@ function swarmTool(imageIds: { app: string; update: string }): Tool {
   };
 }
 
+/**
+ * Not a peer but the floor under Berth's design: what the Docker engine alone takes for the same pods
+ * (per replica a pause container on Docker's default bridge and the app container joined to it), over
+ * the Engine API with every replica in parallel — no control plane, no agent, no command line.
+ */
+function dockerPodsTool(): Tool {
+  return {
+    name: 'docker-pods',
+    async create(name, replicas) {
+      const t0 = performance.now();
+      await Promise.all(Array.from({ length: replicas }, (_, i) => rawDockerPod(`${name}-${i}`)));
+      return { ms: performance.now() - t0 };
+    },
+    async remove() {
+      const t0 = performance.now();
+      await cleanRaw();
+      return performance.now() - t0;
+    },
+    teardown: () => cleanRaw(),
+  };
+}
+
 // ---------- setting the peers up, and leaving the host as found ----------
 
 interface Setup {
@@ -505,6 +532,7 @@ interface Samples {
   berth: number[];
   podman: number[];
   swarm: number[];
+  'docker-pods': number[];
   /** Berth until the engine started the last app container */
   berthRunning: number[];
 }
@@ -566,13 +594,13 @@ async function main(): Promise<void> {
     const setup = await setUp(state);
     cluster = await startCluster({ agents: ['peers'] });
     const files = new ManifestFiles(setup.tmp);
-    const tools: Record<ToolName, Tool> = { berth: berthTool(cluster, files), podman: podmanTool(files, setup.podmanEnv), swarm: swarmTool(setup.imageIds) };
+    const tools: Record<ToolName, Tool> = { berth: berthTool(cluster, files), podman: podmanTool(files, setup.podmanEnv), swarm: swarmTool(setup.imageIds), 'docker-pods': dockerPodsTool() };
 
     // Warm every path once (image metadata, page cache, kubectl's discovery cache, podman's network,
     // Swarm's first task) so no tool pays first-run costs inside a measurement.
     for (const t of TOOLS) await step(tools[t], '1-replica', `${NAME_PREFIX}-warm-${t}`);
 
-    const samples = Object.fromEntries(selected.map((w) => [w, { berth: [], podman: [], swarm: [], berthRunning: [] } as Samples])) as Record<Workload, Samples>;
+    const samples = Object.fromEntries(selected.map((w) => [w, { berth: [], podman: [], swarm: [], 'docker-pods': [], berthRunning: [] } as Samples])) as Record<Workload, Samples>;
     const cli: Record<string, number[]> = {};
     for (let r = 0; r < rounds; r++) {
       for (const [k, v] of Object.entries(await cliStarts(cluster, setup.podmanEnv))) (cli[k] ??= []).push(v);
@@ -604,14 +632,17 @@ async function main(): Promise<void> {
       const swarm = med(s.swarm);
       const peers = [podman, swarm].filter((x): x is number => x !== null);
       const fasterPeer = peers.length ? Math.min(...peers) : null;
+      const dockerPods = med(s['docker-pods']);
       return [w, {
-        berthMs: berth, podmanMs: podman, swarmMs: swarm,
+        berthMs: berth, podmanMs: podman, swarmMs: swarm, dockerPodsMs: dockerPods,
+        berthToDockerPods: dockerPods ? ratio(berth, dockerPods) : null,
+        dockerPodsToFasterPeer: dockerPods && fasterPeer ? ratio(dockerPods, fasterPeer) : null,
         berthRunningMs: med(s.berthRunning),
         berthRunningToSwarm: swarm && s.berthRunning.length ? ratio(median(s.berthRunning), swarm) : null,
         berthToPodman: podman ? ratio(berth, podman) : null,
         berthToSwarm: swarm ? ratio(berth, swarm) : null,
         berthToFasterPeer: fasterPeer ? ratio(berth, fasterPeer) : null,
-        all: { berth: s.berth.map(round1), podman: s.podman.map(round1), swarm: s.swarm.map(round1), berthRunning: s.berthRunning.map(round1) },
+        all: { berth: s.berth.map(round1), podman: s.podman.map(round1), swarm: s.swarm.map(round1), dockerPods: s['docker-pods'].map(round1), berthRunning: s.berthRunning.map(round1) },
       }];
     }));
     const cliMedians = Object.fromEntries(Object.entries(cli).map(([k, v]) => [k, round1(median(v))]));
@@ -631,6 +662,11 @@ async function main(): Promise<void> {
     for (const w of selected) {
       const v = workloads[w]!;
       console.log(`| ${w} | ${cell(v.berthMs)} | ${w === 'update-30' ? 'n/a (no rolling update)' : cell(v.podmanMs)} | ${cell(v.swarmMs)} | ${x(v.berthToPodman)} | ${x(v.berthToSwarm)} | ${x(v.berthToFasterPeer)} | ${targets[w]} |`);
+    }
+    console.log('\nThe floor: Docker alone doing the same pods (pause + app per replica, over the Engine API, all in parallel):');
+    for (const w of selected) {
+      const v = workloads[w]!;
+      if (v.dockerPodsMs !== null && w !== 'update-30') console.log(`  ${w}: ${v.dockerPodsMs} ms; Berth ${x(v.berthToDockerPods)} of it; it is ${x(v.dockerPodsToFasterPeer)} the faster peer`);
     }
     console.log('\nBerth until the engine started the last app container (the event Swarm is timed by), against Swarm:');
     for (const w of selected) {
