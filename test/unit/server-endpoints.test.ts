@@ -91,7 +91,7 @@ class Replica {
   pods: Pod[] = [];
   revision = 10;
   hang = false;
-  /** answer watches with an ERROR 410 (history compacted) */
+  /** answer the next watch with an ERROR 410 (history compacted) */
   expired = false;
   url = '';
 
@@ -122,6 +122,7 @@ class Replica {
     this.watchesFrom.push(url.searchParams.get('resourceVersion') ?? '');
     res.writeHead(200, { 'content-type': 'application/json' });
     if (this.expired) {
+      this.expired = false;
       res.end(JSON.stringify({ type: 'ERROR', object: { kind: 'Status', apiVersion: 'v1', status: 'Failure', reason: 'Expired', code: 410, message: 'too old resource version' } }) + '\n');
       return;
     }
@@ -264,9 +265,9 @@ describe('HttpClient over several servers', () => {
     b.pods = [pod('keep', '5'), pod('changed', '33'), pod('new', '35')];
     await a.kill();
     await until(() => b.lists.length === 1, 'the relist on B');
-    b.expired = false;
     await until(() => b.watchers.size === 1, 'the watch after the relist');
     assert.deepEqual(seen.sort(), ['add new', 'delete gone', 'update changed@33']);
     assert.deepEqual(b.watchesFrom, ['10', '40'], 'first resumed from A\'s revision, then from the relist');
+    assert.deepEqual(b.lists, [40], 'one relist');
   });
 });
