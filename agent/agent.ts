@@ -50,7 +50,16 @@ async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime>
 }
 
 function joinOptions(o: ResolvedAgentOptions) {
-  return { server: o.server, nodeName: o.nodeName, tokenFile: o.tokenFile, dataDir: o.dataDir, log: o.log, addresses: [o.nodeIP] };
+  return {
+    server: o.servers,
+    nodeName: o.nodeName,
+    tokenFile: o.tokenFile,
+    dataDir: o.dataDir,
+    log: o.log,
+    addresses: [o.nodeIP],
+    checkIntervalMs: o.intervals.serverCheckMs,
+    checkTimeoutMs: o.intervals.serverCheckTimeoutMs,
+  };
 }
 
 function isUnauthorized(err: unknown): boolean {
@@ -166,7 +175,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const serviceProxy =
     o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
-  log.info({ server: o.server, nodeIP: o.nodeIP, podNetwork }, 'agent started');
+  log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
   let stopping: Promise<void> | undefined;
   return {

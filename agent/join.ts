@@ -1,8 +1,9 @@
 /**
  * Owns the joining protocol: turning a node token into node credentials, and keeping them.
  *
- * 1. `<dataDir>/credentials.json` (0600: {server, nodeName, token, ca}) for the same server and node name
- *    is reused as is.
+ * 1. `<dataDir>/credentials.json` (0600: {server, nodeName, token, ca}) for the same node name, joined
+ *    through one of the servers given, is reused as is: replicas of one control plane share the CA and
+ *    the node credentials, so adding a replica to an agent's server list keeps its credentials.
  * 2. Otherwise the token file (`berth1::<sha256 hex of the CA PEM>::<secret>`) is read; for https the CA
  *    is fetched from `<server>/cacerts` without verification — trust comes from its hash matching the token,
  *    as in k3s — and every later call pins that CA.
@@ -20,6 +21,7 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import type { Logger } from 'pino';
+import { parseServerList } from '../src/client/endpoints.js';
 import { HttpClient } from '../src/client/http-client.js';
 
 export interface NodeCredentials {
@@ -49,7 +51,8 @@ export function servingCredentialsOf(c: NodeCredentials): ServingCredentials | u
 }
 
 export interface JoinOptions {
-  server: string;
+  /** the control plane's URL, or its replicas' in order of preference: the join goes through the first that answers */
+  server: string | readonly string[];
   nodeName: string;
   tokenFile: string | undefined;
   dataDir: string;
@@ -58,6 +61,13 @@ export interface JoinOptions {
   timeoutMs?: number;
   /** the node's IPs, certified (with the node name) in the agent endpoint's serving certificate */
   addresses?: string[];
+  /** with several servers: the client's health check of the one in use (see ServerEndpoints) */
+  checkIntervalMs?: number;
+  checkTimeoutMs?: number;
+}
+
+function serverList(server: string | readonly string[]): string[] {
+  return parseServerList(server);
 }
 
 export const TOKEN_PREFIX = 'berth1';
@@ -149,11 +159,27 @@ function describeFailure(what: string, res: PlainResponse): Error {
   return new Error(`${what} failed: HTTP ${res.status}: ${message}`);
 }
 
-/** Performs the join exchange (steps 2–3) and returns fresh credentials (not yet stored). */
+/**
+ * Performs the join exchange (steps 2–3) through the first server that can be reached and returns
+ * fresh credentials (not yet stored); with every server unreachable, the last connection error.
+ */
 export async function requestCredentials(opts: JoinOptions): Promise<NodeCredentials> {
   if (!opts.tokenFile) throw new Error('agent has no stored credentials and no token file to join with (--token-file)');
   const token = parseNodeToken(await readFile(opts.tokenFile, 'utf8'));
-  const server = new URL(opts.server);
+  let lastError: unknown;
+  for (const server of serverList(opts.server)) {
+    try {
+      return await requestCredentialsFrom(server, token, opts);
+    } catch (e) {
+      if (!isUnreachable(e)) throw e;
+      lastError = e;
+    }
+  }
+  throw lastError;
+}
+
+async function requestCredentialsFrom(serverUrl: string, token: NodeToken, opts: JoinOptions): Promise<NodeCredentials> {
+  const server = new URL(serverUrl);
   const timeoutMs = opts.timeoutMs ?? 15_000;
   let ca: string | undefined;
   if (server.protocol === 'https:') {
@@ -176,7 +202,7 @@ export async function requestCredentials(opts: JoinOptions): Promise<NodeCredent
   if (res.status < 200 || res.status >= 300) throw describeFailure('joining the cluster', res);
   const issued = JSON.parse(res.body) as { token?: unknown; servingCert?: unknown; proxySecret?: unknown };
   if (typeof issued.token !== 'string' || !issued.token) throw new Error('joining the cluster failed: the server returned no token');
-  const creds: NodeCredentials = { server: opts.server, nodeName: opts.nodeName, token: issued.token };
+  const creds: NodeCredentials = { server: serverUrl, nodeName: opts.nodeName, token: issued.token };
   if (ca !== undefined) creds.ca = ca;
   // A server that predates the agent endpoint answers with the token only; the agent then serves nothing.
   if (typeof issued.servingCert === 'string' && typeof issued.proxySecret === 'string' && issued.proxySecret) {
@@ -207,12 +233,14 @@ export interface Joined {
 export async function join(opts: JoinOptions, { forceRejoin = false } = {}): Promise<Joined> {
   const file = credentialsPath(opts.dataDir);
   const log = opts.log.child({ component: 'join' });
+  const servers = serverList(opts.server);
   if (!forceRejoin) {
     const stored = await readCredentials(file);
     const upToDate = stored && (servingCredentialsOf(stored) !== undefined || !opts.tokenFile);
-    if (stored && upToDate && stored.server === opts.server && stored.nodeName === opts.nodeName) {
-      log.info({ server: opts.server }, 'using stored node credentials');
-      return { client: clientFor(stored, opts.timeoutMs), credentials: stored, reused: true };
+    const storedServer = stored && parseServerList(stored.server)[0];
+    if (stored && upToDate && storedServer !== undefined && servers.includes(storedServer) && stored.nodeName === opts.nodeName) {
+      log.info({ server: stored.server, servers }, 'using stored node credentials');
+      return { client: clientFor(stored, servers, opts, log), credentials: stored, reused: true };
     }
     if (stored && !upToDate) log.info('stored node credentials have no serving certificate for the agent endpoint; joining again');
   } else {
@@ -220,8 +248,8 @@ export async function join(opts: JoinOptions, { forceRejoin = false } = {}): Pro
   }
   const credentials = await retryWhileUnreachable(() => requestCredentials(opts), log);
   await writeCredentials(file, credentials);
-  log.info({ server: opts.server }, 'joined the cluster; node credentials stored');
-  return { client: clientFor(credentials, opts.timeoutMs), credentials, reused: false };
+  log.info({ server: credentials.server, servers }, 'joined the cluster; node credentials stored');
+  return { client: clientFor(credentials, servers, opts, log), credentials, reused: false };
 }
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EAI_AGAIN', 'ENOTFOUND']);
@@ -236,17 +264,24 @@ async function retryWhileUnreachable<T>(fn: () => Promise<T>, log: { warn(o: unk
     try {
       return await fn();
     } catch (e) {
-      const code = (e as { code?: string; cause?: { code?: string } }).code ?? (e as { cause?: { code?: string } }).cause?.code;
-      if (!code || !UNREACHABLE.has(code)) throw e;
+      if (!isUnreachable(e)) throw e;
       log.warn({ err: (e as Error).message, retryInMs: delay }, 'control plane unreachable; retrying the join');
       await new Promise((r) => setTimeout(r, delay));
     }
   }
 }
 
-function clientFor(c: NodeCredentials, timeoutMs?: number): HttpClient {
-  const o: ConstructorParameters<typeof HttpClient>[0] = { server: c.server, token: c.token };
+function isUnreachable(e: unknown): boolean {
+  const code = (e as { code?: string; cause?: { code?: string } }).code ?? (e as { cause?: { code?: string } }).cause?.code;
+  return code !== undefined && UNREACHABLE.has(code);
+}
+
+/** A client for every server given, pinned to the stored CA, with the node's own credential. */
+function clientFor(c: NodeCredentials, servers: string[], opts: JoinOptions, log: Logger): HttpClient {
+  const o: ConstructorParameters<typeof HttpClient>[0] = { server: servers, token: c.token, log };
   if (c.ca) o.ca = c.ca;
-  if (timeoutMs !== undefined) o.timeoutMs = timeoutMs;
+  if (opts.timeoutMs !== undefined) o.timeoutMs = opts.timeoutMs;
+  if (opts.checkIntervalMs !== undefined) o.checkIntervalMs = opts.checkIntervalMs;
+  if (opts.checkTimeoutMs !== undefined) o.checkTimeoutMs = opts.checkTimeoutMs;
   return new HttpClient(o);
 }

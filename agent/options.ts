@@ -6,6 +6,7 @@ import os from 'node:os';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_CLUSTER_DOMAIN } from '../src/api/services.js';
 import type { Client } from '../src/client/client.js';
+import { DEFAULT_CHECK_INTERVAL_MS, DEFAULT_CHECK_TIMEOUT_MS, parseServerList } from '../src/client/endpoints.js';
 import { systemClock, type Clock } from './clock.js';
 import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
@@ -37,11 +38,18 @@ export interface AgentIntervals {
   eventRetryMaxMs: number;
   /** how often volumes projecting ServiceAccount tokens are checked for a refresh (Kubernetes: the 1 min sync period) */
   tokenCheckMs: number;
+  /** with several servers: how often the one in use is asked for /readyz (Berth-only; default 2 s, to move within 10 s) */
+  serverCheckMs: number;
+  /** with several servers: a /readyz not answered 200 within this long makes the agent move (default 3 s) */
+  serverCheckTimeoutMs: number;
 }
 
 export interface AgentOptions {
-  /** control plane URL, e.g. https://10.0.0.1:6443 (http:// for tests on loopback) */
-  server: string;
+  /**
+   * control plane URL, e.g. https://10.0.0.1:6443 (http:// for tests on loopback), or its replicas'
+   * URLs (a list, or comma-separated) in order of preference: the agent uses one and moves on when it fails
+   */
+  server: string | readonly string[];
   nodeName: string;
   /** node-token file (`berth1::<ca sha256>::<secret>`); not needed once credentials.json exists */
   tokenFile?: string | undefined;
@@ -83,7 +91,8 @@ export interface AgentOptions {
 }
 
 export interface ResolvedAgentOptions {
-  server: string;
+  /** the control plane's replicas, at least one, as base URLs */
+  servers: string[];
   nodeName: string;
   tokenFile: string | undefined;
   dataDir: string;
@@ -117,6 +126,8 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   runtimeDownAfterMs: 30_000,
   eventRetryMaxMs: 30_000,
   tokenCheckMs: 60_000,
+  serverCheckMs: DEFAULT_CHECK_INTERVAL_MS,
+  serverCheckTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
 };
 
 /** The first non-internal IPv4 address of this host (what a node reports as InternalIP). */
@@ -131,7 +142,13 @@ export function detectNodeIP(): string {
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
-  if (!o.server) throw new Error('agent: server URL is required');
+  if (!o.server || o.server.length === 0) throw new Error('agent: server URL is required');
+  let servers: string[];
+  try {
+    servers = parseServerList(o.server);
+  } catch (e) {
+    throw new Error(`agent: ${(e as Error).message}`);
+  }
   if (!o.nodeName || o.nodeName.length > 253 || !NODE_NAME.test(o.nodeName)) {
     throw new Error(`agent: node name "${o.nodeName}" is not a valid DNS subdomain (lower-case letters, digits, '-', '.')`);
   }
@@ -144,7 +161,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
   }
   const log = o.logger ?? pino({ name: 'berth-agent' });
   return {
-    server: o.server.replace(/\/+$/, ''),
+    servers,
     nodeName: o.nodeName,
     tokenFile: o.tokenFile,
     dataDir: o.dataDir,

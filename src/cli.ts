@@ -86,7 +86,9 @@ Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) f
   agent: `berth agent — run a node agent
 
 Flags:
-  --server URL            control plane URL, e.g. https://10.0.0.1:6443 (required)
+  --server URL[,URL…]     control plane URL, e.g. https://10.0.0.1:6443 (required); with several replicas,
+                          all of them in order of preference: the agent uses one and moves to the next
+                          when a connection to it fails or its /readyz fails, resuming its watches there
   --node-name NAME        this node's name (default: the host name)
   --token-file FILE       file with the node token from the server's DIR/node-token (required unless
                           --data-dir already holds credentials from an earlier join)
@@ -109,6 +111,10 @@ Flags:
   --runtime-event-retry-max-ms N cap of the doubling delay between Docker event stream reconnects (default 30000)
   --token-check-interval-ms N    how often projected service account tokens are checked for a refresh
                                  (default 60000, the kubelet's sync period)
+  --server-check-interval-ms N   with several --server URLs: how often the one in use is asked for /readyz
+                                 (default 2000)
+  --server-check-timeout-ms N    with several --server URLs: a /readyz not answered 200 within this long
+                                 makes the agent move to the next server (default 3000)
   --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
                                  per pod (default, faster), or Docker, attaching each pause container to
@@ -127,10 +133,14 @@ Flags:
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
-  kubeconfig: `berth kubeconfig — a kubeconfig for a user authenticated by a client certificate
+  kubeconfig: `berth kubeconfig — a kubeconfig for a user authenticated by a client certificate, or the
+admin kubeconfig naming another control-plane replica
 
 Flags:
-  --user NAME             the user (the certificate's CN) (required)
+  --user NAME             the user (the certificate's CN) (required unless --server is given)
+  --server URL            the server the kubeconfig names, and the one this command talks to (default:
+                          the admin kubeconfig's); without --user, writes the admin kubeconfig with this
+                          server, e.g. another replica of an HA control plane
   --group G               a group (the certificate's O); repeat for more
   --expiration DURATION   requested validity, e.g. 24h, 30m (default: the signer's maximum, one year)
   --out FILE              write here (mode 0600) instead of stdout
@@ -386,6 +396,8 @@ async function runAgent(argv: string[]): Promise<void> {
       'runtime-down-after-ms': { type: 'string' },
       'runtime-event-retry-max-ms': { type: 'string' },
       'token-check-interval-ms': { type: 'string' },
+      'server-check-interval-ms': { type: 'string' },
+      'server-check-timeout-ms': { type: 'string' },
       'service-proxy-table': { type: 'string' },
       'sandbox-network': { type: 'string' },
       'log-level': { type: 'string' },
@@ -393,7 +405,17 @@ async function runAgent(argv: string[]): Promise<void> {
     },
   });
   if (values.help) return void console.log(HELP.agent);
-  type MsFlag = 'heartbeat-interval-ms' | 'relist-interval-ms' | 'claim-sweep-interval-ms' | 'crash-backoff-base-ms' | 'runtime-check-interval-ms' | 'runtime-down-after-ms' | 'runtime-event-retry-max-ms' | 'token-check-interval-ms';
+  type MsFlag =
+    | 'heartbeat-interval-ms'
+    | 'relist-interval-ms'
+    | 'claim-sweep-interval-ms'
+    | 'crash-backoff-base-ms'
+    | 'runtime-check-interval-ms'
+    | 'runtime-down-after-ms'
+    | 'runtime-event-retry-max-ms'
+    | 'token-check-interval-ms'
+    | 'server-check-interval-ms'
+    | 'server-check-timeout-ms';
   const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
@@ -402,13 +424,20 @@ async function runAgent(argv: string[]): Promise<void> {
     return n;
   };
   if (!values.server) fail('agent: --server is required (see berth agent --help)');
+  const { parseServerList } = await import('./client/endpoints.js');
+  let servers: string[] = [];
+  try {
+    servers = parseServerList(values.server);
+  } catch (e) {
+    fail(`invalid --server: ${(e as Error).message}`);
+  }
   const log = pino({ name: 'berth-agent', level: values['log-level'] ?? 'info' });
   // The agent is loaded only here so `berth server` never pays for dockerode.
   const { startAgent } = await import('../agent/agent.js');
   const { installProcessGuard } = await import('../agent/process-guard.js');
   installProcessGuard({ log });
   const agent = await startAgent({
-    server: values.server,
+    server: servers,
     nodeName: values['node-name'] ?? os.hostname().toLowerCase(),
     tokenFile: values['token-file'],
     dataDir: values['data-dir'] ?? path.join(defaultDataDir(), 'agent'),
@@ -428,6 +457,8 @@ async function runAgent(argv: string[]): Promise<void> {
       runtimeDownAfterMs: ms('runtime-down-after-ms'),
       eventRetryMaxMs: ms('runtime-event-retry-max-ms'),
       tokenCheckMs: ms('token-check-interval-ms'),
+      serverCheckMs: ms('server-check-interval-ms'),
+      serverCheckTimeoutMs: ms('server-check-timeout-ms'),
     },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,
@@ -560,6 +591,7 @@ async function runKubeconfig(argv: string[]): Promise<void> {
       out: { type: 'string' },
       'data-dir': { type: 'string' },
       kubeconfig: { type: 'string' },
+      server: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -567,8 +599,19 @@ async function runKubeconfig(argv: string[]): Promise<void> {
     console.log(HELP.kubeconfig);
     return;
   }
-  if (!values.user) fail('--user is required');
-  const { parseDurationSeconds, userKubeconfig } = await import('./user-kubeconfig.js');
+  if (!values.user && values.server === undefined) fail('--user is required (or --server, for the admin kubeconfig naming that server)');
+  let server: string | undefined;
+  if (values.server !== undefined) {
+    const { parseServerList } = await import('./client/endpoints.js');
+    try {
+      const list = parseServerList(values.server);
+      if (list.length !== 1) throw new Error('give one server: a kubeconfig names one');
+      server = list[0];
+    } catch (e) {
+      fail(`invalid --server: ${(e as Error).message}`);
+    }
+  }
+  const { adminKubeconfigFor, parseDurationSeconds, userKubeconfig } = await import('./user-kubeconfig.js');
   let expirationSeconds: number | undefined;
   if (values.expiration !== undefined) {
     try {
@@ -578,14 +621,18 @@ async function runKubeconfig(argv: string[]): Promise<void> {
     }
   }
   const adminPath = values.kubeconfig ?? path.join(values['data-dir'] ?? defaultDataDir(), 'kubeconfig.yaml');
-  const text = await userKubeconfig({ adminKubeconfig: fs.readFileSync(adminPath, 'utf8'), user: values.user, groups: values.group ?? [], expirationSeconds });
+  const adminKubeconfig = fs.readFileSync(adminPath, 'utf8');
+  const text = values.user
+    ? await userKubeconfig({ adminKubeconfig, user: values.user, groups: values.group ?? [], expirationSeconds, server })
+    : adminKubeconfigFor({ adminKubeconfig, server: server! });
+  const who = values.user ? `user ${values.user}` : 'the admin';
   if (!values.out) {
     process.stdout.write(text);
     return;
   }
   fs.writeFileSync(values.out, text, { mode: 0o600 });
   fs.chmodSync(values.out, 0o600); // an existing file keeps its old mode on write
-  console.error(`berth: wrote ${values.out} for user ${values.user}`);
+  console.error(`berth: wrote ${values.out} for ${who}${server ? ` naming ${server}` : ''}`);
 }
 
 export async function main(argv: string[]): Promise<void> {

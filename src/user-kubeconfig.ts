@@ -6,7 +6,7 @@
  * for. The private key never leaves this process except into the written kubeconfig.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { parse as parseYaml } from 'yaml';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { KUBE_APISERVER_CLIENT_SIGNER, csrCondition, type CertificateSigningRequest } from './api/certificates.js';
 import { HttpClient } from './client/http-client.js';
 import { kubeconfigText } from './kubeconfig-text.js';
@@ -22,6 +22,8 @@ export interface UserKubeconfigOptions {
   expirationSeconds?: number;
   /** how long to wait for the signer (default 30 s) */
   timeoutMs?: number;
+  /** the server to ask and to name in the kubeconfig (default the admin kubeconfig's): another replica of an HA control plane */
+  server?: string | undefined;
 }
 
 interface AdminConfig {
@@ -40,6 +42,17 @@ function readAdminKubeconfig(text: string): AdminConfig {
   if (!cluster?.server || !token) throw new Error('the admin kubeconfig must name a server and a token user');
   const caData = cluster['certificate-authority-data'];
   return { server: cluster.server, token, ...(caData ? { ca: Buffer.from(caData, 'base64').toString('utf8') } : {}) };
+}
+
+/**
+ * The admin kubeconfig naming `server` instead of the one it was written for: replicas of one control
+ * plane share the CA and the admin token, so only the address changes.
+ */
+export function adminKubeconfigFor(opts: { adminKubeconfig: string; server: string }): string {
+  readAdminKubeconfig(opts.adminKubeconfig); // the same checks as for a user's: a server and a token
+  const cfg = parseYaml(opts.adminKubeconfig) as { clusters: Array<{ cluster: { server: string } }> };
+  for (const c of cfg.clusters) c.cluster.server = opts.server;
+  return stringifyYaml(cfg);
 }
 
 /** Go-style durations as kubectl takes them: 1h, 30m, 720h, 1h30m, 90s. */
@@ -72,6 +85,7 @@ async function certificateRequest(user: string, groups: string[], keys: { public
 /** Builds the user's kubeconfig text; throws when the request is denied, fails, or is not signed in time. */
 export async function userKubeconfig(opts: UserKubeconfigOptions): Promise<string> {
   const admin = readAdminKubeconfig(opts.adminKubeconfig);
+  if (opts.server !== undefined) admin.server = opts.server;
   const client = new HttpClient({ server: admin.server, token: admin.token, ca: admin.ca });
   try {
     const keys = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });

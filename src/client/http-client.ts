@@ -13,10 +13,14 @@ import {
   type WatchHandle,
   type WatchRequest,
 } from './client.js';
+import { ServerEndpoints, type EndpointMove } from './endpoints.js';
 
 export interface HttpClientOptions {
-  /** e.g. https://127.0.0.1:6443 */
-  server: string;
+  /**
+   * e.g. https://127.0.0.1:6443, or several control-plane replicas in order of preference: requests
+   * go to one at a time and move to the next when it fails (see ServerEndpoints)
+   */
+  server: string | readonly string[];
   /** bearer token; never logged */
   token?: string;
   /** read before every request instead of `token`: a credential that rotates (a projected service-account token) */
@@ -25,6 +29,25 @@ export interface HttpClientOptions {
   ca?: string;
   /** per-request timeout for non-watch calls */
   timeoutMs?: number;
+  /** with several servers: how often the one in use is asked for /readyz (0 = never; default 2 s) */
+  checkIntervalMs?: number;
+  /** with several servers: a /readyz not answered 200 within this long fails the server (default 3 s) */
+  checkTimeoutMs?: number;
+  /** where moves between servers are reported */
+  log?: { warn(obj: unknown, msg?: string): void };
+}
+
+/** Connection failures: the server (or the way to it) is down, not merely unhappy with a request. */
+const CONNECTION_FAILURES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE', 'ECONNABORTED', 'ENOTFOUND', 'EAI_AGAIN', 'EMOVED']);
+/** Failures before a connection existed: the request never reached a server, so any method may be sent again. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
+
+function errorCode(e: unknown): string | undefined {
+  return (e as { code?: string } | undefined)?.code;
+}
+
+function codedError(message: string, code: string): Error {
+  return Object.assign(new Error(message), { code });
 }
 
 export interface RawResponse {
@@ -38,7 +61,10 @@ export interface RawResponse {
  * control plane — the same path an agent on another machine takes — and what tests use.
  */
 export class HttpClient implements Client {
-  private readonly base: URL;
+  /** the server list; one entry unless several replicas were given */
+  readonly endpoints: ServerEndpoints;
+  /** requests and watches in flight, by the server they went to: closed when the client moves away from it */
+  private readonly open = new Map<http.ClientRequest, URL>();
   private readonly agent: http.Agent;
   /**
    * Watches hold their connection for as long as they run, so they get a pool of their own without a
@@ -50,30 +76,93 @@ export class HttpClient implements Client {
   private readonly timeoutMs: number;
 
   constructor(private readonly opts: HttpClientOptions) {
-    this.base = new URL(opts.server);
-    const secure = this.base.protocol === 'https:';
+    this.endpoints = new ServerEndpoints({
+      servers: typeof opts.server === 'string' ? [opts.server] : opts.server,
+      ...(opts.checkIntervalMs !== undefined ? { checkIntervalMs: opts.checkIntervalMs } : {}),
+      ...(opts.checkTimeoutMs !== undefined ? { checkTimeoutMs: opts.checkTimeoutMs } : {}),
+      ...(opts.log ? { log: opts.log } : {}),
+    });
+    // One scheme for all: the pools below are per scheme, and replicas of one cluster share it.
+    const schemes = new Set(this.endpoints.all().map((u) => u.protocol));
+    if (schemes.size > 1) throw new Error('the servers of one client must all be https:// or all http://');
+    const secure = this.endpoints.current().protocol === 'https:';
     this.mod = secure ? https : http;
     this.agent = secure
       ? new https.Agent({ keepAlive: true, ca: opts.ca, maxSockets: 64 })
       : new http.Agent({ keepAlive: true, maxSockets: 64 });
     this.watchAgent = secure ? new https.Agent({ keepAlive: true, ca: opts.ca }) : new http.Agent({ keepAlive: true });
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.endpoints.onMove((move) => this.leave(move));
+    this.endpoints.startChecking((server, timeoutMs) => this.ready(server, timeoutMs));
+  }
+
+  /** The server requests go to now. */
+  get server(): string {
+    return this.endpoints.current().origin;
   }
 
   close(): void {
+    this.endpoints.stopChecking();
     this.agent.destroy();
     this.watchAgent.destroy();
   }
 
-  /** Raw request; resolves with whatever status came back. */
-  raw(req: { method: string; path: string; body?: string | Buffer; headers?: Record<string, string>; timeoutMs?: number }): Promise<RawResponse> {
+  /**
+   * After a move: whatever is still open against the server left behind ends now, with an error, so
+   * a request against a hung server fails over (GETs are sent again to the new one) instead of
+   * waiting out its timeout, and every watch is re-established, from its last revision, on the new one.
+   */
+  private leave(move: EndpointMove): void {
+    for (const [r, server] of this.open) {
+      if (server.origin === move.from.origin) r.destroy(codedError(`moved from ${move.from.origin} to ${move.to.origin}: ${move.reason}`, 'EMOVED'));
+    }
+  }
+
+  private track(r: http.ClientRequest, server: URL): void {
+    this.open.set(r, server);
+    r.once('close', () => this.open.delete(r));
+  }
+
+  /** Health of one replica: its /readyz answers 200 in time. */
+  private async ready(server: URL, timeoutMs: number): Promise<boolean> {
+    const res = await this.send(server, { method: 'GET', path: '/readyz', timeoutMs, track: false });
+    return res.status === 200;
+  }
+
+  /**
+   * Raw request; resolves with whatever status came back. With several servers, a connection failure
+   * moves the client to the next one, and the request is sent there too when that cannot apply it
+   * twice: a GET, or any request that never reached a server.
+   */
+  async raw(req: { method: string; path: string; body?: string | Buffer; headers?: Record<string, string>; timeoutMs?: number }): Promise<RawResponse> {
+    for (let attempt = 1; ; attempt++) {
+      const server = this.endpoints.current();
+      try {
+        return await this.send(server, req);
+      } catch (e) {
+        const code = errorCode(e);
+        if (!code || !CONNECTION_FAILURES.has(code)) throw e;
+        // A kept-alive socket the server had just closed as idle: the server is fine, the socket was stale.
+        if (code === 'ECONNRESET' && (e as { reusedSocket?: boolean }).reusedSocket) {
+          if ((req.method === 'GET' || req.method === 'HEAD') && attempt < 3) continue;
+          throw e;
+        }
+        if (code !== 'EMOVED') this.endpoints.markFailed(server, (e as Error).message);
+        const resend = NEVER_SENT.has(code) || req.method === 'GET' || req.method === 'HEAD';
+        if (!resend || attempt >= this.endpoints.size || this.endpoints.current().origin === server.origin) throw e;
+      }
+    }
+  }
+
+  /** One request to one server. */
+  private send(server: URL, req: { method: string; path: string; body?: string | Buffer; headers?: Record<string, string>; timeoutMs?: number; track?: boolean }): Promise<RawResponse> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { accept: 'application/json', ...req.headers };
       const token = this.opts.tokenSource ? this.opts.tokenSource() : this.opts.token;
       if (token) headers.authorization = `Bearer ${token}`;
       if (req.body !== undefined) headers['content-length'] = String(Buffer.byteLength(req.body));
       const r = this.mod.request(
-        { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path: req.path, method: req.method, headers, agent: this.agent },
+        { protocol: server.protocol, hostname: server.hostname, port: server.port, path: req.path, method: req.method, headers, agent: this.agent },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -81,8 +170,9 @@ export class HttpClient implements Client {
           res.on('error', reject);
         },
       );
-      r.setTimeout(req.timeoutMs ?? this.timeoutMs, () => r.destroy(new Error(`request ${req.method} ${req.path} timed out`)));
-      r.on('error', reject);
+      if (req.track !== false) this.track(r, server);
+      r.setTimeout(req.timeoutMs ?? this.timeoutMs, () => r.destroy(codedError(`request ${req.method} ${req.path} to ${server.origin} timed out`, 'ETIMEDOUT')));
+      r.on('error', (e) => reject(r.reusedSocket ? Object.assign(e, { reusedSocket: true }) : e));
       if (req.body !== undefined) r.write(req.body);
       r.end();
     });
@@ -152,8 +242,17 @@ export class HttpClient implements Client {
       finished = true;
       if (!closed) req.onClose?.(err);
     };
+    const server = this.endpoints.current();
+    const fail = (e: Error) => {
+      // Closed here, or already ended (an ERROR event): not the server's failure.
+      if (closed || finished) return;
+      // A stream cut by a dead server, or a server refusing connections: the next watch goes elsewhere.
+      const code = errorCode(e);
+      if (code && code !== 'EMOVED' && CONNECTION_FAILURES.has(code)) this.endpoints.markFailed(server, e.message);
+      finish(e);
+    };
     const r = this.mod.request(
-      { protocol: this.base.protocol, hostname: this.base.hostname, port: this.base.port, path, method: 'GET', headers, agent: this.watchAgent },
+      { protocol: server.protocol, hostname: server.hostname, port: server.port, path, method: 'GET', headers, agent: this.watchAgent },
       (resp) => {
         if ((resp.statusCode ?? 0) >= 300) {
           const chunks: Buffer[] = [];
@@ -190,10 +289,15 @@ export class HttpClient implements Client {
           }
         });
         resp.on('end', () => finish());
-        resp.on('error', (e) => finish(e));
+        resp.on('error', fail);
+        // A connection closed before the stream's last chunk (the server died) may end without 'error'.
+        resp.on('close', () => {
+          if (!resp.complete) fail(codedError(`watch stream from ${server.origin} was cut`, 'ECONNRESET'));
+        });
       },
     );
-    r.on('error', (e) => finish(e));
+    this.track(r, server);
+    r.on('error', fail);
     r.end();
     return {
       close: () => {

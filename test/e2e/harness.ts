@@ -52,7 +52,8 @@ export interface Cluster {
   forKubectl(k: Kubectl): Cluster;
   /** writes `text` to `name` in the cluster's temp dir (a manifest for `kubectl -f`) and returns its path */
   writeFile(name: string, text: string): string;
-  startAgent(nodeName: string): Promise<void>;
+  /** `server` replaces the agent's --server value (e.g. several replicas' URLs) */
+  startAgent(nodeName: string, opts?: { server?: string }): Promise<void>;
   stopAgent(nodeName: string, signal?: NodeJS.Signals): Promise<void>;
   restartServer(signal?: NodeJS.Signals): Promise<void>;
   serverPid(): number;
@@ -76,7 +77,7 @@ function freePortGuess(): number {
  * killed test run keeps its route, and a new bridge in the same range would lose host → pod traffic
  * (the probes) to it.
  */
-function freeClusterCidr(): string {
+export function freeClusterCidr(): string {
   let routes = '';
   try {
     routes = execFileSync('ip', ['-4', 'route', 'show'], { encoding: 'utf8' });
@@ -134,9 +135,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     const address = (nodeDnsAddresses[nodeName] ??= `169.254.${20 + Math.floor(Math.random() * 230)}.${1 + Math.floor(Math.random() * 254)}`);
     return ['--cluster-dns', address];
   };
-  const startAgent = async (nodeName: string) => {
+  const startAgent = async (nodeName: string, agentOpts: { server?: string } = {}) => {
     const child = spawnLogged(`agent-${nodeName}`, [
-      'agent', '--server', url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
+      'agent', '--server', agentOpts.server ?? url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
       '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...dnsArgs(nodeName),
       // Agents of clusters running side by side on this host each keep their own nftables table.
       '--service-proxy-table', serviceProxyTable(nodeName), ...(opts.agentArgs ?? []),
@@ -195,8 +196,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       // The node resolvers outlive their agents by design; a finished cluster ends them.
       for (const nodeName of agents.keys()) await stopNodeResolver(path.join(dir, `agent-${nodeName}`)).catch(() => undefined);
       await stopChild(server);
-      await removeNodeContainers(nodeNames);
-      for (const nodeName of nodeNames) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
+      const started = [...new Set([...nodeNames, ...agents.keys()])];
+      await removeNodeContainers(started);
+      for (const nodeName of started) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
       for (const nodeName of new Set([...nodeNames, ...agents.keys()])) await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
       // A stopped agent leaves its pods' in-memory volumes mounted (every pod's token volume is one).
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) {
