@@ -261,10 +261,11 @@ describe('kubectl logs and exec through the control plane', () => {
       // capture-pane drops trailing blanks: the prompt "/ # " reads "/ #".
       await waitFor(async () => /[#$] ?$/m.test(await screen()), 20_000, 'a shell prompt');
       await tmux('send-keys', 'echo $((6*7)); stty size; tty', 'Enter');
-      await waitFor(async () => /^42$/m.test(await screen()), 20_000, '42 on the screen');
+      // tty's answer comes last: once it shows, so have 42 and the size.
+      await waitFor(async () => /^\/dev\/pts\/\d+$/m.test(await screen()), 20_000, 'the tty name on the screen (a pty)');
       const first = await screen();
+      assert.match(first, /^42$/m);
       assert.match(first, /^40 100$/m, 'the terminal size reached the container');
-      assert.match(first, /^\/dev\/pts\/\d+$/m, 'a pty');
       await expectResizeThenExit4({ tmux, screen });
     } finally {
       await tmux('kill-server').catch(() => undefined);
