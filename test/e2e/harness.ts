@@ -76,7 +76,7 @@ function freePortGuess(): number {
  * killed test run keeps its route, and a new bridge in the same range would lose host → pod traffic
  * (the probes) to it.
  */
-function freeClusterCidr(): string {
+export function freeClusterCidr(): string {
   let routes = '';
   try {
     routes = execFileSync('ip', ['-4', 'route', 'show'], { encoding: 'utf8' });
