@@ -54,8 +54,11 @@ async function freePort(): Promise<number> {
 }
 
 const spawned = new Set<ChildProcess>();
+const scratchDirs = new Set<string>();
+// Also on SIGINT/SIGTERM: etcd-cluster.ts exits the process then, which runs this.
 process.on('exit', () => {
   for (const child of spawned) child.kill('SIGKILL');
+  if (!process.env.BERTH_KEEP_E2E) for (const dir of scratchDirs) fs.rmSync(dir, { recursive: true, force: true });
 });
 
 async function killReplica(r: Replica | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
@@ -88,6 +91,7 @@ describe('several berth servers on one three-member etcd', () => {
   let etcd: EtcdCluster | undefined;
   let c: Cluster | undefined;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-replicas-'));
+  scratchDirs.add(scratch);
   const clusterCidr = freeClusterCidr();
   let first: Replica | undefined;
   let third: Replica | undefined;
@@ -213,23 +217,23 @@ describe('several berth servers on one three-member etcd', () => {
 
     // A watch on the replica about to die, reconnected to a survivor from its last resourceVersion.
     const writerLabel = 'test=writer';
-    const watched: Array<{ type: string; name: string; rv: string }> = [];
+    const watched: Array<{ type: string; name: string; rv: string; onSurvivor: boolean }> = [];
     let lastRv = (await first!.client.list<KubeObject>(CONFIG_MAPS, { namespace: NS, labelSelector: writerLabel })).metadata.resourceVersion;
     let reconnectedAt: number | undefined;
-    const follow = (client: HttpClient, onEnd: () => void): WatchHandle =>
+    const follow = (client: HttpClient, onSurvivor: boolean, onEnd: () => void): WatchHandle =>
       client.watch<KubeObject>(CONFIG_MAPS, {
         namespace: NS,
         labelSelector: writerLabel,
         resourceVersion: lastRv,
         onEvent: (ev) => {
-          watched.push({ type: ev.type, name: ev.object.metadata.name!, rv: ev.object.metadata.resourceVersion! });
+          watched.push({ type: ev.type, name: ev.object.metadata.name!, rv: ev.object.metadata.resourceVersion!, onSurvivor });
           lastRv = ev.object.metadata.resourceVersion;
         },
         onClose: onEnd,
       });
-    watches.push(follow(first!.client, () => {
+    watches.push(follow(first!.client, false, () => {
       reconnectedAt = Date.now();
-      watches.push(follow(c!.client, () => undefined));
+      watches.push(follow(c!.client, true, () => undefined));
     }));
 
     // A writer on the surviving replica records every 201.
@@ -302,6 +306,7 @@ describe('several berth servers on one three-member etcd', () => {
 
     // The failed-over watch: every create exactly once, none replayed.
     assert.ok(reconnectedAt !== undefined, 'the watch on the killed replica ended');
+    assert.ok(watched.some((w) => !w.onSurvivor) && watched.some((w) => w.onSurvivor), 'events came through both replicas');
     const added = watched.filter((w) => w.type === 'ADDED').map((w) => w.name);
     assert.equal(new Set(added).size, added.length, 'no event twice');
     assert.deepEqual([...added].sort(), [...stored].sort());
