@@ -155,8 +155,9 @@ function fail(msg: string): never {
 }
 
 /** `berth server --token` / `--token-file`: the cluster token, or undefined. */
-function clusterTokenFlag(token: string | undefined, file: string | undefined): string | undefined {
+function clusterTokenFlag(token: string | undefined, file: string | undefined, etcd: boolean): string | undefined {
   if (token !== undefined && file !== undefined) fail('--token and --token-file exclude each other');
+  if ((token !== undefined || file !== undefined) && !etcd) fail(`--${token !== undefined ? 'token' : 'token-file'} joins servers sharing etcd: it needs --etcd-servers`);
   if (file === undefined) return token;
   try {
     return fs.readFileSync(file, 'utf8').trim();
@@ -289,7 +290,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     encryptionProviderConfig: values['encryption-provider-config'],
     storageReserveBytes: num(values['storage-reserve-bytes'], 'storage-reserve-bytes'),
     etcd: etcdFlags(values),
-    clusterToken: clusterTokenFlag(values.token, values['token-file']),
+    clusterToken: clusterTokenFlag(values.token, values['token-file'], values['etcd-servers'] !== undefined),
     serviceClusterIPRange: values['service-cluster-ip-range'],
     serviceNodePortRange: values['service-node-port-range'],
     advertiseAddress: values['advertise-address'],

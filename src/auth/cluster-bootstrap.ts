@@ -49,7 +49,7 @@ export interface ClusterBootstrapOptions {
   token?: string;
   /** whether encryption-config.yaml in the data dir is shared (false with --encryption-provider-config) */
   shareEncryptionConfig: boolean;
-  log?: { info(obj: object, msg: string): void };
+  log?: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
 export interface ClusterBootstrapResult {
@@ -127,6 +127,10 @@ function adopt(opts: ClusterBootstrapOptions, sealedText: string, token: { secre
     );
   }
   const files = open(JSON.parse(sealedText) as SealedBundle, secret);
+  if (!opts.shareEncryptionConfig && files[DEFAULT_ENCRYPTION_CONFIG_FILE] !== undefined) {
+    // Cannot be compared with the operator's file: it may be a deliberate move to one. Say so loudly.
+    opts.log?.warn({ key: CLUSTER_BOOTSTRAP_KEY }, 'the other servers encrypt with the shared generated key, this one with --encryption-provider-config: each must be able to read what the others write');
+  }
   if (token?.caHash !== undefined && token.caHash !== caHash(files[CA_CERT_FILE] ?? '')) {
     throw new Error(`--token names CA ${token.caHash}, but the cluster in the store has CA ${caHash(files[CA_CERT_FILE] ?? '')}`);
   }

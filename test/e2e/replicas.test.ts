@@ -11,7 +11,7 @@
  * watch that reconnects to another replica from its last resourceVersion sees every event once.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -197,6 +197,8 @@ describe('several berth servers on one three-member etcd', () => {
       return (generation === undefined || (s?.observedGeneration ?? 0) >= generation) && s?.updatedReplicas === replicas && s?.readyReplicas === replicas && s?.replicas === replicas;
     };
     await waitFor(() => deploymentDone(), 120_000, 'six Ready pods');
+    const jobsOfTick = async () => (await c!.client.list<Job>(BATCH.jobs, { namespace: NS })).items.filter((j) => j.metadata.ownerReferences?.some((o) => o.uid === cronJob.metadata.uid));
+    await waitFor(async () => (await jobsOfTick()).length >= 2, 20_000, 'the first leader to fire the CronJob');
 
     // Live pods (not terminating, not finished) sampled through a watch on the surviving replica.
     const live = new Map<string, Pod>();
@@ -260,6 +262,7 @@ describe('several berth servers on one three-member etcd', () => {
     }, 30_000, 'the new ReplicaSet to scale up');
     const killedAt = Date.now();
     await killReplica(first);
+    assert.equal(await deploymentDone(patched.metadata.generation), false, 'the rollout was still under way at the kill');
     let tookOverMs = -1;
     let newLeader = '';
     await waitFor(async () => {
@@ -314,7 +317,7 @@ describe('several berth servers on one three-member etcd', () => {
 
     // The CronJob: one Job per scheduled time, from before and after the handover.
     await c!.client.patch(BATCH.cronjobs, { namespace: NS, name: 'tick', type: 'merge', patch: { spec: { suspend: true } } });
-    const jobs = (await c!.client.list<Job>(BATCH.jobs, { namespace: NS })).items.filter((j) => j.metadata.ownerReferences?.some((o) => o.uid === cronJob.metadata.uid));
+    const jobs = await jobsOfTick();
     const times = jobs.map((j) => j.metadata.annotations?.['batch.kubernetes.io/cronjob-scheduled-timestamp'] ?? '');
     assert.equal(new Set(times).size, times.length, `a scheduled time twice: ${times.sort().join(' ')}`);
     for (const j of jobs) assert.equal(j.metadata.name, `tick-${Date.parse(j.metadata.annotations!['batch.kubernetes.io/cronjob-scheduled-timestamp']!) / 1000}`);
@@ -322,5 +325,20 @@ describe('several berth servers on one three-member etcd', () => {
     assert.ok(scheduled.some((t) => t < killedAt), 'Jobs of the first leader');
     assert.ok(scheduled.some((t) => t > killedAt + tookOverMs), 'Jobs of the new leader');
     console.log(`# ${jobs.length} CronJob Jobs, one per scheduled time, across the handover`);
+  });
+});
+
+describe('berth server --token flags', () => {
+  it('are refused without --etcd-servers, and together, naming the flag', () => {
+    const run = (args: string[]) => spawnSync(process.execPath, [...NODE_FLAGS, BERTH_BIN, 'server', ...args], { encoding: 'utf8', timeout: 20_000 });
+    const alone = run(['--token', 'abc']);
+    assert.equal(alone.status, 2, alone.stderr);
+    assert.match(alone.stderr, /--token joins servers sharing etcd: it needs --etcd-servers/);
+    const fileAlone = run(['--token-file', '/dev/null']);
+    assert.match(fileAlone.stderr, /--token-file joins servers sharing etcd/);
+    const both = run(['--etcd-servers', 'http://127.0.0.1:1', '--token', 'abc', '--token-file', '/dev/null']);
+    assert.equal(both.status, 2, both.stderr);
+    assert.match(both.stderr, /--token and --token-file exclude each other/);
+    assert.match(run(['--help']).stdout, /--token T +with --etcd-servers: the cluster token/);
   });
 });
