@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs Berth on a Debian/Ubuntu host, as root, as a control plane or as a worker:
 #
-#   install.sh server [--port P] [--data-dir D] [--bind-address A]
+#   install.sh server [--port P] [--data-dir D] [--bind-address A] [--etcd-servers URLS [--token T | --token-file F]]
 #   install.sh agent  --server URL (--token TOKEN | --token-file F) [--node-name N] [--node-ip IP] [--data-dir D]
 #
 # It installs what is missing (Docker engine from the distro for agents, Node.js >= 20, build tools
@@ -24,7 +24,9 @@
 #   --log-level LEVEL  pino level (info)
 #   --build            compile the TypeScript sources even when dist/ exists (default: only when missing)
 #   --fresh-deps       always `npm ci --omit=dev`, never reuse the repository's node_modules
-# Server: --port P (6443), --bind-address A (0.0.0.0)
+# Server: --port P (6443), --bind-address A (0.0.0.0), --etcd-servers URL[,URL...] (store in etcd, as one
+#         of several servers), --token T or --token-file F (with --etcd-servers: the first server's
+#         DATA_DIR/node-token, so this server joins that cluster; kept in ETC_DIR/cluster-token, 0600)
 # Agent:  --server URL, --token TOKEN or --token-file F (needed for the first install only),
 #         --node-name N (the host name), --node-ip IP (the agent's own choice)
 set -euo pipefail
@@ -42,7 +44,7 @@ readonly DOCKER_START_TIMEOUT_S=60
 readonly PROGRAM_PATHS=(package.json package-lock.json bin dist/src dist/agent scripts/lib.sh scripts/images scripts/uninstall.sh)
 
 usage() {
-  sed -n '2,29p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 # ---- arguments --------------------------------------------------------------
@@ -56,7 +58,7 @@ esac
 
 prefix=/opt/berth etc_dir=/etc/berth unit_dir=/etc/systemd/system log_dir=/var/log/berth run_dir=/run/berth
 opt_data_dir="" opt_log_level="" opt_port="" opt_bind="" opt_server="" opt_token="" opt_token_file=""
-opt_node_name="" opt_node_ip="" force_build=0 fresh_deps=0
+opt_node_name="" opt_node_ip="" opt_etcd_servers="" force_build=0 fresh_deps=0
 
 while [ $# -gt 0 ]; do
   flag="$1"
@@ -79,8 +81,9 @@ while [ $# -gt 0 ]; do
     --port) [ "$mode" = server ] || berth_die "--port is a server option"; opt_port="$value" ;;
     --bind-address) [ "$mode" = server ] || berth_die "--bind-address is a server option"; opt_bind="$value" ;;
     --server) [ "$mode" = agent ] || berth_die "--server is an agent option"; opt_server="$value" ;;
-    --token) [ "$mode" = agent ] || berth_die "--token is an agent option"; opt_token="$value" ;;
-    --token-file) [ "$mode" = agent ] || berth_die "--token-file is an agent option"; opt_token_file="$value" ;;
+    --etcd-servers) [ "$mode" = server ] || berth_die "--etcd-servers is a server option"; opt_etcd_servers="$value" ;;
+    --token) opt_token="$value" ;;
+    --token-file) opt_token_file="$value" ;;
     --node-name) [ "$mode" = agent ] || berth_die "--node-name is an agent option"; opt_node_name="$value" ;;
     --node-ip) [ "$mode" = agent ] || berth_die "--node-ip is an agent option"; opt_node_ip="$value" ;;
     *) berth_die "unknown option: $flag (try --help)" ;;
@@ -332,6 +335,26 @@ if [ "$mode" = server ]; then
   bind_address="$(setting "$opt_bind" BERTH_BIND_ADDRESS 0.0.0.0)"
   extra_args="$(env_get "$env_file" BERTH_SERVER_ARGS || true)"
   [[ "$port" =~ ^[0-9]+$ ]] && [ "$port" -ge 1 ] && [ "$port" -le 65535 ] || berth_die "invalid --port: $port"
+  etcd_servers="$(setting "$opt_etcd_servers" BERTH_ETCD_SERVERS "")"
+  [[ -z "$etcd_servers" || "$etcd_servers" =~ ^https?://[^[:space:],/]+/?(,https?://[^[:space:],/]+/?)*$ ]] ||
+    berth_die "invalid --etcd-servers: $etcd_servers (expected http://HOST:PORT[,http://HOST:PORT...])"
+  # The cluster token of servers sharing etcd: written once, 0600; the server reads it at every start.
+  cluster_token_path="$etc_dir/cluster-token"
+  token=""
+  if [ -n "$opt_token" ]; then token="$opt_token"
+  elif [ -n "$opt_token_file" ]; then
+    [ -r "$opt_token_file" ] || berth_die "cannot read --token-file $opt_token_file"
+    token="$(tr -d '[:space:]' <"$opt_token_file")"
+  fi
+  if [ -n "$token" ]; then
+    [ -n "$etcd_servers" ] || berth_die "server: --token joins servers sharing etcd; it needs --etcd-servers"
+    if printf '%s\n' "$token" | write_if_changed "$cluster_token_path" 0600; then changed "wrote the cluster token $cluster_token_path"; fi
+  fi
+  etcd_args=""
+  if [ -n "$etcd_servers" ]; then
+    etcd_args="--etcd-servers $etcd_servers"
+    [ ! -s "$cluster_token_path" ] || etcd_args="$etcd_args --token-file $cluster_token_path"
+  fi
   env_text="$(
     echo "# Settings of $unit, read by systemd (EnvironmentFile=) and by install.sh. Re-running install.sh"
     echo "# keeps what you change here unless the matching flag is given. BERTH_SERVER_ARGS: more 'berth server' flags."
@@ -339,6 +362,8 @@ if [ "$mode" = server ]; then
     env_line BERTH_PORT "$port"
     env_line BERTH_BIND_ADDRESS "$bind_address"
     env_line BERTH_LOG_LEVEL "$log_level"
+    env_line BERTH_ETCD_SERVERS "$etcd_servers"
+    env_line BERTH_ETCD_ARGS "$etcd_args"
     env_line BERTH_SERVER_ARGS "$extra_args"
   )"
 else

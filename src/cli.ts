@@ -57,6 +57,10 @@ Flags:
   --etcd-cafile FILE      CA bundle verifying the etcd servers (https:// URLs)
   --etcd-certfile FILE    client certificate presented to etcd
   --etcd-keyfile FILE     key of --etcd-certfile
+  --token T               with --etcd-servers: the cluster token, i.e. the node token (DIR/node-token) of a
+                          server already on this etcd; this server takes the cluster's CA, keys and tokens
+                          from etcd with it (default: DIR/join-secret; the first server makes one)
+  --token-file FILE       --token read from FILE (e.g. a copy of the first server's DIR/node-token)
   --service-cluster-ip-range CIDR  Service ClusterIPs; the first address is the kubernetes Service's,
                           the tenth kube-dns's (default 10.96.0.0/12)
   --service-node-port-range A-B    Service NodePorts (default 30000-32767)
@@ -160,6 +164,18 @@ function fail(msg: string): never {
   process.exit(2);
 }
 
+/** `berth server --token` / `--token-file`: the cluster token, or undefined. */
+function clusterTokenFlag(token: string | undefined, file: string | undefined, etcd: boolean): string | undefined {
+  if (token !== undefined && file !== undefined) fail('--token and --token-file exclude each other');
+  if ((token !== undefined || file !== undefined) && !etcd) fail(`--${token !== undefined ? 'token' : 'token-file'} joins servers sharing etcd: it needs --etcd-servers`);
+  if (file === undefined) return token;
+  try {
+    return fs.readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    fail(`cannot read --token-file ${file}: ${(err as Error).message}`);
+  }
+}
+
 /** --etcd-* flags (kube-apiserver's names) as storage options; undefined keeps the SQLite store. */
 function etcdFlags(values: { 'etcd-servers'?: string; 'etcd-prefix'?: string; 'etcd-cafile'?: string; 'etcd-certfile'?: string; 'etcd-keyfile'?: string }): import('./control-plane.js').EtcdStorageOptions | undefined {
   const servers = values['etcd-servers']?.split(',').map((s) => s.trim()).filter(Boolean);
@@ -217,6 +233,8 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'etcd-cafile': { type: 'string' },
       'etcd-certfile': { type: 'string' },
       'etcd-keyfile': { type: 'string' },
+      token: { type: 'string' },
+      'token-file': { type: 'string' },
       'service-cluster-ip-range': { type: 'string' },
       'service-node-port-range': { type: 'string' },
       'advertise-address': { type: 'string' },
@@ -282,6 +300,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     encryptionProviderConfig: values['encryption-provider-config'],
     storageReserveBytes: num(values['storage-reserve-bytes'], 'storage-reserve-bytes'),
     etcd: etcdFlags(values),
+    clusterToken: clusterTokenFlag(values.token, values['token-file'], values['etcd-servers'] !== undefined),
     serviceClusterIPRange: values['service-cluster-ip-range'],
     serviceNodePortRange: values['service-node-port-range'],
     advertiseAddress: values['advertise-address'],

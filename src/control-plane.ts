@@ -16,6 +16,7 @@ import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ApiError } from './api/errors.js';
 import type { KubeObject } from './api/types.js';
+import { bootstrapClusterSecrets } from './auth/cluster-bootstrap.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { kubeconfigText } from './kubeconfig-text.js';
 import { Authorizer } from './auth/authz.js';
@@ -65,6 +66,12 @@ export interface ControlPlaneOptions {
   dataDir: string;
   /** store in etcd; default the SQLite file DIR/state.db */
   etcd?: EtcdStorageOptions;
+  /**
+   * --token: the node token (or its bare join secret) of a server already sharing the etcd store; the
+   * key the shared secrets are stored under in etcd is derived from it (see auth/cluster-bootstrap.ts).
+   * Absent: the join secret in the data dir, or a fresh one on the first server.
+   */
+  clusterToken?: string;
   port: number;
   /** address to listen on; default all interfaces (agents on other hosts must reach it) */
   bindAddress?: string;
@@ -170,8 +177,6 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const disabled = disabledControllerSet(opts.disabledControllers ?? []);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
-  const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
-  if (encryption.generated) log.info({ file: encryption.file }, 'generated an encryption key for Secrets at rest');
   const store = opts.etcd
     ? await openEtcdBackend({ endpoints: opts.etcd.servers, prefix: opts.etcd.prefix, tls: opts.etcd.tls, logger: log.child({ component: 'storage' }) })
     : openSqliteBackend({
@@ -179,6 +184,19 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
         logger: log.child({ component: 'storage' }),
         reserveBytes: opts.storageReserveBytes ?? DEFAULT_STORAGE_RESERVE_BYTES,
       });
+  // Replicas on one etcd share the CA, keys and tokens: taken from (or stored into) etcd before
+  // anything below reads those files.
+  if (opts.etcd) {
+    await bootstrapClusterSecrets({ dataDir: opts.dataDir, store, token: opts.clusterToken, shareEncryptionConfig: opts.encryptionProviderConfig === undefined, log: log.child({ component: 'cluster-bootstrap' }) }).catch((err: unknown) => {
+      store.close();
+      throw err;
+    });
+  } else if (opts.clusterToken !== undefined) {
+    store.close();
+    throw new Error('--token joins servers sharing etcd: it needs --etcd-servers');
+  }
+  const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
+  if (encryption.generated) log.info({ file: encryption.file }, 'generated an encryption key for Secrets at rest');
   // Node credentials hold the secret the server presents to each agent: stored like Secrets.
   const backend = new TransformingBackend({
     inner: store,
@@ -356,13 +374,18 @@ async function getOrUndefined<T>(registry: Registry, plural: string, namespace: 
   }
 }
 
-async function ensureSystemNamespaces(registry: Registry): Promise<void> {
+export async function ensureSystemNamespaces(registry: Registry): Promise<void> {
   const info = BUILTIN_RESOURCES.find((r) => r.kind === 'Namespace')!;
   for (const name of SYSTEM_NAMESPACES) {
     try {
       await registry.get(info, undefined, name);
     } catch {
-      await registry.create(info, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
+      try {
+        await registry.create(info, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as KubeObject);
+      } catch (e) {
+        // Another replica starting on the same store made it first.
+        if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+      }
     }
   }
 }

@@ -32,12 +32,7 @@ export async function ensurePki(opts: PkiOptions): Promise<ServingPki> {
   const forge = (await import('node-forge')).default;
   const { pki } = forge;
 
-  if (!fs.existsSync(files.caCert) || !fs.existsSync(files.caKey)) {
-    const { cert, key } = issue(forge, { commonName: 'berth-ca', isCA: true });
-    writeSecret(files.caKey, key);
-    fs.writeFileSync(files.caCert, cert, { mode: 0o644 });
-    fs.rmSync(files.cert, { force: true });
-  }
+  await ensureCa(opts.dataDir);
   const caCert = fs.readFileSync(files.caCert, 'utf8');
   const wanted = servingNames(opts.altNames ?? []);
   const haveNames = fs.existsSync(files.names) ? fs.readFileSync(files.names, 'utf8') : '';
@@ -49,6 +44,20 @@ export async function ensurePki(opts: PkiOptions): Promise<ServingPki> {
     fs.writeFileSync(files.names, wanted.join(','));
   }
   return { caCert, serverCert: fs.readFileSync(files.cert, 'utf8'), serverKey: fs.readFileSync(files.key, 'utf8') };
+}
+
+/** Makes the cluster CA in `<dataDir>/pki` unless it is there; a new CA drops the serving certificate of the old one. */
+export async function ensureCa(dataDir: string): Promise<void> {
+  const dir = path.join(dataDir, 'pki');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const caCert = path.join(dir, 'ca.crt');
+  const caKey = path.join(dir, 'ca.key');
+  if (fs.existsSync(caCert) && fs.existsSync(caKey)) return;
+  const forge = (await import('node-forge')).default;
+  const { cert, key } = issue(forge, { commonName: 'berth-ca', isCA: true });
+  writeSecret(caKey, key);
+  fs.writeFileSync(caCert, cert, { mode: 0o644 });
+  fs.rmSync(path.join(dir, 'server.crt'), { force: true });
 }
 
 /**

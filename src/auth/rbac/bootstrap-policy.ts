@@ -184,38 +184,61 @@ export interface ReconcileOptions {
   log?: Pick<Logger, 'info' | 'warn'>;
 }
 
-/** Creates or reconciles every default ClusterRole and ClusterRoleBinding. */
+/** Attempts per object a start-up gives a concurrent replica's writes before failing (each reads afresh). */
+const RACE_ATTEMPTS = 5;
+
+/**
+ * Creates or reconciles every default ClusterRole and ClusterRoleBinding. Replicas starting together
+ * on one store race here: a write that loses (AlreadyExists, Conflict, or NotFound of a binding the
+ * other replica is recreating) is reconciled again from a fresh read of that object.
+ */
 export async function reconcileBootstrapPolicy(opts: ReconcileOptions): Promise<void> {
   const { registry, log } = opts;
   for (const expected of bootstrapClusterRoles()) {
-    const existing = (await getOrUndefined(registry, CLUSTER_ROLE_INFO, expected.metadata.name!)) as ClusterRole | undefined;
-    if (!existing) {
-      await registry.create(CLUSTER_ROLE_INFO, undefined, expected);
-      log?.info({ clusterRole: expected.metadata.name }, 'created default cluster role');
-      continue;
-    }
-    const next = reconcileClusterRole(existing, expected);
-    if (next) {
-      await registry.update(CLUSTER_ROLE_INFO, undefined, next.metadata.name!, next);
-      log?.info({ clusterRole: next.metadata.name }, 'reconciled default cluster role');
-    }
+    await againIfRaced(opts, async () => {
+      const existing = (await getOrUndefined(registry, CLUSTER_ROLE_INFO, expected.metadata.name!)) as ClusterRole | undefined;
+      if (!existing) {
+        await registry.create(CLUSTER_ROLE_INFO, undefined, expected);
+        log?.info({ clusterRole: expected.metadata.name }, 'created default cluster role');
+        return;
+      }
+      const next = reconcileClusterRole(existing, expected);
+      if (next) {
+        await registry.update(CLUSTER_ROLE_INFO, undefined, next.metadata.name!, next);
+        log?.info({ clusterRole: next.metadata.name }, 'reconciled default cluster role');
+      }
+    });
   }
   for (const expected of bootstrapClusterRoleBindings()) {
     const name = expected.metadata.name!;
-    const existing = (await getOrUndefined(registry, CLUSTER_ROLE_BINDING_INFO, name)) as ClusterRoleBinding | undefined;
-    if (!existing) {
-      await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, expected);
-      log?.info({ clusterRoleBinding: name }, 'created default cluster role binding');
-      continue;
-    }
-    const next = reconcileClusterRoleBinding(existing, expected);
-    if (next === 'recreate') {
-      await registry.delete(CLUSTER_ROLE_BINDING_INFO, undefined, name);
-      await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, { ...expected, subjects: [...(expected.subjects ?? []), ...(existing.subjects ?? []).filter((s) => !(expected.subjects ?? []).some((e) => e.kind === s.kind && e.name === s.name))] });
-      log?.info({ clusterRoleBinding: name }, 'recreated default cluster role binding with its role');
-    } else if (next) {
-      await registry.update(CLUSTER_ROLE_BINDING_INFO, undefined, name, next);
-      log?.info({ clusterRoleBinding: name }, 'reconciled default cluster role binding');
+    await againIfRaced(opts, async () => {
+      const existing = (await getOrUndefined(registry, CLUSTER_ROLE_BINDING_INFO, name)) as ClusterRoleBinding | undefined;
+      if (!existing) {
+        await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, expected);
+        log?.info({ clusterRoleBinding: name }, 'created default cluster role binding');
+        return;
+      }
+      const next = reconcileClusterRoleBinding(existing, expected);
+      if (next === 'recreate') {
+        await registry.delete(CLUSTER_ROLE_BINDING_INFO, undefined, name);
+        await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, { ...expected, subjects: [...(expected.subjects ?? []), ...(existing.subjects ?? []).filter((s) => !(expected.subjects ?? []).some((e) => e.kind === s.kind && e.name === s.name))] });
+        log?.info({ clusterRoleBinding: name }, 'recreated default cluster role binding with its role');
+      } else if (next) {
+        await registry.update(CLUSTER_ROLE_BINDING_INFO, undefined, name, next);
+        log?.info({ clusterRoleBinding: name }, 'reconciled default cluster role binding');
+      }
+    });
+  }
+}
+
+async function againIfRaced(opts: ReconcileOptions, reconcile: () => Promise<void>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await reconcile();
+    } catch (e) {
+      const lostRace = e instanceof ApiError && (e.reason === 'AlreadyExists' || e.reason === 'Conflict' || e.reason === 'NotFound');
+      if (!lostRace || attempt >= RACE_ATTEMPTS) throw e;
+      opts.log?.info({ reason: e.reason, attempt }, 'default RBAC object changed concurrently; reconciling it again');
     }
   }
 }
