@@ -46,7 +46,7 @@ import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
 import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend } from './storage/sqlite.js';
 import { startCompactor } from './storage/compactor.js';
-import { openEtcdBackend, type EtcdTlsFiles } from './storage/etcd.js';
+import type { EtcdTlsFiles } from './storage/etcd.js';
 import { TransformingBackend } from './storage/transforming-backend.js';
 
 /** Room kept free for deletes and compaction on a full disk (see SqliteBackendOptions.reserveBytes). */
@@ -177,8 +177,9 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const disabled = disabledControllerSet(opts.disabledControllers ?? []);
   fs.mkdirSync(opts.dataDir, { recursive: true, mode: 0o700 });
 
+  // etcd3 and its gRPC stack are loaded only when asked for: a single-machine server never pays for them.
   const store = opts.etcd
-    ? await openEtcdBackend({ endpoints: opts.etcd.servers, prefix: opts.etcd.prefix, tls: opts.etcd.tls, logger: log.child({ component: 'storage' }) })
+    ? await (await import('./storage/etcd.js')).openEtcdBackend({ endpoints: opts.etcd.servers, prefix: opts.etcd.prefix, tls: opts.etcd.tls, logger: log.child({ component: 'storage' }) })
     : openSqliteBackend({
         file: path.join(opts.dataDir, 'state.db'),
         logger: log.child({ component: 'storage' }),
