@@ -158,7 +158,7 @@ describe('several berth servers on one three-member etcd', () => {
     assert.deepEqual(read.data, { v: '2' });
   });
 
-  it('kill -9 of the leader mid-rollout: a new leader within lease + retry, the rollout completes within maxSurge, no pod twice, no write lost, no CronJob time twice, a failed-over watch sees every event once', async () => {
+  it('kill -9 of the leader mid-rollout: a new leader within lease + 2 × 2.2 × retry, the rollout completes within maxSurge, no pod twice, no write lost, no CronJob time twice, a failed-over watch sees every event once', async () => {
     const leader = (await lease(c!.client))!.spec!.holderIdentity!;
     // Exactly one replica says it leads, and it is the first.
     assert.deepEqual(leadershipsIn(logOf(path.join(scratch, 'first.log'))), [leader]);
