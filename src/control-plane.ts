@@ -277,7 +277,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   // In-cluster clients call https://kubernetes.default.svc (or the ClusterIP): the certificate names both.
   const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
-  const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert });
+  const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert, log: log.child({ component: 'node-credentials' }) });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   await boundObjects.start();
   const app = buildApp({
@@ -358,6 +358,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       await new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections?.();
       stopCompactor();
+      auth.close();
       backend.close();
     },
   };

@@ -4,7 +4,8 @@ import net from 'node:net';
 import path from 'node:path';
 import { errors } from '../api/errors.js';
 import type { UserInfo } from '../api/user-info.js';
-import type { Backend } from '../storage/backend.js';
+import type { Logger } from 'pino';
+import type { Backend, KeyValue, StoreEvent, Watcher } from '../storage/backend.js';
 import { caHash, issueNodeServingCert, writeSecret } from './pki.js';
 
 /** Who is calling. Nodes authenticate with their own credential issued at join time. */
@@ -17,7 +18,12 @@ export interface TokenAuthOptions {
   dataDir: string;
   backend: Backend;
   caCert: string;
+  /** wait before following the stored credentials again after their watch was lost (default 1 s) */
+  resyncDelayMs?: number;
+  log?: Logger;
 }
+
+const DEFAULT_RESYNC_DELAY_MS = 1_000;
 
 /** Where node credentials are stored; the control plane encrypts values under it like Secrets. */
 export const NODE_CREDENTIAL_PREFIX = '/berth/credentials/nodes/';
@@ -53,28 +59,50 @@ interface NodeCredentialRecord {
   proxySecret?: string;
 }
 
+/** What this replica knows of one node's credential: its digest (none once deleted) as of a store revision. */
+interface KnownCredential {
+  digest: string | undefined;
+  revision: number;
+}
+
 /**
  * Owns bearer-token authentication: the admin token (in the kubeconfig), the node join secret
  * (in `node-token`) and the per-node credentials issued at join. Of the tokens, only sha256
  * digests are kept in memory and in the store; the plain tokens exist only in the 0600 files
  * handed to users. Each node's proxy secret is the exception (see NodeCredentialRecord).
+ *
+ * Several replicas may share one store, and a node joins through any of them, so the node
+ * credentials in memory follow the store: listed at start, then kept current by a watch on their
+ * prefix, so a credential issued or replaced (revoked) through another replica takes effect here
+ * as soon as its event arrives. A lost watch is followed again from a fresh list.
  */
 export class TokenAuthenticator {
   private readonly adminDigest: Buffer;
   private readonly joinDigest: Buffer;
-  /** digest(hex) → node name */
+  /** digest(hex) → node name, for the credentials live now */
   private readonly nodeDigests = new Map<string, string>();
+  /** node name → its credential as of the newest revision seen, by watch or by this replica's own write */
+  private readonly known = new Map<string, KnownCredential>();
+  private watcher: Watcher | undefined;
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private closed = false;
   readonly adminToken: string;
   readonly nodeToken: string;
 
-  /** Reads or creates the token files and loads the issued node credentials from the store. */
+  /** Reads or creates the token files, loads the issued node credentials and follows their changes in the store. */
   static async open(opts: TokenAuthOptions): Promise<TokenAuthenticator> {
     const auth = new TokenAuthenticator(opts);
-    for (const kv of (await opts.backend.list(CREDENTIAL_PREFIX)).items) {
-      const { digest: d } = JSON.parse(kv.value) as { digest: string };
-      auth.nodeDigests.set(d, kv.key.slice(CREDENTIAL_PREFIX.length));
-    }
+    await auth.follow();
     return auth;
+  }
+
+  /** Stops following the store (the backend itself stays open). */
+  close(): void {
+    this.closed = true;
+    if (this.resyncTimer) clearTimeout(this.resyncTimer);
+    this.resyncTimer = undefined;
+    this.watcher?.close();
+    this.watcher = undefined;
   }
 
   private constructor(private readonly opts: TokenAuthOptions) {
@@ -85,6 +113,67 @@ export class TokenAuthenticator {
     // The node token pins the CA so a joining agent can trust the first TLS connection.
     this.nodeToken = `berth1::${caHash(opts.caCert)}::${joinSecret}`;
     writeSecret(path.join(opts.dataDir, 'node-token'), this.nodeToken + '\n');
+  }
+
+  /** List the stored credentials, then watch from the list's revision: no change falls in between. */
+  private async follow(): Promise<void> {
+    const listed = await this.opts.backend.list(CREDENTIAL_PREFIX);
+    const present = new Set<string>();
+    for (const kv of listed.items) {
+      const nodeName = kv.key.slice(CREDENTIAL_PREFIX.length);
+      present.add(nodeName);
+      this.apply(nodeName, digestOf(kv), kv.modRevision);
+    }
+    // After a lost watch: credentials deleted meanwhile are absent from the list.
+    for (const [nodeName, cred] of this.known) if (!present.has(nodeName) && cred.revision <= listed.revision) this.apply(nodeName, undefined, listed.revision);
+    this.watcher = await this.opts.backend.watch(CREDENTIAL_PREFIX, {
+      fromRevision: listed.revision,
+      onEvent: (ev) => this.onStoreEvent(ev),
+      onError: (err) => {
+        this.opts.log?.warn({ err: err.message }, 'lost the watch on node credentials: listing them again');
+        this.watcher = undefined;
+        this.scheduleResync();
+      },
+    });
+    if (this.closed) this.close();
+  }
+
+  private scheduleResync(): void {
+    if (this.closed || this.resyncTimer) return;
+    this.resyncTimer = setTimeout(() => {
+      this.resyncTimer = undefined;
+      if (this.closed) return;
+      this.follow().catch((err: unknown) => {
+        this.opts.log?.warn({ err: (err as Error).message }, 'could not follow node credentials: retrying');
+        this.scheduleResync();
+      });
+    }, this.opts.resyncDelayMs ?? DEFAULT_RESYNC_DELAY_MS);
+    this.resyncTimer.unref();
+  }
+
+  private onStoreEvent(ev: StoreEvent): void {
+    const nodeName = ev.kv.key.slice(CREDENTIAL_PREFIX.length);
+    if (ev.type === 'delete') return this.apply(nodeName, undefined, ev.kv.modRevision);
+    let d: string | undefined;
+    try {
+      d = digestOf(ev.kv);
+    } catch (err) {
+      // An unreadable record authenticates nobody: the node's previous credential must not outlive it.
+      this.opts.log?.warn({ err: (err as Error).message, node: nodeName }, 'unreadable node credential');
+    }
+    this.apply(nodeName, d, ev.kv.modRevision);
+  }
+
+  /**
+   * Record a node's credential as of `revision`. Older news is ignored: the watch also delivers this
+   * replica's own writes, after they were applied, and must not bring back a digest they replaced.
+   */
+  private apply(nodeName: string, d: string | undefined, revision: number): void {
+    const current = this.known.get(nodeName);
+    if (current && current.revision >= revision) return;
+    if (current?.digest !== undefined && this.nodeDigests.get(current.digest) === nodeName) this.nodeDigests.delete(current.digest);
+    this.known.set(nodeName, { digest: d, revision });
+    if (d !== undefined) this.nodeDigests.set(d, nodeName);
   }
 
   /** Identity for an Authorization header, or undefined when missing/unknown. */
@@ -140,14 +229,9 @@ export class TokenAuthenticator {
     const record: NodeCredentialRecord = { digest: d, issuedAt: new Date().toISOString() };
     if (proxySecret !== undefined) record.proxySecret = proxySecret;
     const value = JSON.stringify(record);
-    if (existing) {
-      const old = (JSON.parse(existing.value) as { digest: string }).digest;
-      await this.opts.backend.update(key, value, existing.modRevision);
-      this.nodeDigests.delete(old);
-    } else {
-      await this.opts.backend.create(key, value);
-    }
-    this.nodeDigests.set(d, nodeName);
+    const written = existing ? await this.opts.backend.update(key, value, existing.modRevision) : await this.opts.backend.create(key, value);
+    // At once rather than when the watch brings it: the node's first request may come right after.
+    this.apply(nodeName, d, written.modRevision);
     return token;
   }
 }
@@ -178,6 +262,13 @@ function bearer(header: string | undefined): string | undefined {
   if (!header) return undefined;
   const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
   return m?.[1];
+}
+
+/** The digest a stored credential record holds. */
+function digestOf(kv: KeyValue): string {
+  const { digest: d } = JSON.parse(kv.value) as { digest: unknown };
+  if (typeof d !== 'string') throw new Error(`${kv.key}: no digest`);
+  return d;
 }
 
 function digest(token: string): Buffer {

@@ -1,7 +1,8 @@
 /**
  * An agent moving between control-plane replicas, end to end: a real three-member etcd cluster on
  * loopback, two `berth server` replicas on it (the second started with copies of the first's secret
- * files), one agent on real Docker given `--server A,B` and running a Deployment of two pods. A is
+ * files), one agent on real Docker given `--server A,B`, joining through A once both replicas run,
+ * and running a Deployment of two pods. A is
  * killed with SIGKILL: the agent's node Lease renewals reach B within 10 s (the time is printed), its
  * pods keep running with the same containers and restartCount 0, and after the move a deleted pod's
  * replacement becomes Ready as reported through B. Both replicas compact every few seconds, so the
@@ -62,8 +63,8 @@ describe('agent failover between control-plane replicas', () => {
   });
 
   /**
-   * Started after the agent joined through A: a replica loads the node credentials issued so far
-   * when it starts, and does not yet learn of ones issued later by another replica.
+   * Started before the agent joins through A: B learns of the credential A issues from the store,
+   * which is what lets the agent's requests through B after the move be authenticated.
    */
   const startServerB = async () => {
     // The second replica gets the first one's secrets as files (CA, service-account key, join secret,
@@ -98,8 +99,8 @@ describe('agent failover between control-plane replicas', () => {
   it('moves to B within 10 s of A being killed; pods keep their containers; status updates reach B', async () => {
     const c = cluster!;
     const nodeName = `failover-${path.basename(c.dir).slice(-6).toLowerCase().replace(/[^a-z0-9]/g, 'x')}`;
-    await c.startAgent(nodeName, { server: `${c.url},https://127.0.0.1:${portB}` });
     const b = await startServerB();
+    await c.startAgent(nodeName, { server: `${c.url},https://127.0.0.1:${portB}` });
     // Renewals every second: the first one through B dates the move closely.
     const deployment = {
       apiVersion: 'apps/v1',

@@ -262,7 +262,8 @@ export class LeaderElector {
         throw createErr;
       }
     }
-    if (recordOf(current.spec) !== this.observedRecord) this.observe(current, now);
+    // Seen when the read returned, as client-go's setObservedRecord: a slow read must not age the record.
+    if (recordOf(current.spec) !== this.observedRecord) this.observe(current, this.clock.now());
     else this.observed = current;
     const spec = current.spec ?? {};
     const holder = spec.holderIdentity ?? '';
