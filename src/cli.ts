@@ -17,6 +17,7 @@ Usage:
   berth agent  [flags]   run a node agent that joins a control plane and runs its pods on Docker
   berth up     [flags]   run the control plane plus one local agent (single-host default)
   berth kubeconfig --user NAME   write a kubeconfig for a user with a client certificate
+  berth migrate --etcd-servers URL[,URL...]   copy a stopped server's SQLite store into etcd
 
 Run 'berth <command> --help' for the flags of each command.`,
   server: `berth server — run the control plane
@@ -137,6 +138,22 @@ Flags:
   --log-level LEVEL       pino level (default info)
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
+  migrate: `berth migrate — copy a stopped server's SQLite store (DIR/state.db) into etcd
+
+Then start the server on the same data dir with the same --etcd-* flags; other servers join it with
+--token (its DIR/node-token). Every copied object keeps its uid and content, with a resourceVersion
+above any the SQLite server gave out; older resourceVersions answer 410 Gone, so watching clients relist.
+
+Flags:
+  --data-dir DIR          the stopped server's data dir (default: /var/lib/berth as root, else ~/.berth)
+  --from-sqlite FILE      the SQLite store to copy (default: DIR/state.db); refused while a server holds it
+  --etcd-servers URL[,URL...]  client URLs of the etcd members (required)
+  --etcd-prefix P         root of every key in etcd (default /registry), as for berth server
+  --etcd-cafile FILE      CA bundle verifying the etcd servers (https:// URLs)
+  --etcd-certfile FILE    client certificate presented to etcd
+  --etcd-keyfile FILE     key of --etcd-certfile
+  --force                 delete every key under the prefix first, instead of refusing a non-empty prefix
+                          (running the same migration again resumes an interrupted one without --force)`,
   kubeconfig: `berth kubeconfig — a kubeconfig for a user authenticated by a client certificate, or the
 admin kubeconfig naming another control-plane replica
 
@@ -654,6 +671,50 @@ async function runKubeconfig(argv: string[]): Promise<void> {
   console.error(`berth: wrote ${values.out} for ${who}${server ? ` naming ${server}` : ''}`);
 }
 
+async function runMigrate(argv: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args: argv,
+    options: {
+      'data-dir': { type: 'string' },
+      'from-sqlite': { type: 'string' },
+      'etcd-servers': { type: 'string' },
+      'etcd-prefix': { type: 'string' },
+      'etcd-cafile': { type: 'string' },
+      'etcd-certfile': { type: 'string' },
+      'etcd-keyfile': { type: 'string' },
+      force: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    console.log(HELP.migrate);
+    return;
+  }
+  const etcd = etcdFlags(values);
+  if (etcd === undefined) fail('migrate needs --etcd-servers');
+  const dataDir = values['data-dir'] ?? defaultDataDir();
+  const sqliteFile = values['from-sqlite'] ?? path.join(dataDir, 'state.db');
+  const { migrateSqliteToEtcd, MigrationRefused } = await import('./migrate.js');
+  try {
+    const report = await migrateSqliteToEtcd({ sqliteFile, etcd, force: values.force ?? false, log: (m) => console.error(`berth: ${m}`) });
+    if (report.outcome === 'already-done') {
+      console.error(`berth: ${report.source} (revision ${report.sourceRevision}) was already migrated into this etcd prefix; nothing to do`);
+    } else {
+      console.error(
+        `berth: ${report.outcome} ${report.keys} keys from ${report.source} (revision ${report.sourceRevision}); ` +
+          `resourceVersions ${report.firstCopiedRevision}..${report.lastCopiedRevision}, history compacted at ${report.compactedAt}`,
+      );
+    }
+    console.log(JSON.stringify(report));
+  } catch (err) {
+    if (err instanceof MigrationRefused) {
+      process.stderr.write(`berth: migrate refused: ${err.message}\n`);
+      process.exit(1);
+    }
+    throw err;
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -665,6 +726,8 @@ export async function main(argv: string[]): Promise<void> {
       return runUp(rest);
     case 'kubeconfig':
       return runKubeconfig(rest);
+    case 'migrate':
+      return runMigrate(rest);
     case undefined:
     case '-h':
     case '--help':
