@@ -20,12 +20,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import https from 'node:https';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { NODE_FLAGS } from '../src/node-flags.js';
+import { freePort } from '../test/e2e/ports.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -99,16 +99,6 @@ function smapsRollupKb(pid: number): Record<string, number> {
   return out;
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 /** GET /readyz with the admin token until it answers 200, or fail after `timeoutMs`. */
 async function waitReady(o: { port: number; dataDir: string; child: ChildProcess; timeoutMs: number }): Promise<void> {

@@ -10,19 +10,17 @@
  * proves that a relist does not restart pods either.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../src/api/lease.js';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { HttpClient } from '../../src/client/http-client.js';
-import { NODE_FLAGS } from '../../src/node-flags.js';
 import { APPS, type Deployment } from '../../src/registry/kinds/apps.js';
-import { BERTH_BIN, freeClusterCidr, podContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { freeClusterCidr, podContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.js';
+import { freePort } from './ports.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 /** Quick elections and compactions, so the test does not wait out production timings. */
 function serverArgs(etcd: EtcdCluster): string[] {
@@ -33,16 +31,6 @@ function serverArgs(etcd: EtcdCluster): string[] {
   ];
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 function ready(p: Pod): boolean {
   return !p.metadata.deletionTimestamp && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
@@ -51,8 +39,7 @@ function ready(p: Pod): boolean {
 describe('agent failover between control-plane replicas', () => {
   let etcd: EtcdCluster | undefined;
   let cluster: Cluster | undefined;
-  let serverB: ChildProcess | undefined;
-  let clientB: HttpClient | undefined;
+  let serverB: ServerProcess | undefined;
   const cidr = freeClusterCidr();
   let portB = 0;
 
@@ -72,26 +59,13 @@ describe('agent failover between control-plane replicas', () => {
     const dirA = path.join(cluster!.dir, 'server');
     const dirB = path.join(cluster!.dir, 'server-b');
     fs.cpSync(dirA, dirB, { recursive: true, filter: (src) => !/(^|\/)(state\.db.*|kubeconfig\.yaml)$/.test(path.relative(dirA, src)) });
-    const log = fs.openSync(path.join(cluster!.dir, 'logs', 'server-b.log'), 'a');
-    serverB = spawn(process.execPath, [...NODE_FLAGS, BERTH_BIN, 'server', '--data-dir', dirB, '--port', String(portB), '--bind-address', '127.0.0.1', '--log-level', 'warn', '--cluster-cidr', cidr, ...serverArgs(etcd!)], {
-      stdio: ['ignore', log, log],
-    });
-    await waitFor(() => fs.existsSync(path.join(dirB, 'kubeconfig.yaml')), 30_000, () => `server B did not start; log:\n${fs.readFileSync(path.join(cluster!.dir, 'logs', 'server-b.log'), 'utf8').slice(-4000)}`);
-    clientB = new HttpClient({
-      server: `https://127.0.0.1:${portB}`,
-      token: fs.readFileSync(path.join(dirA, 'admin-token'), 'utf8').trim(),
-      ca: fs.readFileSync(path.join(dirA, 'pki', 'ca.crt'), 'utf8'),
-    });
-    return clientB;
+    serverB = await startServerProcess({ dir: dirB, port: portB, logFile: path.join(cluster!.dir, 'logs', 'server-b.log'), args: ['--cluster-cidr', cidr, ...serverArgs(etcd!)], secretsFrom: dirA });
+    return serverB.client;
   };
 
   after(async () => {
-    clientB?.close();
-    if (serverB && serverB.exitCode === null && serverB.signalCode === null) {
-      const exited = new Promise((r) => serverB!.once('exit', r));
-      serverB.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000)).then(() => serverB!.kill('SIGKILL'))]);
-    }
+    serverB?.client.close();
+    await serverB?.stop();
     await cluster?.stop();
     await etcd?.stop();
   });

@@ -10,12 +10,12 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { docker, REPO_ROOT, removeNodeContainers, runKubectl, TEST_IMAGE, waitFor } from './harness.js';
 import { unmountAllUnder } from '../../agent/volumes/mounts.js';
+import { freePort } from './ports.js';
 
 const INSTALL_TIMEOUT_MS = 15 * 60_000; // a cold `npm ci --omit=dev` compiles better-sqlite3 (minutes here)
 const READY_TIMEOUT_MS = 60_000;
@@ -47,13 +47,6 @@ function assertOk(r: Run, what: string): void {
   assert.equal(r.code, 0, `${what} exited ${r.code}:\n${r.output.slice(-6000)}`);
 }
 
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-  const port = (srv.address() as net.AddressInfo).port;
-  await new Promise((r) => srv.close(r));
-  return port;
-}
 
 /** Live, non-zombie process. */
 function alive(pid: number): boolean {

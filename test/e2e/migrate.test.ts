@@ -10,9 +10,8 @@
  * server with an empty data dir joins the migrated cluster with `--token`.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
@@ -20,10 +19,10 @@ import { Etcd3 } from 'etcd3';
 import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../src/api/lease.js';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { BERTH_BIN, podContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -39,16 +38,6 @@ function ready(p: Pod): boolean {
   return !p.metadata.deletionTimestamp && !!p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.on('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function runMigrate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
@@ -63,8 +52,7 @@ async function runMigrate(args: string[]): Promise<{ code: number; stdout: strin
 describe('berth migrate: SQLite to etcd under a running agent', () => {
   let etcd: EtcdCluster | undefined;
   let cluster: Cluster | undefined;
-  let serverB: ChildProcess | undefined;
-  let clientB: HttpClient | undefined;
+  let serverB: ServerProcess | undefined;
   let etcdClient: Etcd3 | undefined;
   // The harness reads this array on every server start: the restart after the migration adds the etcd flags.
   const serverArgs: string[] = [];
@@ -75,13 +63,9 @@ describe('berth migrate: SQLite to etcd under a running agent', () => {
   });
 
   after(async () => {
-    clientB?.close();
+    serverB?.client.close();
     etcdClient?.close();
-    if (serverB && serverB.exitCode === null && serverB.signalCode === null) {
-      const exited = new Promise((r) => serverB!.once('exit', r));
-      serverB.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 15_000)).then(() => serverB!.kill('SIGKILL'))]);
-    }
+    await serverB?.stop();
     await cluster?.stop();
     await etcd?.stop();
   });
@@ -218,16 +202,9 @@ describe('berth migrate: SQLite to etcd under a running agent', () => {
 
     // A second server with an empty data dir joins the migrated cluster with the node token.
     const dirB = path.join(c.dir, 'server-b');
-    const portB = await freePort();
-    const logB = fs.openSync(path.join(c.dir, 'logs', 'server-b.log'), 'a');
-    serverB = spawn(process.execPath, [
-      ...NODE_FLAGS, BERTH_BIN, 'server', '--data-dir', dirB, '--port', String(portB), '--bind-address', '127.0.0.1', '--log-level', 'warn',
-      '--etcd-servers', etcd!.endpoints.join(','), '--token-file', path.join(dataDir, 'node-token'),
-    ], { stdio: ['ignore', logB, logB] });
-    await waitFor(() => fs.existsSync(path.join(dirB, 'kubeconfig.yaml')), 30_000, () => `server B did not start; log:\n${fs.readFileSync(path.join(c.dir, 'logs', 'server-b.log'), 'utf8').slice(-4000)}`);
+    serverB = await startServerProcess({ dir: dirB, logFile: path.join(c.dir, 'logs', 'server-b.log'), args: ['--etcd-servers', etcd!.endpoints.join(','), '--token-file', path.join(dataDir, 'node-token')] });
     assert.equal(fs.readFileSync(path.join(dirB, 'pki', 'ca.crt'), 'utf8'), fs.readFileSync(path.join(dataDir, 'pki', 'ca.crt'), 'utf8'), 'B took the migrated cluster\'s CA');
-    clientB = new HttpClient({ server: `https://127.0.0.1:${portB}`, token: fs.readFileSync(path.join(dataDir, 'admin-token'), 'utf8').trim(), ca: fs.readFileSync(path.join(dataDir, 'pki', 'ca.crt'), 'utf8') });
-    const secretB = await clientB.request<{ data: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/default/secrets/moved' });
+    const secretB = await serverB.client.request<{ data: Record<string, string> }>({ method: 'GET', path: '/api/v1/namespaces/default/secrets/moved' });
     assert.equal(Buffer.from(secretB.data.password!, 'base64').toString(), 's3cret-value');
   });
 });

@@ -12,9 +12,8 @@
  * watch that reconnects to another replica from its last resourceVersion sees every event once.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -27,6 +26,7 @@ import { APPS, type Deployment } from '../../src/registry/kinds/apps.js';
 import { BATCH, type CronJob, type Job } from '../../src/registry/kinds/batch.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.js';
 import { BERTH_BIN, docker, freeClusterCidr, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
 const CONFIG_MAPS = { plural: 'configmaps' };
 const LOCK = { namespace: 'kube-system', name: 'berth-controller-manager' };
@@ -35,23 +35,8 @@ const RETRY_MS = 500;
 const ELECTION_ARGS = ['--leader-elect-lease-duration', '3s', '--leader-elect-renew-deadline', '2s', '--leader-elect-retry-period', '500ms'];
 const NS = 'default';
 
-interface Replica {
+interface Replica extends ServerProcess {
   name: string;
-  dir: string;
-  url: string;
-  process: ChildProcess;
-  client: HttpClient;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 const spawned = new Set<ChildProcess>();
@@ -63,12 +48,9 @@ process.on('exit', () => {
 });
 
 async function killReplica(r: Replica | undefined, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
-  const child = r?.process;
-  if (!child || child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
-  spawned.delete(child);
+  if (!r) return;
+  await r.stop(signal);
+  spawned.delete(r.process);
 }
 
 async function lease(client: HttpClient): Promise<Lease | undefined> {
@@ -99,19 +81,14 @@ describe('several berth servers on one three-member etcd', () => {
   const watches: WatchHandle[] = [];
 
   const startReplica = async (name: string, extraArgs: string[]): Promise<Replica> => {
-    const dir = path.join(scratch, name);
-    const port = await freePort();
-    const out = fs.openSync(path.join(scratch, `${name}.log`), 'a');
-    const child = spawn(process.execPath, [
-      ...NODE_FLAGS, BERTH_BIN, 'server', '--data-dir', dir, '--port', String(port), '--bind-address', '127.0.0.1', '--log-level', 'info',
-      '--cluster-cidr', clusterCidr, '--etcd-servers', etcd!.endpoints.join(','), ...ELECTION_ARGS, ...extraArgs,
-    ], { stdio: ['ignore', out, out] });
-    spawned.add(child);
-    await waitFor(() => fs.existsSync(path.join(dir, 'kubeconfig.yaml')) || child.exitCode !== null, 30_000, () => `replica ${name} did not start:\n${logOf(path.join(scratch, `${name}.log`)).slice(-3000)}`);
-    assert.ok(child.exitCode === null, `replica ${name} exited:\n${logOf(path.join(scratch, `${name}.log`)).slice(-3000)}`);
-    const url = `https://127.0.0.1:${port}`;
-    const client = new HttpClient({ server: url, token: fs.readFileSync(path.join(dir, 'admin-token'), 'utf8').trim(), ca: fs.readFileSync(path.join(dir, 'pki', 'ca.crt'), 'utf8') });
-    return { name, dir, url, process: child, client };
+    const server = await startServerProcess({
+      dir: path.join(scratch, name),
+      logFile: path.join(scratch, `${name}.log`),
+      logLevel: 'info',
+      args: ['--cluster-cidr', clusterCidr, '--etcd-servers', etcd!.endpoints.join(','), ...ELECTION_ARGS, ...extraArgs],
+    });
+    spawned.add(server.process);
+    return { name, ...server };
   };
 
   before(async () => {
