@@ -10,6 +10,8 @@
 #      default and for other NUM_AGENTS and NUM_SERVERS, rejected values of both, the provisioning
 #      scripts it generates for one server (SQLite) and three (etcd), and the join-token trigger's
 #      Ruby run against stand-in machines
+#   4. scripts/lab-etcd-check.sh: the lab's etcd membership script run for three members on
+#      loopback with real etcd and etcdctl (in order, re-run, a recreated VM, all at once)
 #
 # Missing tools are installed from Debian's packages when this runs as root (systemd for
 # systemd-analyze, vagrant ≈ 100 MB with its Ruby); a tool that cannot be had is a failure, not a skip.
@@ -45,8 +47,8 @@ done < <(find "$repo/scripts" -name '*.sh' -type f -print0 | LC_ALL=C sort -z)
 pass "$count scripts parse ($(elapsed_since "$t0"))"
 # A linter when the machine has one (Debian: shellcheck); its absence is not a failure.
 if berth_have shellcheck; then
-  if out="$(cd "$repo" && shellcheck -x --severity=warning scripts/install.sh scripts/uninstall.sh scripts/lab-etcd.sh scripts/check-packaging.sh 2>&1)"; then
-    pass "shellcheck (warnings and errors) on install.sh, uninstall.sh, lab-etcd.sh, check-packaging.sh"
+  if out="$(cd "$repo" && shellcheck -x --severity=warning scripts/install.sh scripts/uninstall.sh scripts/lab-etcd.sh scripts/lab-etcd-check.sh scripts/check-packaging.sh 2>&1)"; then
+    pass "shellcheck (warnings and errors) on install.sh, uninstall.sh, lab-etcd*.sh, check-packaging.sh"
   else
     fail "shellcheck: $out"
   fi
@@ -249,6 +251,21 @@ RUBY
 else
   fail "vagrant cannot be installed here, so the Vagrantfile is NOT validated: $why"
 fi
+
+# ---- 4. The lab's etcd members -----------------------------------------------------------------
+
+echo "4. lab etcd membership (three members on loopback)"
+t0="$(berth_now)"
+if why="$(berth_ensure_tool etcd etcd-server)" && why="$(berth_ensure_tool etcdctl etcd-client)"; then
+  if out="$(bash "$repo/scripts/lab-etcd-check.sh" 2>&1)"; then
+    while IFS= read -r line; do pass "${line#ok }"; done < <(grep '^ok ' <<<"$out")
+  else
+    fail "lab-etcd-check.sh: $out"
+  fi
+else
+  fail "no etcd/etcdctl, so the lab's etcd membership is NOT checked: $why"
+fi
+printf '        (%s)\n' "$(elapsed_since "$t0")"
 
 # ---- Summary ----------------------------------------------------------------------------------
 

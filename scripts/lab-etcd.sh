@@ -57,6 +57,10 @@ done
 founder="${names[0]}"
 own_peer="http://$own_ip:$PEER_PORT"
 own_client="http://$own_ip:$CLIENT_PORT"
+# Also on 127.0.0.1 for etcdctl on the VM, unless the member's own address is a loopback one already
+# (lab-etcd-check.sh runs three members on one machine as 127.0.0.2, .3 and .4).
+listen_clients="$own_client"
+[[ "$own_ip" == 127.* ]] || listen_clients="$own_client,http://127.0.0.1:$CLIENT_PORT"
 
 if ! command -v etcd >/dev/null || ! command -v etcdctl >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
@@ -105,7 +109,7 @@ configure_and_start() {
     echo "ETCD_DATA_DIR=$data_dir"
     echo "ETCD_LISTEN_PEER_URLS=$own_peer"
     echo "ETCD_INITIAL_ADVERTISE_PEER_URLS=$own_peer"
-    echo "ETCD_LISTEN_CLIENT_URLS=$own_client,http://127.0.0.1:$CLIENT_PORT"
+    echo "ETCD_LISTEN_CLIENT_URLS=$listen_clients"
     echo "ETCD_ADVERTISE_CLIENT_URLS=$own_client"
     echo "ETCD_INITIAL_CLUSTER=$initial_cluster"
     echo "ETCD_INITIAL_CLUSTER_STATE=$state"

@@ -273,13 +273,19 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
 });
 
 describe('scripts/check-packaging.sh', () => {
-  it('bash -n, systemd-analyze verify and vagrant validate all pass', { timeout: INSTALL_TIMEOUT_MS }, async (t) => {
+  it('bash -n, systemd-analyze verify, vagrant validate (one server and three) and the lab etcd membership all pass', { timeout: INSTALL_TIMEOUT_MS }, async (t) => {
     const r = await run('bash', [path.join(REPO_ROOT, 'scripts', 'check-packaging.sh')]);
     t.diagnostic(r.output.trim().split('\n').filter((l) => /^\s+(ok|FAIL)|passed|FAILED/.test(l)).join('\n'));
     // A missing vagrant or systemd-analyze is a failure with its reason, never a silent pass.
     assertOk(r, 'check-packaging.sh');
     assert.match(r.output, /both units verify/);
     assert.match(r.output, /NUM_AGENTS=2: valid, 3 machine/);
+    // The HA lab: three servers on etcd, what each VM runs, and the etcd membership on real members.
+    assert.match(r.output, /NUM_SERVERS=3 NUM_AGENTS=2: valid, 5 machines/);
+    assert.match(r.output, /NUM_SERVERS=2 is rejected/);
+    assert.match(r.output, /NUM_SERVERS=3: provisioning scripts parse and run what they should/);
+    assert.match(r.output, /three VMs brought up in turn form one three-member cluster/);
+    assert.match(r.output, /a recreated VM takes its old place/);
     assert.match(r.output, /packaging checks passed/);
   });
 });
