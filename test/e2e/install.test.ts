@@ -157,13 +157,16 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
 
   it('agent mode: joins with --token and its node becomes Ready; pods run on it', async (t) => {
     const token = fs.readFileSync(path.join(dirs.data, 'node-token'), 'utf8').trim();
-    agentArgs = ['agent', ...common, '--server', `https://127.0.0.1:${port}`, '--node-name', nodeName, '--data-dir', dirs.agentData];
+    // A list, as an agent of several HA servers gets it (the lab's NUM_SERVERS=3): both name this server.
+    const servers = `https://127.0.0.1:${port},https://localhost:${port}`;
+    agentArgs = ['agent', ...common, '--server', servers, '--node-name', nodeName, '--data-dir', dirs.agentData];
     const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...agentArgs, '--token', token]);
     assertOk(r, 'install.sh agent');
     t.diagnostic(`install.sh agent (first run): ${secs(r.ms)}`);
     assert.match(r.output, /systemd is not running as PID 1/);
     assert.doesNotMatch(r.output, /berth\d?::[0-9a-f]{64}::/, 'the token is never echoed');
     pids.agent = readPid('agent');
+    assert.match(fs.readFileSync(path.join(dirs.etc, 'agent.env'), 'utf8'), new RegExp(`^BERTH_SERVER=['"]?${servers}['"]?$`, 'm'));
     assert.equal(mode(path.join(dirs.etc, 'node-token')), 0o600);
     assert.match(fs.readFileSync(path.join(dirs.units, 'berth-agent.service'), 'utf8'), /^KillMode=process$/m);
 
