@@ -7,8 +7,11 @@
 #      this machine's node and this repository's bin/berth.js, since verify rejects missing
 #      executables), plus the settings the issue asks of them (Restart=always, KillMode=process, …)
 #   3. vagrant validate on the Vagrantfile (--ignore-provider: no hypervisor is needed), for the
-#      default and for other NUM_AGENTS, a rejected NUM_AGENTS, and the join-token trigger's Ruby run
-#      against stand-in machines
+#      default and for other NUM_AGENTS and NUM_SERVERS, rejected values of both, the provisioning
+#      scripts it generates for one server (SQLite) and three (etcd), and the join-token trigger's
+#      Ruby run against stand-in machines
+#   4. scripts/lab-etcd-check.sh: the lab's etcd membership script run for three members on
+#      loopback with real etcd and etcdctl (in order, re-run, a recreated VM, all at once)
 #
 # Missing tools are installed from Debian's packages when this runs as root (systemd for
 # systemd-analyze, vagrant ≈ 100 MB with its Ruby); a tool that cannot be had is a failure, not a skip.
@@ -44,8 +47,8 @@ done < <(find "$repo/scripts" -name '*.sh' -type f -print0 | LC_ALL=C sort -z)
 pass "$count scripts parse ($(elapsed_since "$t0"))"
 # A linter when the machine has one (Debian: shellcheck); its absence is not a failure.
 if berth_have shellcheck; then
-  if out="$(cd "$repo" && shellcheck -x --severity=warning scripts/install.sh scripts/uninstall.sh scripts/check-packaging.sh 2>&1)"; then
-    pass "shellcheck (warnings and errors) on install.sh, uninstall.sh, check-packaging.sh"
+  if out="$(cd "$repo" && shellcheck -x --severity=warning scripts/install.sh scripts/uninstall.sh scripts/lab-etcd.sh scripts/lab-etcd-check.sh scripts/check-packaging.sh 2>&1)"; then
+    pass "shellcheck (warnings and errors) on install.sh, uninstall.sh, lab-etcd*.sh, check-packaging.sh"
   else
     fail "shellcheck: $out"
   fi
@@ -119,6 +122,20 @@ if why="$(berth_ensure_tool vagrant vagrant)"; then
   done
   if out="$(validate NUM_AGENTS=two)"; then fail "NUM_AGENTS=two was accepted: $out"
   else pass "NUM_AGENTS=two is rejected with: $(berth_first_line "$(grep -o 'NUM_AGENTS=.*' <<<"$out" || true)")"; fi
+  # Several servers: NUM_SERVERS server VMs plus the agents.
+  for servers in 3 5; do
+    if out="$(validate NUM_SERVERS="$servers" NUM_AGENTS=2)" && grep -q 'validated successfully' <<<"$out"; then
+      machines="$(grep -c 'Ignoring provider config' <<<"$out" || true)"
+      if [ "$machines" -eq $((servers + 2)) ]; then pass "NUM_SERVERS=$servers NUM_AGENTS=2: valid, $machines machines"
+      else fail "NUM_SERVERS=$servers: expected $((servers + 2)) machines, vagrant saw $machines: $out"; fi
+    else
+      fail "vagrant validate with NUM_SERVERS=$servers: $out"
+    fi
+  done
+  for servers in 2 0 9; do
+    if out="$(validate NUM_SERVERS="$servers")"; then fail "NUM_SERVERS=$servers was accepted: $out"
+    else pass "NUM_SERVERS=$servers is rejected with: $(berth_first_line "$(grep -o 'NUM_SERVERS=.*' <<<"$out" || true)")"; fi
+  done
 
   # The join-token trigger runs only on a real `vagrant up`; run its Ruby here against stand-ins
   # for the server VM, with the Vagrantfile copied so the token file lands in the scratch dir.
@@ -174,10 +191,81 @@ RUBY
   else
     fail "join-token trigger: $out"
   fi
+
+  # The provisioning scripts the Vagrantfile hands each VM, rendered with the Vagrantfile's own
+  # functions: what each one runs is checked here, and each must parse as bash.
+  cat >"$work/lab/render_check.rb" <<'RUBY'
+module Vagrant
+  def self.require_version(*) end
+  def self.configure(*) end
+end
+load File.join(__dir__, "Vagrantfile")
+out = ARGV.fetch(0)
+Dir.mkdir(out) unless Dir.exist?(out)
+def check(what, ok) = (raise "#{what}" unless ok)
+sub = ENV.fetch("BERTH_SUBNET", "192.168.56")
+servers = SERVERS.each_index.map { |i| server_script(i) }
+agent = agent_script("agent1", "#{sub}.11")
+servers.each_with_index { |text, i| File.write(File.join(out, "server#{i + 1}.sh"), text) }
+File.write(File.join(out, "agent1.sh"), agent)
+if NUM_SERVERS == 1
+  check("one server: SQLite, no etcd", !servers[0].include?("etcd"))
+  check("one server: no join token for it", !servers[0].include?("install.sh server --port 6443 --token"))
+  check("one server: agents name it alone", agent.include?("--server https://#{sub}.10:6443 --token-file"))
+else
+  ips = ["#{sub}.10"] + (2..NUM_SERVERS).map { |n| "#{sub}.#{200 + n}" }
+  etcd = ips.map { |ip| "http://#{ip}:2379" }.join(",")
+  members = (["server"] + (2..NUM_SERVERS).map { |n| "server#{n}" }).zip(ips).map { |n, ip| "#{n}=#{ip}" }.join(",")
+  urls = ips.map { |ip| "https://#{ip}:6443" }
+  servers.each_with_index do |text, i|
+    name = i.zero? ? "server" : "server#{i + 1}"
+    check("#{name}: an etcd member of #{members}", text.include?("lab-etcd.sh --name #{name} --members #{members} "))
+    check("#{name}: its server on every member", text.include?("install.sh server --port 6443 --etcd-servers #{etcd}"))
+    check("#{name}: etcd before the server", text.index("lab-etcd.sh") < text.index("install.sh server"))
+    joins = text.include?("--etcd-servers #{etcd} --token-file /vagrant/.berth-token\n")
+    check("#{name}: #{i.zero? ? "founds the cluster without" : "joins with"} the shared token", joins == !i.zero?)
+    own_first = ([urls[i]] + (urls - [urls[i]])).join(",")
+    check("#{name}: its agent prefers it, then the others", text.include?("install.sh agent --server #{own_first} --token-file"))
+    check("#{name}: hands out the token", text.include?("install -m 0600") == i.zero?)
+  end
+  check("agents get every server", agent.include?("--server #{urls.join(",")} --token-file"))
+end
+puts "render ok"
+RUBY
+  for servers in 1 3; do
+    rendered="$work/lab/rendered-$servers"
+    if [ -z "$ruby_bin" ]; then
+      fail "no ruby to render the provisioning scripts with"
+    elif out="$(NUM_SERVERS="$servers" "$ruby_bin" "$work/lab/render_check.rb" "$rendered" 2>&1)" && [ "$out" = "render ok" ]; then
+      bad=""
+      for script in "$rendered"/*.sh; do
+        bash -n "$script" 2>/dev/null || bad="$bad $(basename "$script")"
+      done
+      if [ -z "$bad" ]; then pass "NUM_SERVERS=$servers: provisioning scripts parse and run what they should"
+      else fail "NUM_SERVERS=$servers: provisioning scripts that do not parse:$bad"; fi
+    else
+      fail "NUM_SERVERS=$servers provisioning scripts: $out"
+    fi
+  done
   printf '        (%s, %s)\n' "$(vagrant --version)" "$(elapsed_since "$t0")"
 else
   fail "vagrant cannot be installed here, so the Vagrantfile is NOT validated: $why"
 fi
+
+# ---- 4. The lab's etcd members -----------------------------------------------------------------
+
+echo "4. lab etcd membership (three members on loopback)"
+t0="$(berth_now)"
+if why="$(berth_ensure_tool etcd etcd-server)" && why="$(berth_ensure_tool etcdctl etcd-client)"; then
+  if out="$(bash "$repo/scripts/lab-etcd-check.sh" 2>&1)"; then
+    while IFS= read -r line; do pass "${line#ok }"; done < <(grep '^ok ' <<<"$out")
+  else
+    fail "lab-etcd-check.sh: $out"
+  fi
+else
+  fail "no etcd/etcdctl, so the lab's etcd membership is NOT checked: $why"
+fi
+printf '        (%s)\n' "$(elapsed_since "$t0")"
 
 # ---- Summary ----------------------------------------------------------------------------------
 

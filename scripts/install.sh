@@ -2,7 +2,7 @@
 # Installs Berth on a Debian/Ubuntu host, as root, as a control plane or as a worker:
 #
 #   install.sh server [--port P] [--data-dir D] [--bind-address A] [--etcd-servers URLS [--token T | --token-file F]]
-#   install.sh agent  --server URL (--token TOKEN | --token-file F) [--node-name N] [--node-ip IP] [--data-dir D]
+#   install.sh agent  --server URL[,URL...] (--token TOKEN | --token-file F) [--node-name N] [--node-ip IP] [--data-dir D]
 #
 # It installs what is missing (Docker engine from the distro for agents, Node.js >= 20, build tools
 # for the native SQLite module), copies Berth to PREFIX and installs its production dependencies
@@ -27,8 +27,8 @@
 # Server: --port P (6443), --bind-address A (0.0.0.0), --etcd-servers URL[,URL...] (store in etcd, as one
 #         of several servers), --token T or --token-file F (with --etcd-servers: the first server's
 #         DATA_DIR/node-token, so this server joins that cluster; kept in ETC_DIR/cluster-token, 0600)
-# Agent:  --server URL, --token TOKEN or --token-file F (needed for the first install only),
-#         --node-name N (the host name), --node-ip IP (the agent's own choice)
+# Agent:  --server URL[,URL...] (several: an HA control plane's servers), --token TOKEN or --token-file F
+#         (first install only), --node-name N (the host name), --node-ip IP (the agent's own choice)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -370,7 +370,9 @@ else
   data_dir="$(setting "$opt_data_dir" BERTH_DATA_DIR /var/lib/berth/agent)"
   server_url="$(setting "$opt_server" BERTH_SERVER "")"
   [ -n "$server_url" ] || berth_die "agent: --server URL is required, e.g. --server https://10.0.0.1:6443"
-  [[ "$server_url" =~ ^https?://[^[:space:]/]+/?$ ]] || berth_die "invalid --server URL: $server_url (expected https://HOST:PORT)"
+  # Several URLs: the servers of an HA control plane, in order of preference (the agent fails over).
+  [[ "$server_url" =~ ^https?://[^[:space:],/]+/?(,https?://[^[:space:],/]+/?)*$ ]] ||
+    berth_die "invalid --server URL: $server_url (expected https://HOST:PORT[,https://HOST:PORT...])"
   node_name="$(setting "$opt_node_name" BERTH_NODE_NAME "$(hostname | tr '[:upper:]' '[:lower:]')")"
   [[ "$node_name" =~ ^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$ ]] ||
     berth_die "invalid node name '$node_name': lower-case letters, digits, '-' and '.' (pass --node-name)"

@@ -150,13 +150,16 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
 
   it('agent mode: joins with --token and its node becomes Ready; pods run on it', async (t) => {
     const token = fs.readFileSync(path.join(dirs.data, 'node-token'), 'utf8').trim();
-    agentArgs = ['agent', ...common, '--server', `https://127.0.0.1:${port}`, '--node-name', nodeName, '--data-dir', dirs.agentData];
+    // A list, as an agent of several HA servers gets it (the lab's NUM_SERVERS=3): both name this server.
+    const servers = `https://127.0.0.1:${port},https://localhost:${port}`;
+    agentArgs = ['agent', ...common, '--server', servers, '--node-name', nodeName, '--data-dir', dirs.agentData];
     const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...agentArgs, '--token', token]);
     assertOk(r, 'install.sh agent');
     t.diagnostic(`install.sh agent (first run): ${secs(r.ms)}`);
     assert.match(r.output, /systemd is not running as PID 1/);
     assert.doesNotMatch(r.output, /berth\d?::[0-9a-f]{64}::/, 'the token is never echoed');
     pids.agent = readPid('agent');
+    assert.match(fs.readFileSync(path.join(dirs.etc, 'agent.env'), 'utf8'), new RegExp(`^BERTH_SERVER=['"]?${servers}['"]?$`, 'm'));
     assert.equal(mode(path.join(dirs.etc, 'node-token')), 0o600);
     assert.match(fs.readFileSync(path.join(dirs.units, 'berth-agent.service'), 'utf8'), /^KillMode=process$/m);
 
@@ -266,13 +269,19 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
 });
 
 describe('scripts/check-packaging.sh', () => {
-  it('bash -n, systemd-analyze verify and vagrant validate all pass', { timeout: INSTALL_TIMEOUT_MS }, async (t) => {
+  it('bash -n, systemd-analyze verify, vagrant validate (one server and three) and the lab etcd membership all pass', { timeout: INSTALL_TIMEOUT_MS }, async (t) => {
     const r = await run('bash', [path.join(REPO_ROOT, 'scripts', 'check-packaging.sh')]);
     t.diagnostic(r.output.trim().split('\n').filter((l) => /^\s+(ok|FAIL)|passed|FAILED/.test(l)).join('\n'));
     // A missing vagrant or systemd-analyze is a failure with its reason, never a silent pass.
     assertOk(r, 'check-packaging.sh');
     assert.match(r.output, /both units verify/);
     assert.match(r.output, /NUM_AGENTS=2: valid, 3 machine/);
+    // The HA lab: three servers on etcd, what each VM runs, and the etcd membership on real members.
+    assert.match(r.output, /NUM_SERVERS=3 NUM_AGENTS=2: valid, 5 machines/);
+    assert.match(r.output, /NUM_SERVERS=2 is rejected/);
+    assert.match(r.output, /NUM_SERVERS=3: provisioning scripts parse and run what they should/);
+    assert.match(r.output, /three VMs brought up in turn form one three-member cluster/);
+    assert.match(r.output, /a recreated VM takes its old place/);
     assert.match(r.output, /packaging checks passed/);
   });
 });
