@@ -340,9 +340,21 @@ function agentServerPort(agentPid: number, ports: Set<number>): number | undefin
   return undefined;
 }
 
+/** ms from `since` to the agent's first logged move away from `from` after it; false while none is logged. */
+function agentLeft(c: Cluster, nodeName: string, from: string, since: number): number | false {
+  const file = path.join(c.dir, 'logs', `agent-${nodeName}.log`);
+  const log = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+  for (const line of log.split('\n')) {
+    if (!line.includes('moving to the next one')) continue;
+    const entry = JSON.parse(line) as { time?: number; from?: string };
+    if (entry.from === from && (entry.time ?? 0) >= since) return entry.time! - since;
+  }
+  return false;
+}
+
 async function agentFailover(replicas: Replica[], c: Cluster, nodeName: string) {
   const ports = new Map(replicas.map((r) => [Number(new URL(r.url).port), r]));
-  const rounds: Array<{ killed: string; movedTo: string; movedMs: number }> = [];
+  const rounds: Array<{ killed: string; movedTo: string; leftMs: number; movedMs: number }> = [];
   for (let k = 0; k < agentKills; k++) {
     const port = await waitFor(async () => agentServerPort(c.agentPid(nodeName), new Set(ports.keys())), 30_000, "the agent's connection to a replica");
     const current = ports.get(port)!;
@@ -354,14 +366,16 @@ async function agentFailover(replicas: Replica[], c: Cluster, nodeName: string) 
       const renewed = lease.spec?.renewTime ? Date.parse(lease.spec.renewTime) : 0;
       return renewed > killedAt ? renewed - killedAt : false;
     }, 30_000, 'a node Lease renewal after the kill', 50);
+    // The agent's own account: when it logged leaving the killed server (and for which).
+    const leftMs = await waitFor(async () => agentLeft(c, nodeName, current.url, killedAt), 5_000, "the agent's log of leaving the killed server").catch(() => NaN);
     const movedTo = ports.get((await waitFor(async () => agentServerPort(c.agentPid(nodeName), new Set(ports.keys())), 10_000, "the agent's new connection")) ?? -1)?.name ?? '?';
-    rounds.push({ killed: current.name, movedTo, movedMs });
-    console.error(`agent failover ${k + 1}/${agentKills}: killed ${current.name}; the node Lease was renewed ${movedMs} ms later, the agent now on ${movedTo}`);
+    rounds.push({ killed: current.name, movedTo, leftMs, movedMs });
+    console.error(`agent failover ${k + 1}/${agentKills}: killed ${current.name}; the agent logged leaving it ${leftMs} ms later, the node Lease was renewed ${movedMs} ms later, the agent now on ${movedTo}`);
     await current.restart();
     // The restarted replica loads the node's credentials at start; give it a moment to serve before it may be picked.
     await sleep(2000);
   }
-  return { kills: rounds.length, heartbeatMs: 1000, serverCheckMs: 2000, rounds, moved: summary(rounds.map((r) => r.movedMs)) };
+  return { kills: rounds.length, heartbeatMs: 1000, serverCheckMs: 2000, rounds, left: summary(rounds.map((r) => r.leftMs).filter((x) => !Number.isNaN(x))), moved: summary(rounds.map((r) => r.movedMs)) };
 }
 
 // ---- the run ----
@@ -440,6 +454,7 @@ function printTable(r: Record<string, any>): void {
     console.log(`| controller failover, ${cf.kills} × kill -9 of the leader → a Deployment scaled after the kill has its new pod (${cf.election}) | ${cf.firstReconcile.p50Ms} ms | ${cf.firstReconcile.p99Ms} ms | | p99 ≤ ${TARGETS.controllerFailoverP99Ms / 1000} s |`);
   }
   const af = r.agentFailover;
+  if (af) console.log(`| agent failover, ${af.kills} × kill -9 of the agent's server → the agent logs leaving it | ${af.left.p50Ms} ms | ${af.left.p99Ms} ms (max ${af.left.maxMs} ms) | | |`);
   if (af) console.log(`| agent failover, ${af.kills} × kill -9 of the agent's server → node Lease renewed through another (renewals every ${af.heartbeatMs / 1000} s, server check every ${af.serverCheckMs / 1000} s) | ${af.moved.p50Ms} ms | ${af.moved.p99Ms} ms (max ${af.moved.maxMs} ms) | | ≤ ${TARGETS.agentFailoverMs / 1000} s |`);
   console.log(`\nload average at the end: ${r.loadAverage} (${r.cpus} CPUs)`);
 }
