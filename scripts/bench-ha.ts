@@ -17,7 +17,8 @@
  *     (read from its TCP connections) is killed with `kill -9`, timed until the agent's node Lease is
  *     renewed after the kill (through a survivor, the only ones left). The agent renews every second
  *     here (`--heartbeat-interval-ms 1000`, production 10 s) so the renewal dates the move closely;
- *     its server check runs at the production interval (2 s). The killed replica is restarted between kills.
+ *     its server check runs at the production interval (2 s). Also reported: when the agent's log says
+ *     it left the killed server. The killed replica is restarted between kills.
  *
  * Bounded: every phase has a fixed count and every wait a timeout; the whole run is cut off after
  * `--max-minutes`. Every server, agent, etcd member, container and scratch dir it starts is removed
