@@ -35,6 +35,7 @@ import { ApiError } from '../src/api/errors.js';
 import type { KubeObject } from '../src/api/types.js';
 import { HttpClient } from '../src/client/http-client.js';
 import { startCluster } from '../test/e2e/harness.js';
+import { CM, KINDS, mixedLoad, pct, round, summariseLoad } from './bench-lib.js';
 
 const { values } = parseArgs({
   options: {
@@ -50,12 +51,10 @@ const largeClients = Math.min(Number(values['large-clients'] ?? 24), 64);
 const largeSeconds = Math.min(Number(values['large-seconds'] ?? 10), 60);
 const burstNice = Number(values['burst-nice'] ?? 10);
 const phases = new Set((values.only ?? 'mixed,fanout,large').split(','));
-const CM = { plural: 'configmaps' };
 const IDENTITIES = ['admin', 'user', 'serviceaccount'] as const;
 type IdentityName = (typeof IDENTITIES)[number];
 const identities = (values.identities ?? IDENTITIES.join(',')).split(',') as IdentityName[];
 for (const id of identities) if (!IDENTITIES.includes(id)) throw new Error(`--identities: unknown identity ${JSON.stringify(id)}; known: ${IDENTITIES.join(', ')}`);
-const KINDS = ['create', 'patch', 'apply', 'get'] as const;
 const WARMUP_SECONDS = 3;
 /** GETs per identity in the paired measurement (closed loop: a few seconds). */
 const PAIRED_GETS = 2000;
@@ -66,11 +65,6 @@ const BENCH_USER_NAMESPACE = 'bench-user';
 const BENCH_SA_NAMESPACE = 'bench-sa';
 const BENCH_SA = 'bench';
 
-function pct(xs: number[], p: number): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)]! : NaN;
-}
-const round = (n: number) => Math.round(n * 10) / 10;
 
 async function main(): Promise<void> {
   // Static tokens, one a line as kube-apiserver's --token-auth-file: token,user,uid,"group1,group2".
@@ -270,57 +264,6 @@ async function pairedGets(who: Array<{ id: IdentityName; client: HttpClient; nam
     const xs = times.get(w.id)!;
     return { identity: w.id, p50Ms: r3(pct(xs, 50)), p90Ms: r3(pct(xs, 90)), p99Ms: r3(pct(xs, 99)) };
   });
-}
-
-/** `total` requests at `rate` per second, open loop (each sent on schedule, whatever the previous ones do). */
-async function mixedLoad(opts: { client: HttpClient; namespace: string; seeds: number; rate: number; total: number; namePrefix: string }) {
-  const { client, namespace, seeds, rate, total } = opts;
-  const latencies: Record<string, number[]> = { create: [], patch: [], apply: [], get: [] };
-  let errors = 0;
-  let firstError: string | undefined;
-  const started = performance.now();
-  const inflight: Promise<void>[] = [];
-  for (let i = 0; i < total; i++) {
-    const due = started + (i * 1000) / rate;
-    const wait = due - performance.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    const kind = KINDS[i % KINDS.length]!;
-    const seed = `seed-${i % seeds}`;
-    const t0 = performance.now();
-    const op =
-      kind === 'create'
-        ? client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${opts.namePrefix}-${i}`, namespace }, data: { i: String(i) } } as KubeObject)
-        : kind === 'patch'
-          ? client.patch(CM, { namespace, name: seed, type: 'merge', patch: { data: { n: String(i) } } })
-          : kind === 'apply'
-            ? client.patch(CM, { namespace, name: seed, type: 'apply', fieldManager: `bench-${i % 3}`, force: true, patch: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: seed }, data: { [`m${i % 3}`]: String(i) } } })
-            : client.get(CM, { namespace, name: seed });
-    inflight.push(
-      op.then(
-        () => void latencies[kind]!.push(performance.now() - t0),
-        (err: unknown) => {
-          errors++;
-          firstError ??= (err as Error).message;
-        },
-      ),
-    );
-  }
-  await Promise.all(inflight);
-  if (firstError) console.error(`${errors} errors in ${namespace}, the first: ${firstError}`);
-  return { latencies, errors, requests: total, seconds: (performance.now() - started) / 1000 };
-}
-
-function summariseLoad(r: { latencies: Record<string, number[]>; errors: number; requests: number; seconds: number }) {
-  const all = Object.values(r.latencies).flat();
-  return {
-    requests: r.requests,
-    achievedRate: round(r.requests / r.seconds),
-    errors: r.errors,
-    p50Ms: round(pct(all, 50)),
-    p99Ms: round(pct(all, 99)),
-    maxMs: round(Math.max(...all)),
-    byKind: Object.fromEntries(Object.entries(r.latencies).map(([k, v]) => [k, { p50Ms: round(pct(v, 50)), p99Ms: round(pct(v, 99)) }])),
-  };
 }
 
 /** Set in the burst process's environment: its configuration, as JSON. */
