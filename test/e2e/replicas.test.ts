@@ -5,8 +5,7 @@
  * short (lease 3 s, renew 2 s, retry 500 ms) so a failover takes seconds.
  *
  * Proves: every replica serves the same API and its watches see the others' writes; one replica
- * holds the Lease; `kill -9` of the leader mid-rollout hands over within client-go's bound,
- * leaseDuration + 2 × 2.2 × retryPeriod (see the assertion),
+ * holds the Lease; `kill -9` of the leader mid-rollout hands over within leaseDuration + retryPeriod,
  * the rollout completes within replicas + maxSurge, no pod runs twice, no acknowledged write is lost,
  * a seconds-schedule CronJob never makes two Jobs for one scheduled time across the handover, and a
  * watch that reconnects to another replica from its last resourceVersion sees every event once.
@@ -135,7 +134,7 @@ describe('several berth servers on one three-member etcd', () => {
     assert.deepEqual(read.data, { v: '2' });
   });
 
-  it('kill -9 of the leader mid-rollout: a new leader within lease + 2 × 2.2 × retry, the rollout completes within maxSurge, no pod twice, no write lost, no CronJob time twice, a failed-over watch sees every event once', async () => {
+  it('kill -9 of the leader mid-rollout: a new leader within lease + retry, the rollout completes within maxSurge, no pod twice, no write lost, no CronJob time twice, a failed-over watch sees every event once', async () => {
     const leader = (await lease(c!.client))!.spec!.holderIdentity!;
     // Exactly one replica says it leads, and it is the first.
     assert.deepEqual(leadershipsIn(logOf(path.join(scratch, 'first.log'))), [leader]);
@@ -251,11 +250,10 @@ describe('several berth servers on one three-member etcd', () => {
       return true;
     }, 30_000, 'another replica to lead');
     console.log(`# new leader ${tookOverMs} ms after kill -9 of the leader (lease ${LEASE_MS} ms, retry ${RETRY_MS} ms)`);
-    // A candidate judges expiry by when it saw the last renewal, and polls every retryPeriod × [1, 2.2)
-    // (client-go's JitterUntil, factor 1.2, sliding): up to one poll to see the leader's last renewal,
-    // up to one more to act once leaseDuration has passed since. client-go has the same bound, not
-    // leaseDuration + retryPeriod; the kill itself lands after the last renewal.
-    assert.ok(tookOverMs <= LEASE_MS + 2 * RETRY_MS * 2.2, `took over after ${tookOverMs} ms`);
+    // A candidate looks within every retry period and again exactly when the lease it saw runs out, so
+    // it leads within leaseDuration + retryPeriod of the leader's last renewal (the kill lands after
+    // it). Beyond that: the winner's two requests and this test's own polling (every 100 ms, one GET).
+    assert.ok(tookOverMs <= LEASE_MS + RETRY_MS + 300, `took over after ${tookOverMs} ms`);
     const survivorsLeading = [...leadershipsIn(logOf(path.join(scratch, 'third.log'))), ...leadershipsIn(logOf(path.join(c!.dir, 'logs', 'server.log')))];
     assert.deepEqual(survivorsLeading, [newLeader], 'exactly one survivor leads');
 

@@ -14,6 +14,9 @@
  *    (shorter than leaseDuration, so it stops before anyone else may start), even when the
  *    renewal request itself hangs;
  *  - leaseTransitions counts changes of holder; acquireTime is when the current holder took it;
+ *  - a candidate looks at the Lease within every retryPeriod and again when the lease it saw runs
+ *    out (client-go waits 1–2.2 periods between looks), so a dead leader is replaced within
+ *    leaseDuration + retryPeriod of its last renewal;
  *  - on a graceful stop the leader first stops its work, then releases the Lease (holderIdentity
  *    empty, leaseDurationSeconds 1, as client-go's ReleaseOnCancel) so another replica takes over at
  *    its next retry instead of after leaseDuration.
@@ -35,8 +38,8 @@ export const DEFAULT_RETRY_PERIOD_MS = 2_000;
 /** The Lease the control plane's controllers are elected on. */
 export const CONTROLLER_MANAGER_LOCK = { namespace: 'kube-system', name: 'berth-controller-manager' } as const;
 
-/** client-go's wait.JitterUntil factor for acquire retries: each wait is retryPeriod × [1, 2.2). */
-const ACQUIRE_JITTER_FACTOR = 1.2;
+/** A candidate's wait between looks at the Lease: retryPeriod × (1 − this × [0, 1)), never longer than retryPeriod. */
+const ACQUIRE_JITTER_FACTOR = 0.5;
 
 /** Time and timers; tests pass a manual clock. */
 export type ElectionClock = Clock;
@@ -155,7 +158,7 @@ export class LeaderElector {
       this.log?.info({ lock: `${this.lock.namespace}/${this.lock.name}`, identity: this.identity }, 'attempting to acquire leader lease');
       // A hung request must not keep stop() waiting: stopping abandons it.
       while (!this.stopping && (await this.untilStopped(this.attempt())) !== true) {
-        await this.sleep(this.timings.retryPeriodMs * (1 + this.random() * ACQUIRE_JITTER_FACTOR));
+        await this.sleep(this.nextLookInMs());
       }
       if (this.stopping) return;
       await this.lead();
@@ -235,6 +238,23 @@ export class LeaderElector {
   }
 
   /** tryAcquireOrRenew: true when this replica holds the Lease afterwards. Never throws. */
+  /**
+   * When a candidate looks at the Lease again: within one retryPeriod, jittered downwards so replicas do
+   * not move in step, and exactly when the holder's lease runs out as this replica observed it. client-go
+   * waits retryPeriod × [1, 2.2) instead, so a candidate may see the holder's last renewal only 2.2
+   * retry periods late and act another 2.2 late; looking within a period and at the expiry itself puts a
+   * new leader in place within leaseDuration + retryPeriod (plus its requests) of the old one's last
+   * renewal, the issue's bound.
+   */
+  private nextLookInMs(): number {
+    const look = this.timings.retryPeriodMs * (1 - ACQUIRE_JITTER_FACTOR * this.random());
+    const spec = this.observed?.spec;
+    const holder = spec?.holderIdentity ?? '';
+    if (holder === '' || holder === this.identity) return look;
+    const expiresInMs = this.observedTime + (spec?.leaseDurationSeconds ?? this.timings.leaseDurationMs / 1000) * 1000 - this.clock.now();
+    return Math.max(0, Math.min(look, expiresInMs + 1));
+  }
+
   private async attempt(): Promise<boolean> {
     try {
       return await this.tryAcquireOrRenew();
