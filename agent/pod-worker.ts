@@ -23,7 +23,7 @@ import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
 import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
-import type { SandboxNetwork } from './network/sandbox-network.js';
+import { wantsRuntimeWiredSandbox, type SandboxNetwork } from './network/sandbox-network.js';
 import type { StatusManager } from './status.js';
 import { FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES, readTerminationMessage, removeTerminationLog, terminationLogPath } from './termination-message.js';
 
@@ -356,7 +356,7 @@ export class PodWorker {
 
     // Step 4
     let infraId = actions.infraId;
-    const wiring = pod.spec.hostNetwork === true ? undefined : this.deps.sandboxNetwork;
+    const wiring = pod.spec.hostNetwork === true || wantsRuntimeWiredSandbox(pod.metadata.annotations) ? undefined : this.deps.sandboxNetwork;
     /** pulls and prestart configs of the app containers, made while the new sandbox starts */
     let prepared: Map<StartAction, Promise<PreparedContainer | undefined>> | undefined;
     if (actions.createInfra) {

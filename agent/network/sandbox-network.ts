@@ -25,6 +25,18 @@ export interface SandboxAttachment {
   again?: boolean;
 }
 
+/**
+ * A pod annotated `berth.dev/sandbox-network: runtime` gets its sandbox attached by Docker instead: Docker
+ * connects further networks (`docker network connect`, as an operator managing Docker networks does)
+ * only to a container it networks itself, never to one created with no network. Read when the sandbox
+ * is made.
+ */
+export const ANNOTATION_SANDBOX_NETWORK = 'berth.dev/sandbox-network';
+
+export function wantsRuntimeWiredSandbox(annotations: Record<string, string> | undefined): boolean {
+  return annotations?.[ANNOTATION_SANDBOX_NETWORK] === 'runtime';
+}
+
 /** How the pod worker reaches the wiring; a fake stands in for it in unit tests. */
 export interface SandboxNetwork {
   /** an address for a new sandbox */

@@ -16,6 +16,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { ATTACHED_IP_ANNOTATION, DOCKER_LABEL_CLUSTER, NETWORK_ANNOTATION, NETWORKS, dockerNetworkName, type Network } from '../../examples/network-operator/types.js';
+import { ANNOTATION_SANDBOX_NETWORK } from '../../agent/network/sandbox-network.js';
 import { docker, podManifest, REPO_ROOT, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 
 const MANIFESTS = path.join(REPO_ROOT, 'examples', 'network-operator');
@@ -115,7 +116,7 @@ describe('Network operator in the cluster: its own ServiceAccount, least privile
     const inspected = JSON.parse(await docker(['network', 'inspect', dockerNetworkName(netA)])) as Array<{ IPAM?: { Config?: Array<{ Subnet?: string }> } }>;
     assert.equal(inspected[0]?.IPAM?.Config?.[0]?.Subnet, s0);
 
-    await c.client.create(CORE.pods, podManifest('joiner', { terminationGracePeriodSeconds: 0, containers: [{ name: 'app', image: TEST_IMAGE, command: ['sleep', '3600'] }] }, { namespace: 'default', annotations: { [NETWORK_ANNOTATION]: netA } }));
+    await c.client.create(CORE.pods, podManifest('joiner', { terminationGracePeriodSeconds: 0, containers: [{ name: 'app', image: TEST_IMAGE, command: ['sleep', '3600'] }] }, { namespace: 'default', annotations: { [NETWORK_ANNOTATION]: netA, [ANNOTATION_SANDBOX_NETWORK]: 'runtime' } }));
     let ip = '';
     await waitFor(async () => {
       ip = (await c.client.get<Pod>(CORE.pods, { namespace: 'default', name: 'joiner' })).metadata.annotations?.[ATTACHED_IP_ANNOTATION] ?? '';

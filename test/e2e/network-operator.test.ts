@@ -21,6 +21,7 @@ import {
   dockerNetworkName,
   type Network,
 } from '../../examples/network-operator/types.js';
+import { ANNOTATION_SANDBOX_NETWORK } from '../../agent/network/sandbox-network.js';
 import { docker, podContainers, podManifest, REPO_ROOT, sleep, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 
 const OPERATOR_MAIN = path.join(REPO_ROOT, 'dist', 'examples', 'network-operator', 'main.js');
@@ -247,7 +248,7 @@ describe('Network operator: a CRD and a custom controller managing real Docker n
     const pod = podManifest(
       'joiner',
       { nodeName, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: TEST_IMAGE, command: ['sleep', '3600'] }] },
-      { annotations: { [NETWORK_ANNOTATION]: netA } },
+      { annotations: { [NETWORK_ANNOTATION]: netA, [ANNOTATION_SANDBOX_NETWORK]: 'runtime' } },
     );
     const created = await c.client.create<Pod>(CORE.pods, pod, { namespace: 'default' });
     podUid = created.metadata.uid!;
