@@ -13,7 +13,18 @@
 #   4. npm dependencies (only when package-lock.json changed) and the native SQLite module
 #   5. TypeScript build (npm run build)
 #   6. Local images: berth/pause, berth/busybox:test (scripts/images/build-images.sh)
+#
+# --for-tests (scripts/test.sh passes it) also installs the tools only the test suite uses;
+# `scripts/up.sh` leaves them out, so running Berth does not pull in a browser.
 set -euo pipefail
+
+for_tests=0
+for arg in "$@"; do
+  case "$arg" in
+    --for-tests) for_tests=1 ;;
+    *) printf '[berth] setup: unknown argument %s\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib.sh
@@ -84,6 +95,9 @@ berth_have g++ || packages+=(g++)
 # The etcd storage backend's tests start their own etcd members (no systemd) from Debian's etcd-server.
 berth_have etcd || packages+=(etcd-server)
 if ! berth_have node; then packages+=(nodejs); fi
+if [ "$for_tests" -eq 1 ]; then
+  :
+fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"
 

@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/setup.sh
+bash scripts/setup.sh --for-tests
 
 # Every kubectl the kubectl-driven e2e tests run with: the one on PATH and Debian's 1.20 (fetched
 # into .cache/kubectl-1.20/ once). A caller's own BERTH_KUBECTLS wins.
