@@ -83,18 +83,21 @@ function labels(pod: Pod, ref: PodRef, nodeName: string, containerName: string, 
 }
 
 /**
- * The infra container of a pod. With `sandboxIP` the agent wires the sandbox itself: the container gets
- * no runtime network and carries the address in a label; without it, it joins `network`.
+ * The infra container of a pod. With `sandboxIP` (an address from the agent's pool) the container carries
+ * the address in a label, and either gets no runtime network because the agent wires it itself, or, with
+ * `runtimeAttached`, joins `network` at that address. Without it, it joins `network` at an address of the
+ * runtime's choosing (no pool: the runtime's own bridge).
  */
-export function infraSpec(p: { pod: Pod; nodeName: string; network: string; attempt: number; sandboxIP?: string | undefined }): InfraSpec {
+export function infraSpec(p: { pod: Pod; nodeName: string; network: string; attempt: number; sandboxIP?: string | undefined; runtimeAttached?: boolean }): InfraSpec {
   const ref = podRef(p.pod);
   const spec: InfraSpec = {
     name: dockerContainerName({ containerName: INFRA_CONTAINER_NAME, podName: ref.name, podNamespace: ref.namespace, podUid: ref.uid, attempt: p.attempt }),
     labels: labels(p.pod, ref, p.nodeName, INFRA_CONTAINER_NAME, 'infra', infraHash(p.pod, p.network), p.attempt),
     hostname: podHostname(p.pod),
-    network: p.sandboxIP === undefined ? p.network : 'none',
+    network: p.sandboxIP === undefined || p.runtimeAttached ? p.network : 'none',
   };
   if (p.sandboxIP !== undefined) spec.labels[LABEL_POD_IP] = p.sandboxIP;
+  if (p.sandboxIP !== undefined && p.runtimeAttached) spec.address = p.sandboxIP;
   const sandbox = sandboxOptions(p.pod); // hostNetwork/hostPID/hostIPC, sysctls
   if (sandbox) spec.sandbox = sandbox;
   return spec;

@@ -356,12 +356,16 @@ export class PodWorker {
 
     // Step 4
     let infraId = actions.infraId;
-    const wiring = pod.spec.hostNetwork === true || wantsRuntimeWiredSandbox(pod.metadata.annotations) ? undefined : this.deps.sandboxNetwork;
+    // Every sandbox's address comes from the agent's pool, also one the runtime attaches (annotated pods):
+    // the runtime's own IPAM does not know the pool, and the two would hand out the same address.
+    const addresses = pod.spec.hostNetwork === true ? undefined : this.deps.sandboxNetwork;
+    const runtimeAttached = wantsRuntimeWiredSandbox(pod.metadata.annotations);
+    const wiring = runtimeAttached ? undefined : addresses;
     /** pulls and prestart configs of the app containers, made while the new sandbox starts */
     let prepared: Map<StartAction, Promise<PreparedContainer | undefined>> | undefined;
     if (actions.createInfra) {
       changed = true;
-      const sandboxIP = wiring ? await wiring.allocate() : undefined;
+      const sandboxIP = addresses ? await addresses.allocate() : undefined;
       // The address is known before the sandbox exists, so the pod's volumes and its containers' pulls
       // and configs need not wait for the sandbox: they run while it starts.
       if (sandboxIP && actions.start.every((s) => s.type === 'app' && !s.existingId)) {
@@ -370,9 +374,9 @@ export class PodWorker {
         // Awaited in step 6; a failure meanwhile (the sandbox failed first) must not go unhandled.
         for (const p of prepared.values()) p.catch(() => undefined);
       }
-      const spec = infraSpec({ pod, nodeName: this.deps.nodeName, network: this.deps.podNetwork, attempt: actions.createInfra.attempt, sandboxIP });
+      const spec = infraSpec({ pod, nodeName: this.deps.nodeName, network: this.deps.podNetwork, attempt: actions.createInfra.attempt, sandboxIP, runtimeAttached });
       this.expect('start', spec.name);
-      const created = await runtime.runInfra(spec).finally(() => sandboxIP && wiring?.settle(sandboxIP));
+      const created = await runtime.runInfra(spec).finally(() => sandboxIP && addresses?.settle(sandboxIP));
       infraId = created.id;
       const info = pod.spec.hostNetwork === true ? undefined : await runtime.inspect(infraId);
       // An adopted container (its create went through unacknowledged) keeps the address its labels name.

@@ -337,6 +337,7 @@ export class DockerRuntime implements ContainerRuntime {
           OomScoreAdj: oomScoreAdj,
           RestartPolicy: { Name: 'no' },
         },
+        ...(spec.address === undefined ? {} : { NetworkingConfig: { EndpointsConfig: { [spec.network]: { IPAMConfig: { IPv4Address: spec.address } } } } }),
       }, spec.sandbox));
     const oomScoreAdj = this.infraOomScoreAdj;
     let result = await create(oomScoreAdj);

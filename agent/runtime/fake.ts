@@ -182,7 +182,7 @@ export class FakeRuntime implements ContainerRuntime {
     const r = this.add('infra', spec, 'berth/pause:fake');
     const c = this.containers.get(r.id)!;
     if (c.info.state !== 'running') {
-      c.info.ips = { [spec.network]: `10.88.0.${++this.ipSeq}` };
+      c.info.ips = { [spec.network]: spec.address ?? `10.88.0.${++this.ipSeq}` };
       await this.start(r.id);
     }
     return r;

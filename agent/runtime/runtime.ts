@@ -70,6 +70,8 @@ export interface InfraSpec {
   hostname: string;
   /** the network the pod's IP lives on */
   network: string;
+  /** the address the runtime gives the sandbox on `network` (the agent's pool chose it), instead of one of its own */
+  address?: string;
   /** host namespaces and sysctls of the pod (agent/runtime/container-options.ts) */
   sandbox?: SandboxOptions;
 }

@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { LABEL_POD_IP } from '../../agent/labels.js';
-import { hostVethName, podMacAddress } from '../../agent/network/sandbox-network.js';
+import { ANNOTATION_SANDBOX_NETWORK, hostVethName, podMacAddress } from '../../agent/network/sandbox-network.js';
 import { dockerInspect, podContainers, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 
 const execFileP = promisify(execFile);
@@ -75,6 +75,26 @@ describe('sandbox network wired by the agent', { timeout: 240_000 }, () => {
     assert.equal(await httpGet(b.status!.podIP!), 'from-b');
     const { stdout } = await c.kubectl(['exec', 'web-a', '--', 'timeout', '5', 'wget', '-q', '-O', '-', `http://${b.status!.podIP}:8080/`]);
     assert.equal(stdout.trim(), 'from-b');
+  });
+
+  it('gives a sandbox Docker attaches (annotated pod) an address from the same pool, never one an agent-wired pod has', async () => {
+    // Docker's IPAM hands out the lowest free address of the bridge's subnet; the pool must know about it.
+    const annotated = server('web-docker', 'from-docker');
+    annotated.metadata!.annotations = { [ANNOTATION_SANDBOX_NETWORK]: 'runtime' };
+    await c.client.create(CORE.pods, annotated, { namespace: NS });
+    const d = await waitForPod(c.client, NS, 'web-docker', ready, 60_000);
+    for (const name of ['web-c', 'web-d']) await c.client.create(CORE.pods, server(name, `from-${name}`), { namespace: NS });
+    const others = await Promise.all(['web-c', 'web-d'].map((n) => waitForPod(c.client, NS, n, ready, 60_000)));
+    const infra = await infraOf(d.metadata.uid!);
+    assert.notEqual(infra.HostConfig.NetworkMode, 'none', 'Docker attached this sandbox');
+    assert.equal(infra.Config.Labels[LABEL_POD_IP], d.status!.podIP);
+    assert.equal(Object.values<any>(infra.NetworkSettings.Networks)[0].IPAddress, d.status!.podIP);
+    // Every running pod on the node, including the earlier test's when it ran.
+    const ips = (await c.client.list<Pod>(CORE.pods, { namespace: NS })).items.map((p) => p.status?.podIP).filter((ip) => ip !== undefined);
+    assert.equal(new Set(ips).size, ips.length, `distinct pod addresses: ${ips.join(' ')}`);
+    assert.equal(await httpGet(d.status!.podIP!), 'from-docker');
+    for (const p of others) assert.equal(await httpGet(p.status!.podIP!), `from-${p.metadata.name}`);
+    for (const name of ['web-docker', 'web-c', 'web-d']) await c.client.delete(CORE.pods, { namespace: NS, name, gracePeriodSeconds: 0 });
   });
 
   it('wires again, on restart, a sandbox an agent left unwired, without touching its containers', async () => {
