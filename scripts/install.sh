@@ -107,6 +107,15 @@ done
 unit="berth-$mode.service"
 env_file="$etc_dir/$mode.env"
 token_path="$etc_dir/node-token"
+
+# The token given by --token or --token-file (whitespace dropped); empty when neither was.
+given_token() {
+  if [ -n "$opt_token" ]; then printf '%s' "$opt_token"
+  elif [ -n "$opt_token_file" ]; then
+    [ -r "$opt_token_file" ] || berth_die "cannot read --token-file $opt_token_file"
+    tr -d '[:space:]' <"$opt_token_file"
+  fi
+}
 pid_file="$run_dir/berth-$mode.pid"
 log_file="$log_dir/berth-$mode.log"
 
@@ -340,12 +349,7 @@ if [ "$mode" = server ]; then
     berth_die "invalid --etcd-servers: $etcd_servers (expected http://HOST:PORT[,http://HOST:PORT...])"
   # The cluster token of servers sharing etcd: written once, 0600; the server reads it at every start.
   cluster_token_path="$etc_dir/cluster-token"
-  token=""
-  if [ -n "$opt_token" ]; then token="$opt_token"
-  elif [ -n "$opt_token_file" ]; then
-    [ -r "$opt_token_file" ] || berth_die "cannot read --token-file $opt_token_file"
-    token="$(tr -d '[:space:]' <"$opt_token_file")"
-  fi
+  token="$(given_token)"
   if [ -n "$token" ]; then
     [ -n "$etcd_servers" ] || berth_die "server: --token joins servers sharing etcd; it needs --etcd-servers"
     if printf '%s\n' "$token" | write_if_changed "$cluster_token_path" 0600; then changed "wrote the cluster token $cluster_token_path"; fi
@@ -385,12 +389,7 @@ else
   fi
 
   # The join token: written once, 0600; later runs need no token (the agent keeps its credentials).
-  token=""
-  if [ -n "$opt_token" ]; then token="$opt_token"
-  elif [ -n "$opt_token_file" ]; then
-    [ -r "$opt_token_file" ] || berth_die "cannot read --token-file $opt_token_file"
-    token="$(tr -d '[:space:]' <"$opt_token_file")"
-  fi
+  token="$(given_token)"
   if [ -n "$token" ]; then
     [[ "$token" =~ ^berth1::[0-9a-fA-F]{64}::[^[:space:]]+$ ]] ||
       berth_die "the token is not a Berth node token (berth1::<ca sha256>::<secret>); copy it from the server's DATA_DIR/node-token"
