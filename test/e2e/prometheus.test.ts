@@ -153,6 +153,8 @@ it('is scraped by a real Prometheus: up == 1 for both, a request rate, and the p
     return r.length ? r : undefined;
   });
   assert.equal(started.length, 1);
+  const scheduled = await promQuery('scheduler_schedule_attempts_total{job="berth-apiserver",result="scheduled"}');
+  assert.ok(Number(scheduled[0]?.value[1]) >= 1, JSON.stringify(scheduled));
   const running = await promQuery('kubelet_running_pods{job="berth-agent"}');
   assert.ok(Number(running[0]?.value[1]) >= 1, JSON.stringify(running));
   // No series of the agent carries a pod's name or UID.

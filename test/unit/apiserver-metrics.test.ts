@@ -138,6 +138,23 @@ describe('/metrics on the API server', () => {
   });
 });
 
+describe('scheduler and leader metrics', () => {
+  it('counts scheduling attempts by result and reports leadership as it is when scraped', async () => {
+    const cp = new ControlPlaneMetrics({ storageBackend: 'sqlite', defaultMetrics: false });
+    cp.schedulingAttempt('scheduled', 0.002);
+    cp.schedulingAttempt('unschedulable', 0.001);
+    let leading = false;
+    cp.trackLeader('berth-controller-manager', () => leading);
+    let text = (await cp.scrape()).body;
+    assert.match(text, /scheduler_schedule_attempts_total\{result="scheduled",profile="default-scheduler"\} 1/);
+    assert.match(text, /scheduler_scheduling_attempt_duration_seconds_bucket\{le="0.002",result="scheduled",profile="default-scheduler"\} 1/);
+    assert.match(text, /leader_election_master_status\{name="berth-controller-manager"\} 0/);
+    leading = true;
+    text = (await cp.scrape()).body;
+    assert.match(text, /leader_election_master_status\{name="berth-controller-manager"\} 1/);
+  });
+});
+
 describe('workqueue metrics', () => {
   class Recorder implements QueueMetrics {
     adds = 0;
