@@ -70,7 +70,8 @@ async function eventually<T>(what: string, timeoutMs: number, probe: () => Promi
 }
 
 before(async () => {
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => (stopPrometheus(), process.exit(130)));
+  // Interrupted: Prometheus, the cluster and the scratch dir go too, then the run ends.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, () => void cleanUp().finally(() => process.exit(130)));
   process.once('exit', stopPrometheus);
   promDir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-prometheus-'));
   c = await startCluster();
@@ -89,11 +90,13 @@ before(async () => {
   });
 });
 
-after(async () => {
+async function cleanUp(): Promise<void> {
   stopPrometheus();
   await c?.stop();
   if (promDir) fs.rmSync(promDir, { recursive: true, force: true });
-});
+}
+
+after(cleanUp);
 
 it('serves /metrics to a token allowed to read it and refuses others, on the server and the agent', async () => {
   const server = await httpsGet(`${c.url}/metrics`, readerToken);
