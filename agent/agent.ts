@@ -26,6 +26,8 @@ import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
 import { startServiceProxy } from './proxy/start.js';
 import { servicesInformer } from './services/services-cache.js';
+import { AgentMetrics, instrumentRuntime } from './metrics.js';
+import { MetricsAuth } from './metrics-auth.js';
 
 export type { AgentOptions } from './options.js';
 
@@ -34,6 +36,8 @@ export interface RunningAgent {
   /** the authenticated API client the agent uses */
   readonly client: Client;
   readonly runtime: ContainerRuntime;
+  /** what its /metrics serves */
+  readonly metrics: AgentMetrics;
   /** Stops watches, timers and workers; leaves containers running. */
   stop(): Promise<void>;
   /** Resolves once no pod sync or status write is in flight (tests). */
@@ -79,7 +83,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     client = joined.client;
   }
 
-  const runtime = await createRuntime(o);
+  const metrics = new AgentMetrics({ now: () => o.clock.now() });
+  const unwrappedRuntime = await createRuntime(o);
+  const runtime = instrumentRuntime(unwrappedRuntime, metrics);
+  const metricsAuth = new MetricsAuth({ client: () => client, nodeName: o.nodeName, now: () => o.clock.now() });
   try {
     await runtime.version();
   } catch (err) {
@@ -87,7 +94,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   // Building or pulling the pause image can take a while; the first pod waits for it, registration does not.
   runtime.ensureInfraImage().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'pause image is not ready yet'));
-  const endpointParams = () => ({ runtime, nodeName: o.nodeName, credentials: joined?.credentials, port: o.agentPort, log });
+  const endpointParams = () => ({
+    runtime,
+    nodeName: o.nodeName,
+    credentials: joined?.credentials,
+    port: o.agentPort,
+    metrics: { scrape: () => metrics.scrape(), access: (token: string) => metricsAuth.check(token) },
+    log,
+  });
   let endpoint = await syncAgentEndpoint(undefined, endpointParams());
 
   const health = new RuntimeHealth({
@@ -141,7 +155,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   // One Services informer for the node: containers' service variables and the service proxy both read it.
   const services = servicesInformer({ client, log, retryMs: o.intervals.retryMs });
-  const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs });
+  const status = new StatusManager({ client, clock: o.clock, log: log.child({ component: 'status' }), minIntervalMs: o.intervals.statusMinIntervalMs, retryMs: o.intervals.retryMs, observer: metrics });
   const pods = new PodManager({
     client,
     runtime,
@@ -162,6 +176,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     services,
     tokenCheckMs: o.intervals.tokenCheckMs,
     sandboxNetwork,
+    onProbeRun: (kind, ok) => metrics.probeRan(kind, ok),
   });
   await pods.start();
   nodeStatus.start();
@@ -181,7 +196,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   return {
     nodeName: o.nodeName,
     client,
-    runtime,
+    runtime: unwrappedRuntime,
+    metrics,
     stop: () =>
       (stopping ??= (async () => {
         await health.stop();

@@ -53,6 +53,8 @@ export interface PodManagerOptions {
   tokenCheckMs?: number;
   /** the agent wires sandboxes into the pod bridge itself (otherwise the runtime attaches them to podNetwork) */
   sandboxNetwork?: SandboxNetwork | undefined;
+  /** every probe run's outcome (the agent's /metrics) */
+  onProbeRun?: (kind: 'startup' | 'liveness' | 'readiness', ok: boolean) => void;
 }
 
 /** Default cap of the event stream reconnect delay. */
@@ -94,6 +96,7 @@ export class PodManager {
       // A changed result changes the status (ready) or the actions (kill): the pod's worker syncs.
       onChange: (uid) => this.workers.get(uid)?.kick(),
       onFailure: (uid, name, kind, output) => this.workers.get(uid)?.probeFailed(name, kind, output),
+      onRun: opts.onProbeRun,
     });
     this.deps = {
       dataDir: opts.dataDir,

@@ -18,6 +18,14 @@ export interface StatusManagerOptions {
   minIntervalMs: number;
   /** delay before retrying a failed write */
   retryMs?: number;
+  /** told of every pod first seen, status set and pod forgotten (the agent's /metrics) */
+  observer?: PodStatusObserver;
+}
+
+export interface PodStatusObserver {
+  podSeen(uid: string, phase: string | undefined): void;
+  podStatus(uid: string, status: PodStatus): void;
+  podForgotten(uid: string): void;
 }
 
 interface Entry {
@@ -59,7 +67,10 @@ export class StatusManager {
     const uid = pod.metadata.uid;
     if (!uid) return;
     const e = this.entries.get(uid);
-    if (!e) this.entries.set(uid, { apiPod: pod, lastWriteAt: 0 });
+    if (!e) {
+      this.entries.set(uid, { apiPod: pod, lastWriteAt: 0 });
+      this.opts.observer?.podSeen(uid, pod.status?.phase);
+    }
     else if (newer(pod, e.apiPod)) e.apiPod = pod;
   }
 
@@ -76,6 +87,7 @@ export class StatusManager {
     this.podUpdated(pod);
     const e = this.entries.get(uid)!;
     e.desired = status;
+    this.opts.observer?.podStatus(uid, status);
     this.schedule(uid, e);
   }
 
@@ -84,6 +96,7 @@ export class StatusManager {
     const e = this.entries.get(uid);
     if (e?.timer !== undefined) this.opts.clock.clearTimeout(e.timer);
     this.entries.delete(uid);
+    this.opts.observer?.podForgotten(uid);
   }
 
   /** Resolves when no write is in flight (tests, shutdown). */

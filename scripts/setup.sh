@@ -96,7 +96,7 @@ berth_have g++ || packages+=(g++)
 berth_have etcd || packages+=(etcd-server)
 if ! berth_have node; then packages+=(nodejs); fi
 if [ "$for_tests" -eq 1 ]; then
-  :
+  berth_have prometheus || packages+=(prometheus)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"

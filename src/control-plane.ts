@@ -29,7 +29,9 @@ import { BoundObjectIndex, defaultServiceAccountIssuer, ServiceAccountTokens } f
 import { ClientCertificateAuthenticator } from './auth/client-certificates.js';
 import { LocalClient } from './client/local-client.js';
 import { ControllerManager } from './controllers/manager.js';
-import { LeaderElector, type LeaderElectionTimings } from './controllers/runtime/leader-election.js';
+import { CONTROLLER_MANAGER_LOCK, LeaderElector, type LeaderElectionTimings } from './controllers/runtime/leader-election.js';
+import { ControlPlaneMetrics } from './server/metrics.js';
+import { InstrumentedBackend } from './storage/instrumented-backend.js';
 import { CONTROLLER_REGISTRATIONS, type ControllerSettings } from './controllers/registrations.js';
 import { disabledControllerSet } from './controller-names.js';
 import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE } from './api/services.js';
@@ -199,8 +201,9 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const encryption = loadEncryptionConfig({ dataDir: opts.dataDir, file: opts.encryptionProviderConfig });
   if (encryption.generated) log.info({ file: encryption.file }, 'generated an encryption key for Secrets at rest');
   // Node credentials hold the secret the server presents to each agent: stored like Secrets.
+  const metrics = new ControlPlaneMetrics({ storageBackend: opts.etcd ? 'etcd' : 'sqlite' });
   const backend = new TransformingBackend({
-    inner: store,
+    inner: new InstrumentedBackend({ inner: store, observe: (operation, type, seconds) => metrics.storageRequest(operation, type, seconds) }),
     transformerFor: transformerForKeys(encryption.config, { extraPrefixes: [{ prefix: NODE_CREDENTIAL_PREFIX, group: '', plural: 'secrets' }] }),
   });
   // Every replica compacts: the revisions it drops are its own store's; on a store shared by
@@ -264,13 +267,13 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     dataDir: opts.dataDir,
     clusterSigningDurationMs: opts.clusterSigningDurationMs,
   };
-  const servingControllers = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
+  const servingControllers = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings, metrics });
   for (const reg of CONTROLLER_REGISTRATIONS) if (reg.stage === 'serving') servingControllers.register(reg);
   await servingControllers.start();
   // Built afresh for each term of leadership: a term's caches, queues and expectations must not
   // outlive it, since another replica acted in between.
   const newBackgroundControllers = () => {
-    const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings });
+    const manager = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings, metrics });
     for (const reg of CONTROLLER_REGISTRATIONS) if (reg.stage !== 'serving') manager.register(reg);
     return manager;
   };
@@ -288,6 +291,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     clientCertificates: new ClientCertificateAuthenticator({ caCert: pki.caCert }),
     staticTokens,
     authorizer,
+    metrics,
     inflightLimits: connectionLimits,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
@@ -331,6 +335,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
         await stopping?.stop();
       },
     });
+    const elector = leaderElector;
+    metrics.trackLeader(CONTROLLER_MANAGER_LOCK.name, () => elector.isLeader());
     leaderElector.start();
   }
   const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });

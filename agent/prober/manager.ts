@@ -32,6 +32,8 @@ export interface ProbeManagerOptions {
   onChange(podUid: string): void;
   /** a probe run failed (Unhealthy event) */
   onFailure(podUid: string, containerName: string, kind: ProbeKind, output: string): void;
+  /** every probe run's outcome (the agent's /metrics) */
+  onRun?(kind: ProbeKind, ok: boolean): void;
 }
 
 interface ContainerProbes {
@@ -138,6 +140,7 @@ export class ProbeManager {
           this.o.onChange(podUid);
         },
         onFailure: (output) => this.o.onFailure(podUid, c.name, kind, output),
+        onRun: this.o.onRun && ((ok) => this.o.onRun!(kind, ok)),
       });
       cp.workers[kind] = worker;
     }

@@ -27,6 +27,8 @@ export interface ProbeWorkerOptions {
   onResult(result: ProbeResult): void;
   /** one run failed (for the Unhealthy event) */
   onFailure(output: string): void;
+  /** every run's outcome (prober_probe_total) */
+  onRun?(ok: boolean): void;
 }
 
 /**
@@ -100,6 +102,7 @@ export class ProbeWorker {
       outcome = { ok: false, output: (err as Error).message };
     }
     if (this.stopped) return;
+    this.o.onRun?.(outcome.ok);
     if (outcome.ok === this.lastRaw) this.streak++;
     else {
       this.lastRaw = outcome.ok;

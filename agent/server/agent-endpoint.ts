@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { servingCredentialsOf, type NodeCredentials } from '../join.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
-import { AgentServer, DEFAULT_AGENT_PORT } from './agent-server.js';
+import { AgentServer, DEFAULT_AGENT_PORT, type AgentServerMetrics } from './agent-server.js';
 
 export interface AgentEndpointParams {
   runtime: ContainerRuntime;
@@ -15,6 +15,8 @@ export interface AgentEndpointParams {
   credentials: NodeCredentials | undefined;
   /** --agent-port; undefined = the kubelet's 10250, or any free port when that one is taken */
   port: number | undefined;
+  /** /metrics on the endpoint */
+  metrics?: AgentServerMetrics;
   log: Logger;
 }
 
@@ -35,6 +37,7 @@ export async function syncAgentEndpoint(current: AgentServer | undefined, p: Age
     credentials: serving,
     port: p.port ?? DEFAULT_AGENT_PORT,
     fallbackToFreePort: p.port === undefined,
+    metrics: p.metrics,
     log: p.log,
   });
   await server.listen();

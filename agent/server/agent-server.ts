@@ -65,7 +65,15 @@ export interface AgentServerOptions {
   connectionLimits?: Partial<ConnectionLimits>;
   /** how long a SPDY client may take to open its streams (default: the kubelet's 30 s) */
   streamCreationTimeoutMs?: number;
+  /** serves GET /metrics to the control plane and to bearer tokens `access` allows */
+  metrics?: AgentServerMetrics;
   log: Logger;
+}
+
+export interface AgentServerMetrics {
+  scrape(): Promise<{ contentType: string; body: string }>;
+  /** whether a bearer token other than the proxy secret may read /metrics (delegated to the API server) */
+  access(token: string): Promise<'allowed' | 'unauthenticated' | 'forbidden'>;
 }
 
 const NAME = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
@@ -217,6 +225,7 @@ export class AgentServer {
       res.end(body);
     };
     try {
+      if (this.opts.metrics && (req.url === '/metrics' || req.url?.startsWith('/metrics?'))) return await this.serveMetrics(req, res, this.opts.metrics, reply);
       if (!this.authenticated(req)) return reply(errors.unauthorized());
       const url = new URL(req.url ?? '/', 'https://agent');
       if (parsePodTarget(url.pathname)) return reply(errors.badRequest('Upgrade request required'));
@@ -231,6 +240,20 @@ export class AgentServer {
       if (apiErr.code >= 500) this.log.warn({ err: apiErr.message, url: redactQuery(req.url) }, 'agent endpoint request failed');
       reply(apiErr);
     }
+  }
+
+  /** /metrics: the control plane's secret, or any token the API server says may `get nodes/metrics` here. */
+  private async serveMetrics(req: http.IncomingMessage, res: http.ServerResponse, metrics: AgentServerMetrics, reply: (err: ApiError) => void): Promise<void> {
+    if (req.method !== 'GET') return reply(errors.methodNotAllowed(`${req.method} is not allowed on /metrics`));
+    if (!this.authenticated(req)) {
+      const token = /^Bearer\s+(\S+)\s*$/i.exec(req.headers.authorization ?? '')?.[1];
+      const access = token ? await metrics.access(token) : 'unauthenticated';
+      if (access === 'unauthenticated') return reply(errors.unauthorized());
+      if (access === 'forbidden') return reply(errors.forbidden(`cannot get nodes/metrics on node ${this.opts.nodeName}`));
+    }
+    const { contentType, body } = await metrics.scrape();
+    res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+    res.end(body);
   }
 
   private async onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

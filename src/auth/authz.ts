@@ -67,6 +67,9 @@ const NODE_RULES: Array<{ group: string; resources: string[]; verbs: string[] }>
   { group: '', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: 'events.k8s.io', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: '', resources: ['namespaces'], verbs: ['get'] },
+  // Delegated authentication and authorization of the agent's own endpoint (/metrics), as upstream's system:node.
+  { group: 'authentication.k8s.io', resources: ['tokenreviews'], verbs: ['create'] },
+  { group: 'authorization.k8s.io', resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 
 const ALLOW: Decision = { allowed: true };

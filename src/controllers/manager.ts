@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Client } from '../client/client.js';
 import { SharedInformers } from './runtime/informer-factory.js';
+import { withControllerMetrics, type ControllerMetrics } from './runtime/metrics.js';
 
 /** What a controller built by the manager must offer. */
 export interface ManagedController {
@@ -42,6 +43,8 @@ export interface ControllerManagerOptions<S = void> {
   resyncMs?: number;
   /** passed to every factory */
   settings?: S;
+  /** where the controllers' queues (and the scheduler) report, e.g. the control plane's /metrics */
+  metrics?: ControllerMetrics;
 }
 
 /**
@@ -99,7 +102,7 @@ export class ControllerManager<S = void> {
     for (const r of this.registrations) {
       if (this.started.has(r.name) || (stage && (r.stage ?? 'background') !== stage)) continue;
       this.started.add(r.name);
-      const controller = r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S);
+      const controller = withControllerMetrics(this.opts.metrics, () => r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S));
       batch.push({ name: r.name, controller });
       // Running from the moment it exists, so stop() reaches it even if a later build fails.
       this.running.push({ name: r.name, controller });

@@ -20,6 +20,8 @@ import { handleResourceRequest } from '../requests/resource-handlers.js';
 import { sendJsonBytes } from './large-responses.js';
 import { registerPodStreams } from './pod-streams.js';
 import { serveWatch } from './watch-stream.js';
+import type { ControlPlaneMetrics } from './metrics.js';
+import { isLongRunningVerb, requestLabels, type RequestLabels } from './metrics-labels.js';
 import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFTER_SECONDS, type ConnectionLimits } from '../net/connection-hygiene.js';
 
 export interface AppOptions {
@@ -43,6 +45,8 @@ export interface AppOptions {
   watchBookmarkIntervalMs?: number;
   /** decides every request; by default Node and RBAC authorizers over the registry, started with the app */
   authorizer?: Authorizer;
+  /** counts requests and serves GET /metrics (authorized as a non-resource URL); without it there is no /metrics */
+  metrics?: ControlPlaneMetrics;
 }
 
 declare module 'fastify' {
@@ -129,6 +133,22 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     void reply.code(404).type('application/json').send(e.toStatus());
   });
 
+  const metrics = opts.metrics;
+  if (metrics) {
+    // First hook, so refused requests (401, 403, 429) are counted too; 'close' also fires for
+    // hijacked replies (watches, upgrades), which is when a long-running request ends.
+    app.addHook('onRequest', async (req, reply) => {
+      const started = performance.now();
+      const labels = boundedLabels(requestLabels(req.method, req.url, req.headers['content-type']), (g, r) => opts.registry.lookup(g, r) !== undefined);
+      const longRunning = isLongRunningVerb(labels.verb);
+      if (longRunning) metrics.longRunningStarted(labels);
+      reply.raw.once('close', () => {
+        if (longRunning) metrics.longRunningEnded(labels);
+        metrics.requestDone(labels, reply.raw.statusCode, (performance.now() - started) / 1000);
+      });
+    });
+  }
+
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
     if (PUBLIC_PATHS.has(path)) return;
@@ -165,6 +185,12 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return opts.auth.joinNode(req.headers.authorization, parseJoinBody(req.body as Buffer | undefined));
   });
   for (const p of ['/healthz', '/livez', '/readyz']) app.get(p, async (_req, reply) => reply.type('text/plain').send('ok'));
+  if (metrics) {
+    app.get('/metrics', async (_req, reply) => {
+      const { contentType, body } = await metrics.scrape();
+      return reply.type(contentType).send(body);
+    });
+  }
 
   const saTokens = opts.serviceAccountTokens;
   if (saTokens) {
@@ -283,6 +309,20 @@ function toApiError(err: unknown): ApiError {
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return errors.badRequest(e.message ?? 'bad request');
   return errors.internal(e.message ?? String(err));
 }
+
+/**
+ * A path naming no served resource (a typo, a probe for one) still counts, but under empty
+ * group/version/resource/subresource labels: request paths chosen by clients must not grow the
+ * label set.
+ */
+function boundedLabels(labels: RequestLabels, served: (group: string, resource: string) => boolean): RequestLabels {
+  if (labels.resource === '') return labels;
+  if (!served(labels.group, labels.resource)) return { ...labels, group: '', version: '', resource: '', subresource: '' };
+  return labels.subresource === '' || KNOWN_SUBRESOURCES.has(labels.subresource) ? labels : { ...labels, subresource: '' };
+}
+
+/** Subresources kept as a label value; any other is counted under ''. */
+const KNOWN_SUBRESOURCES = new Set(['status', 'scale', 'log', 'exec', 'attach', 'portforward', 'proxy', 'eviction', 'binding', 'token', 'ephemeralcontainers', 'finalize', 'approval', 'resize']);
 
 /** Watches and followed logs stay open as long as their clients want; they are not counted as in flight. */
 function isLongRunning(url: string): boolean {

@@ -34,7 +34,7 @@ export class Controller {
   private readonly loops: Promise<void>[] = [];
 
   constructor(private readonly opts: ControllerOptions) {
-    this.queue = opts.queue ?? new WorkQueue();
+    this.queue = opts.queue ?? new WorkQueue({ name: opts.name });
   }
 
   start(): void {

@@ -4,9 +4,15 @@
  * workers at once (re-adds during processing are deferred until `done`); failures come back
  * after a per-key exponential backoff, successes `forget` it.
  */
+import { controllerMetricsInScope, type QueueMetrics } from './metrics.js';
+
 export interface WorkQueueOptions {
   baseDelayMs?: number;
   maxDelayMs?: number;
+  /** instruments for this queue; by default those of the controller metrics in scope (see metrics.ts), under `name` */
+  metrics?: QueueMetrics;
+  /** the queue's name in metrics (the controller's name) */
+  name?: string;
 }
 
 export class WorkQueue {
@@ -19,20 +25,31 @@ export class WorkQueue {
   private shuttingDown = false;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
+  private readonly metrics: QueueMetrics | undefined;
+  /** with metrics: when each waiting key was added, and when each key in processing was taken */
+  private readonly addedAt = new Map<string, number>();
+  private readonly takenAt = new Map<string, number>();
 
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 1000_000;
+    this.metrics = opts.metrics ?? (opts.name !== undefined ? controllerMetricsInScope()?.queue(opts.name) : undefined);
   }
 
   add(key: string): void {
     if (this.shuttingDown || this.dirty.has(key)) return;
     this.dirty.add(key);
+    if (this.metrics) {
+      this.metrics.added();
+      if (!this.addedAt.has(key)) this.addedAt.set(key, performance.now());
+      this.metrics.depth(this.dirty.size);
+    }
     if (this.processing.has(key)) return;
     const waiter = this.waiters.shift();
     if (waiter) {
       this.dirty.delete(key);
       this.processing.add(key);
+      this.taken(key);
       waiter(key);
     } else {
       this.queue.push(key);
@@ -59,6 +76,7 @@ export class WorkQueue {
 
   /** Retry with backoff: base × 2^failures, capped. */
   addRateLimited(key: string): void {
+    this.metrics?.retried();
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
     this.addAfter(key, Math.min(this.baseDelayMs * 2 ** n, this.maxDelayMs));
@@ -79,6 +97,7 @@ export class WorkQueue {
     if (key !== undefined) {
       this.dirty.delete(key);
       this.processing.add(key);
+      this.taken(key);
       return Promise.resolve(key);
     }
     return new Promise((resolve) => this.waiters.push(resolve));
@@ -86,10 +105,25 @@ export class WorkQueue {
 
   done(key: string): void {
     this.processing.delete(key);
+    const takenAt = this.takenAt.get(key);
+    if (takenAt !== undefined) {
+      this.takenAt.delete(key);
+      this.metrics?.worked((performance.now() - takenAt) / 1000);
+    }
     if (this.dirty.has(key)) {
       this.dirty.delete(key);
       this.add(key);
     }
+  }
+
+  private taken(key: string): void {
+    if (!this.metrics) return;
+    const now = performance.now();
+    const addedAt = this.addedAt.get(key);
+    this.addedAt.delete(key);
+    if (addedAt !== undefined) this.metrics.queued((now - addedAt) / 1000);
+    this.takenAt.set(key, now);
+    this.metrics.depth(this.dirty.size);
   }
 
   len(): number {

@@ -5,6 +5,7 @@ import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
 import { Controller } from '../runtime/controller.js';
+import { controllerMetricsInScope, type ScheduleResult } from '../runtime/metrics.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
 
@@ -33,6 +34,7 @@ export class Scheduler {
   private readonly assumed = new Map<string, { node: string; uid: string }>();
   private readonly events: EventRecorder;
   private readonly now: () => number;
+  private readonly metrics = controllerMetricsInScope();
 
   constructor(private readonly opts: SchedulerOptions) {
     this.now = opts.now ?? Date.now;
@@ -101,6 +103,17 @@ export class Scheduler {
       this.unschedulable.delete(key);
       return;
     }
+    if (!this.metrics) return void (await this.attempt(key, pod));
+    const started = performance.now();
+    let result: ScheduleResult = 'error';
+    try {
+      result = await this.attempt(key, pod);
+    } finally {
+      this.metrics.schedulingAttempt(result, (performance.now() - started) / 1000);
+    }
+  }
+
+  private async attempt(key: string, pod: Pod): Promise<ScheduleResult> {
     const nodes = this.nodes.list();
     const usage = this.usageByNode();
     const want = podRequests(pod);
@@ -119,7 +132,7 @@ export class Scheduler {
     if (!best) {
       this.unschedulable.add(key);
       await this.markUnschedulable(pod, unschedulableMessage(nodes.length, rejected));
-      return;
+      return 'unschedulable';
     }
     this.unschedulable.delete(key);
     const nodeName = best.node.metadata.name!;
@@ -131,11 +144,13 @@ export class Scheduler {
       );
     } catch (e) {
       // Already bound, or deleted meanwhile: the informer will tell us the outcome.
-      if (e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound')) return;
+      // Counted as upstream counts a failed binding: an error.
+      if (e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound')) return 'error';
       throw e;
     }
     this.assumed.set(key, { node: nodeName, uid: pod.metadata.uid ?? '' });
     void this.events.record({ about: pod, type: 'Normal', reason: 'Scheduled', message: `Successfully assigned ${key} to ${nodeName}` });
+    return 'scheduled';
   }
 
   private async markUnschedulable(pod: Pod, message: string): Promise<void> {
