@@ -57,6 +57,7 @@ FRESH_TESTS=(
   dist/test/e2e/runtime-docker.test.js
   dist/test/e2e/services.test.js
   dist/test/e2e/etcd-store.test.js
+  dist/test/e2e/dashboard.test.js
   'dist/test/e2e/multihost/*.test.js'
 )
 

@@ -97,6 +97,7 @@ berth_have etcd || packages+=(etcd-server)
 if ! berth_have node; then packages+=(nodejs); fi
 if [ "$for_tests" -eq 1 ]; then
   :
+  berth_have chromium || packages+=(chromium)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"

@@ -102,7 +102,7 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     // hard-linked: the installer copies it out before pruning, never touching the source.
     src = path.join(root, 'src');
     fs.mkdirSync(path.join(src, 'dist'), { recursive: true });
-    for (const p of ['package.json', 'package-lock.json', 'bin', 'scripts', 'dist/src', 'dist/agent']) {
+    for (const p of ['package.json', 'package-lock.json', 'bin', 'scripts', 'dist/src', 'dist/agent', 'dist/dashboard', 'dashboard/public']) {
       fs.cpSync(path.join(REPO_ROOT, p), path.join(src, p), { recursive: true, preserveTimestamps: true });
     }
     const linked = await run('cp', ['-al', path.join(REPO_ROOT, 'node_modules'), path.join(src, 'node_modules')]);
