@@ -66,25 +66,26 @@ function stopAll(): void {
 }
 
 const main = h('main', { 'data-testid': 'view' });
-const nsSelect = h('select', { 'data-testid': 'namespace-filter', onchange: (ev: Event) => {
-  ctx.namespace = (ev.target as HTMLSelectElement).value;
+// A text field with suggestions rather than a plain select: a token that may not list namespaces
+// can still name the one it may read.
+const nsList = h('datalist', { id: 'namespaces' });
+const nsInput = h('input', { list: 'namespaces', placeholder: 'all', size: 14, 'data-testid': 'namespace-filter', onchange: (ev: Event) => {
+  ctx.namespace = (ev.target as HTMLInputElement).value.trim();
   sessionStorage.setItem('berth-dashboard-namespace', ctx.namespace);
   route();
-} }) as HTMLSelectElement;
+} }) as HTMLInputElement;
 
 function showShell(): void {
   const nav = h('nav', {}, NAV.map(([id, label]) => h('a', { href: `#/${id}`, 'data-nav': id }, label)));
   replace(app, h('header', {}, h('strong', { class: 'brand' }, 'Berth'), nav,
-    h('label', { class: 'ns' }, 'namespace ', nsSelect),
+    h('label', { class: 'ns' }, 'namespace ', nsInput, nsList),
     h('span', { class: 'user', 'data-testid': 'user' }, sessionStorage.getItem('berth-dashboard-user') ?? ''),
     h('button', { 'data-testid': 'logout', onclick: logout }, 'Log out')), main);
   const drawNamespaces = throttledRender(() => {
-    const names = namespaces!.items().map((n) => n.metadata.name).sort();
-    if (ctx.namespace && !names.includes(ctx.namespace)) names.unshift(ctx.namespace);
-    replace(nsSelect, h('option', { value: '' }, 'all'), names.map((n) => h('option', { value: n }, n)));
-    nsSelect.value = ctx.namespace;
+    replace(nsList, namespaces!.items().map((n) => n.metadata.name).sort().map((n) => h('option', { value: n })));
   });
   namespaces?.stop();
+  nsInput.value = ctx.namespace;
   namespaces = liveCollection('/api/v1/namespaces', drawNamespaces);
   drawNamespaces();
   route();

@@ -184,6 +184,48 @@ describe('dashboard', { skip: fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is 
     await page.context().close();
   });
 
+  it('shows a Deployment\'s rollout and its Service\'s endpoints as they change', async () => {
+    const manifest = cluster.writeFile('web.yaml', [
+      'apiVersion: apps/v1', 'kind: Deployment', 'metadata: { name: web, namespace: default }',
+      'spec:', '  replicas: 1', '  selector: { matchLabels: { app: web } }', '  template:', '    metadata: { labels: { app: web } }',
+      `    spec: { containers: [{ name: web, image: "${TEST_IMAGE}", command: [sleep, "3600"], ports: [{ containerPort: 80 }] }] }`,
+      '---', 'apiVersion: v1', 'kind: Service', 'metadata: { name: web, namespace: default }', 'spec: { selector: { app: web }, ports: [{ port: 80, targetPort: 80 }] }', ''].join('\n'));
+    const page = await newPage();
+    await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
+    await page.waitForSelector('[data-testid=pod-list]');
+    await page.goto(`${cluster.url}/dashboard/#/workloads`);
+    await page.waitForSelector('[data-testid=workload-list]');
+    const applied = await cluster.kubectl(['apply', '-f', manifest]);
+    assert.equal(applied.code, 0, applied.stderr);
+    await page.waitForFunction(() => /1\/1.*Ready/s.test(document.querySelector('[data-testid=workload-row][data-kind=Deployment][data-name=web]')?.textContent ?? ''), undefined, { timeout: 30_000 });
+    await page.goto(`${cluster.url}/dashboard/#/services`);
+    await page.waitForFunction(() => /\d+\.\d+\.\d+\.\d+:80/.test(document.querySelector('[data-testid=service-row][data-name=web]')?.textContent ?? ''), undefined, { timeout: 30_000 });
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'services.png') });
+    await page.context().close();
+  });
+
+  it('shows what a ServiceAccount token may not read as a plain 403, and what it may read', async () => {
+    for (const args of [['create', 'namespace', 'team'], ['create', 'serviceaccount', 'viewer', '-n', 'team'],
+      ['create', 'role', 'pod-reader', '-n', 'team', '--verb=get,list,watch', '--resource=pods'],
+      ['create', 'rolebinding', 'viewer-pods', '-n', 'team', '--role=pod-reader', '--serviceaccount=team:viewer']]) {
+      const r = await cluster.kubectl(args);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    const token = (await cluster.kubectl(['create', 'token', 'viewer', '-n', 'team'])).stdout.trim();
+    const page = await newPage();
+    await page.goto(`${cluster.url}/dashboard/`);
+    await page.fill('[data-testid=login-token]', token);
+    await page.click('[data-testid=login-submit]');
+    await page.waitForSelector('[data-testid=api-error]');
+    assert.match(await page.textContent('[data-testid=user]') ?? '', /system:serviceaccount:team:viewer/);
+    assert.match(await page.textContent('[data-testid=api-error]') ?? '', /403 Forbidden.*pods/);
+    await page.fill('[data-testid=namespace-filter]', 'team');
+    await page.press('[data-testid=namespace-filter]', 'Enter');
+    await page.waitForSelector('[data-testid=pod-list]');
+    assert.equal(await page.$('[data-testid=api-error]'), null);
+    await page.context().close();
+  });
+
   it('logs in directly from #token= and clears the token from the address', async () => {
     const page = await newPage();
     await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
