@@ -54,13 +54,27 @@ export interface RequestOptions {
   token?: string;
 }
 
+/** Network errors before any answer (a dropped connection, the host's network changing) are retried. */
+const NETWORK_RETRIES = 3;
+
+async function fetchRetryingNetworkErrors(path: string, init: RequestInit): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await fetch(path, init);
+    } catch (err) {
+      if (init.signal?.aborted || attempt >= NETWORK_RETRIES) throw err;
+      await new Promise((r) => setTimeout(r, 200 * (attempt + 1)));
+    }
+  }
+}
+
 /** A request with the session's token; non-2xx answers become ApiError with the Status message. */
 export async function request(path: string, opts: RequestOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { accept: 'application/json' };
   const token = opts.token ?? session.token();
   if (token) headers.authorization = `Bearer ${token}`;
   if (opts.contentType) headers['content-type'] = opts.contentType;
-  const res = await fetch(path, { method: opts.method ?? 'GET', headers, body: opts.body, signal: opts.signal, cache: 'no-store' });
+  const res = await fetchRetryingNetworkErrors(path, { method: opts.method ?? 'GET', headers, body: opts.body, signal: opts.signal, cache: 'no-store' });
   if (!res.ok) {
     const err = await errorFrom(res);
     if (res.status === 401 && !opts.token) onUnauthorized(err);

@@ -40,3 +40,15 @@ export function throttledRender(render: () => void): () => void {
     });
   };
 }
+
+/**
+ * A module that failed to load stays failed until the page reloads (the same rule index.html
+ * applies to the dashboard's first load): reload a few times, then give up.
+ */
+export function reloadAfterModuleFailure(err: unknown): void {
+  const key = 'berth-dashboard-load-attempts';
+  const attempts = Number(sessionStorage.getItem(key) ?? '0') + 1;
+  sessionStorage.setItem(key, String(attempts));
+  if (attempts <= 5) setTimeout(() => location.reload(), 300 * attempts);
+  else console.error('module failed to load', err);
+}

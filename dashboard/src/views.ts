@@ -2,10 +2,9 @@
  * The dashboard's pages. Each view builds its element, keeps itself current from live collections
  * (watches) and returns a `stop` that ends its watches and timers when the user navigates away.
  */
-import { parse, stringify } from 'yaml';
 import { ApiError, getJson, keyOf, liveCollection, readLines, request, type KubeObject, type LiveCollection } from './api.js';
 import { lineChart, sampleMetrics } from './charts.js';
-import { h, replace, throttledRender, type Child } from './dom.js';
+import { h, reloadAfterModuleFailure, replace, throttledRender, type Child } from './dom.js';
 import { age, cpuCores, formatBytes, formatCpu, memoryBytes, podReady, podRestarts, podStatus, tone } from './format.js';
 
 export interface View {
@@ -291,7 +290,12 @@ export function logsView(namespace: string, name: string, params: URLSearchParam
       const atBottom = out.scrollTop + out.clientHeight >= out.scrollHeight - 4;
       out.append(line + '\n');
       if (atBottom) out.scrollTop = out.scrollHeight;
-    })).then(() => { if (!signal.aborted) state.textContent = 'stream ended'; }, (err) => { if (!signal.aborted) state.textContent = (err as Error).message; });
+    })).then(() => { if (!signal.aborted) state.textContent = 'stream ended'; }, (err) => {
+      if (signal.aborted) return;
+      state.textContent = (err as Error).message;
+      // A dropped connection (not an API refusal) reconnects; the tail shows the lines missed meanwhile.
+      if (!(err instanceof ApiError)) setTimeout(() => { if (!signal.aborted) start(); }, 1000);
+    });
   };
   picker.addEventListener('change', start);
   previous.addEventListener('change', start);
@@ -313,15 +317,19 @@ export function yamlView(apiPath: string): View {
   const text = h('textarea', { class: 'yaml', spellcheck: 'false', 'data-testid': 'yaml-text' }) as HTMLTextAreaElement;
   const message = h('p', { 'data-testid': 'yaml-message' });
   const actions = h('div', { class: 'filters' });
-  const show = (o: KubeObject) => {
+  // The YAML library loads with the first YAML page, not with the dashboard.
+  const yaml = import('yaml');
+  yaml.catch(reloadAfterModuleFailure);
+  const show = async (o: KubeObject) => {
     delete o.metadata.managedFields;
-    text.value = stringify(o);
+    text.value = (await yaml).stringify(o);
   };
-  const load = () => getJson(apiPath).then(show, (err) => { message.className = 'error'; message.textContent = (err as Error).message; });
+  const load = () => getJson(apiPath).then(show).catch( (err) => { message.className = 'error'; message.textContent = (err as Error).message; });
   const save = async (force: boolean) => {
     message.className = 'muted';
     message.textContent = 'saving…';
     let doc: KubeObject;
+    const { parse, stringify } = await yaml;
     try {
       doc = parse(text.value) as KubeObject;
     } catch (err) {
@@ -335,7 +343,7 @@ export function yamlView(apiPath: string): View {
     delete doc.metadata.managedFields;
     try {
       const res = await request(`${apiPath}?fieldManager=${FIELD_MANAGER}${force ? '&force=true' : ''}`, { method: 'PATCH', contentType: 'application/apply-patch+yaml', body: stringify(doc) });
-      show(await res.json());
+      await show(await res.json());
       message.className = 'ok';
       message.textContent = 'saved';
       replace(actions, saveButton);
