@@ -129,8 +129,6 @@ describe('dashboard', { skip: fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is 
 
     await waitForPod(cluster.client, namespace, name, (p) => p.status?.phase === 'Running');
     await page.waitForFunction((n) => document.querySelector(`[data-testid=pod-row][data-name=${n}] [data-testid=pod-status]`)?.textContent === 'Running', name);
-    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'pods.png') });
-
     // Diagnostics: status, events, the last log lines.
     await page.click(`[data-testid=pod-row][data-name=${name}] [data-testid=pod-link]`);
     await page.waitForSelector('[data-testid=pod-summary]');
@@ -203,6 +201,34 @@ describe('dashboard', { skip: fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is 
     await page.goto(`${cluster.url}/dashboard/#/services`);
     await page.waitForFunction(() => /\d+\.\d+\.\d+\.\d+:80/.test(document.querySelector('[data-testid=service-row][data-name=web]')?.textContent ?? ''), undefined, { timeout: 30_000 });
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'services.png') });
+    await page.context().close();
+  });
+
+  it('shows probe failures and a crashing container\'s last termination on the diagnostics page', async () => {
+    await cluster.client.create(CORE.pods, podManifest('unready', {
+      containers: [{ name: 'app', image: TEST_IMAGE, command: ['sleep', '3600'], readinessProbe: { exec: { command: ['false'] }, periodSeconds: 1 } }],
+    }, { namespace }), { namespace });
+    await cluster.client.create(CORE.pods, podManifest('crasher', {
+      containers: [{ name: 'app', image: TEST_IMAGE, command: ['sh', '-c', 'echo "starting, then failing"; exit 3'] }],
+    }, { namespace }), { namespace });
+    await waitForPod(cluster.client, namespace, 'crasher', (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1);
+    const page = await newPage();
+    await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
+    await page.waitForFunction(() => /CrashLoopBackOff|Error/.test(document.querySelector('[data-testid=pod-row][data-name=crasher] [data-testid=pod-status]')?.textContent ?? ''));
+    await page.waitForSelector('[data-testid=pod-row][data-name=unready]');
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'pods.png') });
+
+    await page.click('[data-testid=pod-row][data-name=crasher] [data-testid=pod-link]');
+    await page.waitForFunction(() => /exit 3/.test(document.querySelector('[data-testid=container-row][data-name=app]')?.textContent ?? ''));
+    await page.waitForFunction(() => /starting, then failing/.test(document.querySelector('[data-testid=pod-log-tail]')?.textContent ?? ''));
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'pod-diagnostics-crash.png'), fullPage: true });
+
+    await page.goto(`${cluster.url}/dashboard/#/pod/${namespace}/unready`);
+    await page.waitForSelector('[data-testid=pod-probe-failures]', { timeout: 20_000 });
+    assert.match(await page.textContent('[data-testid=pod-probe-failures]') ?? '', /Readiness probe failed/);
+    assert.match(await page.textContent('[data-testid=pod-conditions]') ?? '', /Ready\s*False/);
+    await page.waitForSelector('[data-testid=pod-log-tail]');
+    await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'pod-diagnostics-probe.png'), fullPage: true });
     await page.context().close();
   });
 

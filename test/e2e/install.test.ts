@@ -146,6 +146,8 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     assert.equal(mode(path.join(dirs.data, 'node-token')), 0o600);
     assert.ok(fs.existsSync(path.join(dirs.prefix, 'node_modules', 'better-sqlite3')));
     assert.ok(!fs.existsSync(path.join(dirs.prefix, 'node_modules', 'typescript')), 'dev dependencies are not installed');
+    // The dashboard the installed server serves at /dashboard/.
+    for (const file of ['dashboard/public/index.html', 'dist/dashboard/main.js', 'node_modules/yaml/browser/dist/index.js']) assert.ok(fs.existsSync(path.join(dirs.prefix, file)), file);
   });
 
   it('agent mode: joins with --token and its node becomes Ready; pods run on it', async (t) => {
