@@ -9,15 +9,18 @@ export const METRICS_POLL_MS = 15_000;
 const HISTORY = 40;
 
 export interface Series {
+  /** printed after the latest value, e.g. "of 2000m" or the container's name */
   label: string;
   values: number[];
+  /** the top of the chart (a node's allocatable); the series' own maximum when absent */
+  max?: number;
 }
 
 /** A small inline SVG line chart of one series, with its latest value printed beside it. */
 export function lineChart(series: Series, format: (v: number) => string, testId: string): HTMLElement {
   const width = 160;
   const height = 36;
-  const max = Math.max(...series.values, 1e-9);
+  const max = Math.max(series.max ?? 0, ...series.values, 1e-9);
   const step = series.values.length > 1 ? width / (series.values.length - 1) : width;
   const points = series.values.map((v, i) => `${(i * step).toFixed(1)},${(height - (v / max) * (height - 2) - 1).toFixed(1)}`).join(' ');
   const svg = document.createElementNS('http://www.w3.org/2000/svg', 'svg');
@@ -26,10 +29,11 @@ export function lineChart(series: Series, format: (v: number) => string, testId:
   svg.setAttribute('height', String(height));
   svg.setAttribute('class', 'chart');
   const line = document.createElementNS('http://www.w3.org/2000/svg', 'polyline');
-  line.setAttribute('points', series.values.length === 1 ? `0,${height / 2} ${width},${height / 2}` : points);
+  // One sample draws as a level line at its height.
+  line.setAttribute('points', series.values.length === 1 ? `0${points.slice(points.indexOf(','))} ${width}${points.slice(points.indexOf(','))}` : points);
   svg.appendChild(line);
   const last = series.values[series.values.length - 1];
-  return h('span', { class: 'usage', 'data-testid': testId }, svg, h('span', { class: 'usage-value' }, `${series.label} ${last === undefined ? '–' : format(last)}`));
+  return h('span', { class: 'usage', 'data-testid': testId }, svg, h('span', { class: 'usage-value' }, `${last === undefined ? '–' : format(last)} ${series.label}`));
 }
 
 export interface MetricsSampler {

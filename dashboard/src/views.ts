@@ -91,8 +91,8 @@ export function nodesView(): View {
         h('td', {}, h('a', { href: yamlLink(selfPath('/api/v1', 'nodes', n)) }, n.metadata.name)),
         h('td', {}, badge(ready?.status === 'True' ? 'Ready' : 'NotReady')),
         h('td', {}, conditions.filter((c) => c.type !== 'Ready').map((c) => h('span', { class: `cond ${c.status === 'False' ? 'ok' : 'bad'}`, title: c.message ?? '' }, `${c.type}=${c.status}`))),
-        h('td', {}, series?.get('cpu') ? lineChart({ label: `of ${formatCpu(capacityCpu)}`, values: series.get('cpu')! }, formatCpu, 'node-cpu-chart') : '–'),
-        h('td', {}, series?.get('memory') ? lineChart({ label: `of ${formatBytes(capacityMem)}`, values: series.get('memory')! }, formatBytes, 'node-memory-chart') : '–'),
+        h('td', {}, series?.get('cpu') ? lineChart({ label: `of ${formatCpu(capacityCpu)}`, values: series.get('cpu')!, max: capacityCpu }, formatCpu, 'node-cpu-chart') : '–'),
+        h('td', {}, series?.get('memory') ? lineChart({ label: `of ${formatBytes(capacityMem)}`, values: series.get('memory')!, max: capacityMem }, formatBytes, 'node-memory-chart') : '–'),
         h('td', {}, n.status?.nodeInfo?.kubeletVersion ?? ''),
         h('td', {}, age(n.metadata.creationTimestamp)));
     })),
@@ -262,7 +262,7 @@ export function podView(namespace: string, name: string): View {
   const sampler = sampleMetrics(`/apis/metrics.k8s.io/v1beta1/namespaces/${ns}/pods`, (m) => m.metadata.name !== name ? {} : Object.fromEntries((m.containers ?? []).flatMap((c: any) => [[`cpu:${c.name}`, cpuCores(c.usage?.cpu)], [`memory:${c.name}`, memoryBytes(c.usage?.memory)]])), () => {
     const series = sampler.history.get(`${namespace}/${name}`);
     if (sampler.unavailable || !series) return replace(usage, h('p', { class: 'muted', 'data-testid': 'metrics-unavailable' }, sampler.unavailable ?? 'no samples yet'));
-    replace(usage, [...series.entries()].map(([key, values]) => key.startsWith('cpu:') ? lineChart({ label: key, values }, formatCpu, 'pod-cpu-chart') : lineChart({ label: key, values }, formatBytes, 'pod-memory-chart')));
+    replace(usage, [...series.entries()].map(([key, values]) => key.startsWith('cpu:') ? lineChart({ label: `CPU, ${key.slice(4)}`, values }, formatCpu, 'pod-cpu-chart') : lineChart({ label: `memory, ${key.slice(7)}`, values }, formatBytes, 'pod-memory-chart')));
   });
   return { el: view.el, stop: () => { sampler.stop(); view.stop(); } };
 }

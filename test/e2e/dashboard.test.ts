@@ -162,6 +162,22 @@ describe('dashboard', { skip: fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is 
     assert.equal(stored.metadata.labels?.tier, 'edited-in-dashboard');
     assert.ok((stored.metadata.managedFields as Array<{ manager?: string; operation?: string }> | undefined)?.some((f) => f.manager === 'berth-dashboard' && f.operation === 'Apply'), 'applied under the dashboard field manager');
 
+    // A field another manager set to another value is a conflict; applying anyway takes it over.
+    const labelled = await cluster.kubectl(['label', 'pod', name, '-n', namespace, 'owner=kubectl']);
+    assert.equal(labelled.code, 0, labelled.stderr);
+    await page.goto(`${cluster.url}/dashboard/#/pods`);
+    await page.goto(`${cluster.url}/dashboard/#/yaml/api/v1/namespaces/${namespace}/pods/${name}`);
+    await page.waitForFunction(() => ((document.querySelector('[data-testid=yaml-text]') as HTMLTextAreaElement | null)?.value ?? '').includes('owner: kubectl'));
+    const contested = parse(await page.inputValue('[data-testid=yaml-text]')) as Pod;
+    contested.metadata.labels = { ...contested.metadata.labels, owner: 'dashboard' };
+    await page.fill('[data-testid=yaml-text]', stringify(contested));
+    await page.click('[data-testid=yaml-save]');
+    await page.waitForSelector('[data-testid=yaml-force]');
+    assert.match(await page.textContent('[data-testid=yaml-message]') ?? '', /409.*Conflict.*metadata\.labels\.owner/s);
+    await page.click('[data-testid=yaml-force]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=yaml-message]')?.textContent === 'saved');
+    assert.equal((await cluster.client.get<Pod>(CORE.pods, { namespace, name })).metadata.labels?.owner, 'dashboard');
+
     // A bad edit shows the API's Status message naming the field.
     const bad = parse(await page.inputValue('[data-testid=yaml-text]')) as Pod;
     (bad.metadata as Record<string, unknown>).labels = { 'bad label!': 'x' };
@@ -222,6 +238,11 @@ describe('dashboard', { skip: fs.existsSync(CHROMIUM) ? false : `${CHROMIUM} is 
     await page.waitForFunction(() => /exit 3/.test(document.querySelector('[data-testid=container-row][data-name=app]')?.textContent ?? ''));
     await page.waitForFunction(() => /starting, then failing/.test(document.querySelector('[data-testid=pod-log-tail]')?.textContent ?? ''));
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'pod-diagnostics-crash.png'), fullPage: true });
+    await page.click('[data-testid=pod-summary] a[href^="#/logs/"]');
+    await page.waitForSelector('[data-testid=log-state]');
+    await page.check('[data-testid=log-previous]');
+    await page.waitForFunction(() => document.querySelector('[data-testid=log-state]')?.textContent === 'stream ended'
+      && /starting, then failing/.test(document.querySelector('[data-testid=log-stream]')?.textContent ?? ''));
 
     await page.goto(`${cluster.url}/dashboard/#/pod/${namespace}/unready`);
     await page.waitForSelector('[data-testid=pod-probe-failures]', { timeout: 20_000 });
