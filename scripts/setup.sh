@@ -190,7 +190,7 @@ fi
 build_stamp=dist/.berth-setup-build
 build_inputs_changed() {
   [ -f "$build_stamp" ] || return 0
-  [ -n "$(find src agent test scripts bin tsconfig.json package-lock.json -newer "$build_stamp" \
+  [ -n "$(find src agent dashboard test scripts bin tsconfig.json package-lock.json -newer "$build_stamp" \
     \( -name '*.ts' -o -name '*.json' -o -name '*.js' \) -print -quit 2>/dev/null)" ]
 }
 if build_inputs_changed; then
