@@ -9,7 +9,7 @@ const TOKEN_KEY = 'berth-dashboard-token';
 export interface KubeObject {
   apiVersion?: string;
   kind?: string;
-  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string }>; managedFields?: unknown };
+  metadata: { name: string; namespace?: string; uid?: string; resourceVersion?: string; generation?: number; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string>; ownerReferences?: Array<{ kind: string; name: string }>; managedFields?: unknown };
   // Each view reads the fields it knows; the API's objects are open-ended.
   [field: string]: any;
 }

@@ -43,15 +43,19 @@ export const yamlLink = (apiPath: string) => `#/yaml${apiPath}`;
 const selfPath = (group: string, resource: string, o: KubeObject) =>
   `${group}${o.metadata.namespace ? `/namespaces/${encodeURIComponent(o.metadata.namespace)}` : ''}/${resource}/${encodeURIComponent(o.metadata.name)}`;
 
+const AGE_REDRAW_MS = 10_000;
+
 /** One or more live collections rendered together; `render` gets their items in order. */
-function liveView(title: string, paths: string[], render: (lists: KubeObject[][], errors: (ApiError | undefined)[]) => Child, extra?: { header?: HTMLElement; timers?: Array<() => void> }): View {
+function liveView(title: string, paths: string[], render: (lists: KubeObject[][], errors: (ApiError | undefined)[]) => Child, extra?: { header?: HTMLElement }): View {
   const body = h('div', {});
   const el = h('section', {}, h('h2', {}, title), extra?.header ?? null, body);
   const draw = throttledRender(() => replace(body, render(collections.map((c) => c.items().sort(byName)), collections.map((c) => c.error()))));
   const collections: LiveCollection[] = paths.map((p) => liveCollection(p, draw));
   // Non-watch inputs (filters, metrics samples) ask for a redraw with this event.
   el.addEventListener('redraw', draw);
-  return { el, stop: () => { collections.forEach((c) => c.stop()); extra?.timers?.forEach((t) => t()); } };
+  // Ages advance without any change to watch: redraw locally now and then (no request is made).
+  const ageTimer = setInterval(draw, AGE_REDRAW_MS);
+  return { el, stop: () => { clearInterval(ageTimer); collections.forEach((c) => c.stop()); } };
 }
 
 export function podsView(ctx: ViewContext): View {
@@ -113,7 +117,7 @@ export function namespacesView(): View {
 }
 
 const WORKLOADS: Array<{ kind: string; group: string; resource: string; rollout: (o: KubeObject) => { desired: number; ready: number; updated?: number; available?: number; done: boolean } }> = [
-  { kind: 'Deployment', group: '/apis/apps/v1', resource: 'deployments', rollout: (o) => ({ desired: o.spec?.replicas ?? 1, ready: o.status?.readyReplicas ?? 0, updated: o.status?.updatedReplicas ?? 0, available: o.status?.availableReplicas ?? 0, done: (o.status?.updatedReplicas ?? 0) === (o.spec?.replicas ?? 1) && (o.status?.availableReplicas ?? 0) === (o.spec?.replicas ?? 1) && (o.status?.observedGeneration ?? 0) >= (o.metadata as any).generation }) },
+  { kind: 'Deployment', group: '/apis/apps/v1', resource: 'deployments', rollout: (o) => ({ desired: o.spec?.replicas ?? 1, ready: o.status?.readyReplicas ?? 0, updated: o.status?.updatedReplicas ?? 0, available: o.status?.availableReplicas ?? 0, done: (o.status?.updatedReplicas ?? 0) === (o.spec?.replicas ?? 1) && (o.status?.availableReplicas ?? 0) === (o.spec?.replicas ?? 1) && (o.status?.observedGeneration ?? 0) >= (o.metadata.generation ?? 0) }) },
   { kind: 'StatefulSet', group: '/apis/apps/v1', resource: 'statefulsets', rollout: (o) => ({ desired: o.spec?.replicas ?? 1, ready: o.status?.readyReplicas ?? 0, updated: o.status?.updatedReplicas ?? 0, available: o.status?.availableReplicas ?? 0, done: (o.status?.readyReplicas ?? 0) === (o.spec?.replicas ?? 1) && (o.status?.updatedReplicas ?? 0) === (o.spec?.replicas ?? 1) }) },
   { kind: 'DaemonSet', group: '/apis/apps/v1', resource: 'daemonsets', rollout: (o) => ({ desired: o.status?.desiredNumberScheduled ?? 0, ready: o.status?.numberReady ?? 0, updated: o.status?.updatedNumberScheduled ?? 0, available: o.status?.numberAvailable ?? 0, done: (o.status?.numberReady ?? 0) === (o.status?.desiredNumberScheduled ?? 0) && (o.status?.updatedNumberScheduled ?? 0) === (o.status?.desiredNumberScheduled ?? 0) }) },
   { kind: 'ReplicaSet', group: '/apis/apps/v1', resource: 'replicasets', rollout: (o) => ({ desired: o.spec?.replicas ?? 1, ready: o.status?.readyReplicas ?? 0, available: o.status?.availableReplicas ?? 0, done: (o.status?.readyReplicas ?? 0) === (o.spec?.replicas ?? 1) }) },
