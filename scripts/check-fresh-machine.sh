@@ -44,7 +44,7 @@ set -euo pipefail
 # installed, streams.test.js needs tmux, streams-spdy.test.js and openapi-v2.test.js drive Debian's
 # kubectl 1.20 (fetched by scripts/kubectl-versions.sh) over SPDY and /openapi/v2, port-forward.test.js
 # drives both kubectls and enters pods' network namespaces with nsenter, the multihost tests need iproute2, nsenter, iptables and a
-# second dockerd, services.test.js the nft that setup.sh installs for the agent's service proxy, runtime-docker.test.js the Docker engine itself, etcd-store.test.js (like the unit suite's etcd contract test) Debian's etcd-server, prometheus.test.js Debian's prometheus (setup.sh --for-tests). The other e2e files exercise
+# second dockerd, services.test.js the nft that setup.sh installs for the agent's service proxy, runtime-docker.test.js the Docker engine itself, etcd-store.test.js (like the unit suite's etcd contract test) Debian's etcd-server, prometheus.test.js Debian's prometheus and dashboard.test.js Debian's chromium (both setup.sh --for-tests). The other e2e files exercise
 # Berth's own API against the same engine and run in the normal suite, on the CI machine.
 FRESH_TESTS=(
   'dist/test/unit/*.test.js'
@@ -58,6 +58,7 @@ FRESH_TESTS=(
   dist/test/e2e/services.test.js
   dist/test/e2e/etcd-store.test.js
   dist/test/e2e/prometheus.test.js
+  dist/test/e2e/dashboard.test.js
   'dist/test/e2e/multihost/*.test.js'
 )
 

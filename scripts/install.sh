@@ -41,7 +41,7 @@ readonly READY_TIMEOUT_S=90
 readonly STOP_TIMEOUT_S=30
 readonly DOCKER_START_TIMEOUT_S=60
 # Copied to PREFIX: what `berth` needs at run time, plus what builds its images and uninstalls it.
-readonly PROGRAM_PATHS=(package.json package-lock.json bin dist/src dist/agent scripts/lib.sh scripts/images scripts/uninstall.sh)
+readonly PROGRAM_PATHS=(package.json package-lock.json bin dist/src dist/agent dist/dashboard dashboard/public scripts/lib.sh scripts/images scripts/uninstall.sh)
 
 usage() {
   sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
@@ -265,15 +265,16 @@ program_digest() {
 # The compiled program comes from the repository's dist/ when present; otherwise (a fresh clone, or
 # --build) the sources are compiled in a scratch copy, so the repository itself is never written to.
 source_root="$repo"
-if [ "$force_build" -eq 1 ] || [ ! -f "$repo/dist/src/cli.js" ] || [ ! -f "$repo/dist/agent/agent.js" ]; then
+if [ "$force_build" -eq 1 ] || [ ! -f "$repo/dist/src/cli.js" ] || [ ! -f "$repo/dist/agent/agent.js" ] || [ ! -f "$repo/dist/dashboard/main.js" ]; then
   build_dir="$(mktemp -d "${TMPDIR:-/var/tmp}/berth-build.XXXXXX")"
   berth_log "compiling Berth from source in $build_dir (npm ci, tsc)"
-  (cd "$repo" && cp -a package.json package-lock.json tsconfig.json bin src agent scripts "$build_dir/")
+  (cd "$repo" && cp -a package.json package-lock.json tsconfig.json bin src agent dashboard scripts "$build_dir/")
   # Only what runs: the tests are not installed, and a test file mid-edit must not block an install.
   printf '%s\n' '{ "extends": "./tsconfig.json", "include": ["src/**/*.ts", "agent/**/*.ts"] }' >"$build_dir/tsconfig.install.json"
   # No install scripts: the compiler needs no native module (the runtime copy gets its own below).
   (cd "$build_dir" && "$npm_bin" ci --ignore-scripts --no-audit --no-fund --loglevel=error &&
-    "$node_bin" node_modules/typescript/bin/tsc -p tsconfig.install.json) ||
+    "$node_bin" node_modules/typescript/bin/tsc -p tsconfig.install.json &&
+    "$node_bin" node_modules/typescript/bin/tsc -p dashboard/tsconfig.json) ||
     berth_die "building Berth failed (see the compiler output above)"
   source_root="$build_dir"
 else
@@ -289,7 +290,7 @@ if [ "$(cat "$prefix/.berth-program-sha256" 2>/dev/null || true)" != "$wanted_pr
   rm -rf "$prefix/.staging"
   mkdir "$prefix/.staging"
   (cd "$source_root" && cp -a --parents "${PROGRAM_PATHS[@]}" "$prefix/.staging/")
-  for top in package.json package-lock.json bin dist scripts; do
+  for top in package.json package-lock.json bin dist dashboard scripts; do
     rm -rf "${prefix:?}/$top"
     mv "$prefix/.staging/$top" "$prefix/$top"
   done

@@ -96,7 +96,9 @@ berth_have g++ || packages+=(g++)
 berth_have etcd || packages+=(etcd-server)
 if ! berth_have node; then packages+=(nodejs); fi
 if [ "$for_tests" -eq 1 ]; then
+  # A real Prometheus scrapes both processes in prometheus.test.js; the dashboard's test drives Chromium.
   berth_have prometheus || packages+=(prometheus)
+  berth_have chromium || packages+=(chromium)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"
@@ -189,7 +191,7 @@ fi
 build_stamp=dist/.berth-setup-build
 build_inputs_changed() {
   [ -f "$build_stamp" ] || return 0
-  [ -n "$(find src agent test scripts bin tsconfig.json package-lock.json -newer "$build_stamp" \
+  [ -n "$(find src agent dashboard test scripts bin tsconfig.json package-lock.json -newer "$build_stamp" \
     \( -name '*.ts' -o -name '*.json' -o -name '*.js' \) -print -quit 2>/dev/null)" ]
 }
 if build_inputs_changed; then

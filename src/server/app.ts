@@ -19,6 +19,7 @@ import { resolveResourcePath } from '../requests/request-path.js';
 import { handleResourceRequest } from '../requests/resource-handlers.js';
 import { sendJsonBytes } from './large-responses.js';
 import { registerPodStreams } from './pod-streams.js';
+import { isDashboardPath, registerDashboard } from './dashboard-static.js';
 import { serveWatch } from './watch-stream.js';
 import type { ControlPlaneMetrics } from './metrics.js';
 import { isLongRunningVerb, requestLabels, type RequestLabels } from './metrics-labels.js';
@@ -151,7 +152,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
 
   app.addHook('onRequest', async (req) => {
     const path = req.url.split('?')[0] ?? '';
-    if (PUBLIC_PATHS.has(path)) return;
+    if (PUBLIC_PATHS.has(path) || isDashboardPath(path)) return;
     const identity = await authentication.identify(req.raw, authorizer);
     if (!identity) throw errors.unauthorized();
     req.identity = identity;
@@ -198,6 +199,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     app.get(JWKS_PATH, async (_req, reply) => reply.header('cache-control', 'public, max-age=3600').type('application/jwk-set+json').send(JSON.stringify(await saTokens.jwks())));
   }
 
+  registerDashboard(app);
   registerDiscoveryRoutes(app, { registry: opts.registry, advertiseAddress: opts.advertiseAddress ?? '127.0.0.1:6443' });
   registerApplyEndpoint(app, { registry: opts.registry, authorizer });
 

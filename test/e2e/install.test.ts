@@ -102,7 +102,7 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     // hard-linked: the installer copies it out before pruning, never touching the source.
     src = path.join(root, 'src');
     fs.mkdirSync(path.join(src, 'dist'), { recursive: true });
-    for (const p of ['package.json', 'package-lock.json', 'bin', 'scripts', 'dist/src', 'dist/agent']) {
+    for (const p of ['package.json', 'package-lock.json', 'bin', 'scripts', 'dist/src', 'dist/agent', 'dist/dashboard', 'dashboard/public']) {
       fs.cpSync(path.join(REPO_ROOT, p), path.join(src, p), { recursive: true, preserveTimestamps: true });
     }
     const linked = await run('cp', ['-al', path.join(REPO_ROOT, 'node_modules'), path.join(src, 'node_modules')]);
@@ -146,6 +146,8 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     assert.equal(mode(path.join(dirs.data, 'node-token')), 0o600);
     assert.ok(fs.existsSync(path.join(dirs.prefix, 'node_modules', 'better-sqlite3')));
     assert.ok(!fs.existsSync(path.join(dirs.prefix, 'node_modules', 'typescript')), 'dev dependencies are not installed');
+    // The dashboard the installed server serves at /dashboard/.
+    for (const file of ['dashboard/public/index.html', 'dist/dashboard/main.js', 'node_modules/yaml/browser/dist/index.js']) assert.ok(fs.existsSync(path.join(dirs.prefix, file)), file);
   });
 
   it('agent mode: joins with --token and its node becomes Ready; pods run on it', async (t) => {
