@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import net from 'node:net';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import { CgroupReader, detectCgroupLayout, dockerCgroupCandidates, meminfoWorkingSet, parseProcCgroup, procStatCpuNanos } from '../../agent/metrics/cgroup-usage.js';
@@ -160,5 +161,32 @@ describe('NodeMetrics and PodMetrics through the registry', () => {
     await assert.rejects(client.get(ref, { namespace: 'ns', name: 'nope' }), /pods\.metrics\.k8s\.io "nope" not found/);
     await client.create({ plural: 'pods' }, { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'fresh', namespace: 'ns' }, spec: { nodeName: 'n1', containers: [{ name: 'app', image: 'x' }] } } as Pod);
     await assert.rejects(client.get(ref, { namespace: 'ns', name: 'fresh' }), (e: { code?: number }) => e.code === 404);
+  });
+});
+
+describe('scraping', () => {
+  it('a node that never answers is given up on after the scrape timeout, and leaves no metrics', async () => {
+    const registry = new Registry({ backend: openSqliteBackend({ file: ':memory:' }) });
+    for (const s of ALL_STRATEGIES) registry.register(s);
+    const client = new LocalClient(registry);
+    const nodes = { plural: 'nodes', namespaced: false };
+    const created = await client.create<Node>(nodes, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'stuck' } } as Node);
+    await client.update(nodes, { ...created, status: { conditions: [{ type: 'Ready', status: 'True' }] } } as unknown as Node, { subresource: 'status' });
+    // Accepts TCP and then says nothing: the TLS handshake never completes.
+    const sockets = new Set<net.Socket>();
+    const silent = net.createServer((s) => void sockets.add(s));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as net.AddressInfo).port;
+    try {
+      const api = new MetricsApi({ registry, scrapeTimeoutMs: 300, agentTarget: async () => ({ nodeName: 'stuck', host: '127.0.0.1', port, secret: 's', ca: '' }), log: pino({ level: 'silent' }) });
+      const started = Date.now();
+      await api.scrapeAll();
+      const took = Date.now() - started;
+      assert.ok(took >= 250 && took < 2000, `gave up after ${took} ms`);
+      assert.equal(api.store.node('stuck'), undefined);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
+    }
   });
 });
