@@ -117,6 +117,13 @@ describe('Metrics API and kubectl top (real Docker, cgroup sampling)', () => {
         const selected = rows((await kubectl(['top', 'pod', '-l', 'app=burner'])).stdout);
         assert.deepEqual(selected.map((r) => r[0]), ['burner']);
       });
+      it('plain `pods` and `nodes` still mean the core kinds; the metrics kinds answer by their own names', async () => {
+        assert.match((await kubectl(['get', 'pods'])).stdout, /^NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE/);
+        assert.match((await kubectl(['get', 'nodes'])).stdout, /^NAME\s+STATUS\s+ROLES/);
+        const metrics = (await kubectl(['get', 'podmetrics', '-o', 'name'])).stdout.trim().split('\n').sort();
+        assert.deepEqual(metrics, ['podmetrics.metrics.k8s.io/burner', 'podmetrics.metrics.k8s.io/idle']);
+        assert.match((await kubectl(['get', 'nodes.metrics.k8s.io'])).stdout, new RegExp(c.nodeNames[0]!));
+      });
       it('top node shows the node; top pod of an unknown pod fails with NotFound', async () => {
         const nodes = rows((await kubectl(['top', 'node'])).stdout);
         assert.deepEqual(nodes.map((r) => r[0]), [c.nodeNames[0]]);
