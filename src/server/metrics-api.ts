@@ -129,6 +129,11 @@ export class ResourceMetricsStore {
     this.nodes.set(nodeName, { node: scraped.node ? advance(old?.node, scraped.node) : undefined, containers });
   }
 
+  /** Forgets a node whose scrape failed: its last point would be served as current. */
+  forget(nodeName: string): void {
+    this.nodes.delete(nodeName);
+  }
+
   /** Forgets nodes not in the set (gone or not Ready). */
   retain(nodeNames: Set<string>): void {
     for (const n of this.nodes.keys()) if (!nodeNames.has(n)) this.nodes.delete(n);
@@ -263,6 +268,8 @@ export class MetricsApi {
           if (!target) continue;
           this.store.update(node.metadata.name!, parseResourceMetrics(await this.fetch(target)));
         } catch (err) {
+          // As metrics-server: a node that failed this round has no metrics until it answers again.
+          this.store.forget(node.metadata.name!);
           this.opts.log.warn({ node: node.metadata.name, err: (err as Error).message }, 'metrics: scraping the node failed');
         }
       }
