@@ -17,6 +17,8 @@ export interface AgentEndpointParams {
   port: number | undefined;
   /** /metrics on the endpoint */
   metrics?: AgentServerMetrics;
+  /** the body of GET /metrics/resource */
+  resourceMetrics?: () => string;
   log: Logger;
 }
 
@@ -38,6 +40,7 @@ export async function syncAgentEndpoint(current: AgentServer | undefined, p: Age
     port: p.port ?? DEFAULT_AGENT_PORT,
     fallbackToFreePort: p.port === undefined,
     metrics: p.metrics,
+    resourceMetrics: p.resourceMetrics,
     log: p.log,
   });
   await server.listen();
