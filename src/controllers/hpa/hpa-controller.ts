@@ -254,7 +254,7 @@ export class HpaController {
 
     if (desired !== currentReplicas) {
       try {
-        await this.opts.client.update<ScaleView>(targetRef!, { ...scale, spec: { ...scale.spec, replicas: desired } }, { subresource: 'scale' });
+        await this.opts.client.patch<ScaleView>(targetRef!, { namespace, name: ref.name, subresource: 'scale', type: 'merge', patch: { spec: { replicas: desired } } });
       } catch (err) {
         const message = (err as Error).message;
         setCondition('AbleToScale', 'False', 'FailedUpdateScale', `the HPA controller was unable to update the target scale: ${message}`);
