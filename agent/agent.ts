@@ -22,6 +22,7 @@ import { PodManager } from './pod-manager.js';
 import { RuntimeHealth } from './runtime-health.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import { StatusManager } from './status.js';
+import { ResourceSampler, resourceMetricsText } from './metrics/resource-sampler.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
 import { startServiceProxy } from './proxy/start.js';
@@ -87,7 +88,10 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
   // Building or pulling the pause image can take a while; the first pod waits for it, registration does not.
   runtime.ensureInfraImage().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'pause image is not ready yet'));
-  const endpointParams = () => ({ runtime, nodeName: o.nodeName, credentials: joined?.credentials, port: o.agentPort, log });
+  // The real runtime only: a fake runtime's containers have no cgroups.
+  const resourceSampler = o.runtime ? undefined : new ResourceSampler({ runtime, nodeName: o.nodeName, intervalMs: o.intervals.metricsSampleMs, log: log.child({ component: 'resource-metrics' }) });
+  const resourceMetrics = resourceSampler && (() => resourceMetricsText(resourceSampler.current()));
+  const endpointParams = () => ({ runtime, nodeName: o.nodeName, credentials: joined?.credentials, port: o.agentPort, resourceMetrics, log });
   let endpoint = await syncAgentEndpoint(undefined, endpointParams());
 
   const health = new RuntimeHealth({
@@ -164,6 +168,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     sandboxNetwork,
   });
   await pods.start();
+  resourceSampler?.start();
   nodeStatus.start();
   // A change of the runtime's state reaches the node's Ready condition at once, not at the next heartbeat.
   health.listen({ down: () => nodeStatus.beatNow(), up: () => nodeStatus.beatNow() });
@@ -185,6 +190,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     stop: () =>
       (stopping ??= (async () => {
         await health.stop();
+        await resourceSampler?.stop();
         await nodeStatus.stop();
         await lease.stop();
         podNet?.stop();

@@ -42,6 +42,8 @@ export interface AgentIntervals {
   serverCheckMs: number;
   /** with several servers: a /readyz not answered 200 within this long makes the agent move (default 3 s) */
   serverCheckTimeoutMs: number;
+  /** how often container and node usage is read from cgroups for the Metrics API; 0 = off (Kubernetes: 15 s) */
+  metricsSampleMs: number;
 }
 
 export interface AgentOptions {
@@ -128,6 +130,7 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   tokenCheckMs: 60_000,
   serverCheckMs: DEFAULT_CHECK_INTERVAL_MS,
   serverCheckTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
+  metricsSampleMs: 15_000,
 };
 
 /** The first non-internal IPv4 address of this host (what a node reports as InternalIP). */

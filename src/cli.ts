@@ -36,6 +36,8 @@ Flags:
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
+  --metric-resolution D   how often the Metrics API (kubectl top) scrapes each node's usage, e.g. 15s
+                          (default 15s, as metrics-server)
   --cluster-signing-duration D  longest client certificate the CSR signers issue, e.g. 720h (default 8760h)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
   --horizontal-pod-autoscaler-sync-period D  how often each HPA is reconciled, e.g. 15s (default 15s)
@@ -121,6 +123,8 @@ Flags:
                                  (default 60000, the kubelet's sync period)
   --server-check-interval-ms N   with several --server URLs: how often the one in use is asked for /readyz
                                  (default 2000)
+  --metrics-sample-interval D  how often pod and node CPU and memory are read from cgroups for the
+                          Metrics API (kubectl top), e.g. 15s (default 15s, as the kubelet; 0 = off)
   --server-check-timeout-ms N    with several --server URLs: a /readyz not answered 200 within this long
                                  makes the agent move to the next server (default 3000)
   --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
@@ -239,6 +243,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
       'watch-bookmark-interval-seconds': { type: 'string' },
+      'metric-resolution': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
       'cluster-signing-duration': { type: 'string' },
       'horizontal-pod-autoscaler-sync-period': { type: 'string' },
@@ -310,6 +315,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     watchBookmarkIntervalMs: mul(num(values['watch-bookmark-interval-seconds'], 'watch-bookmark-interval-seconds'), 1000),
+    metricResolutionMs: await durationFlag('metric-resolution', values['metric-resolution']),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
     clusterSigningDurationMs: values['cluster-signing-duration'] === undefined ? undefined : await signingDurationFlag(values['cluster-signing-duration']),
     hpaSyncPeriodMs: await durationFlagMs('horizontal-pod-autoscaler-sync-period', values['horizontal-pod-autoscaler-sync-period']),
@@ -443,6 +449,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'token-check-interval-ms': { type: 'string' },
       'server-check-interval-ms': { type: 'string' },
       'server-check-timeout-ms': { type: 'string' },
+      'metrics-sample-interval': { type: 'string' },
       'service-proxy-table': { type: 'string' },
       'sandbox-network': { type: 'string' },
       'log-level': { type: 'string' },
@@ -504,6 +511,7 @@ async function runAgent(argv: string[]): Promise<void> {
       tokenCheckMs: ms('token-check-interval-ms'),
       serverCheckMs: ms('server-check-interval-ms'),
       serverCheckTimeoutMs: ms('server-check-timeout-ms'),
+      metricsSampleMs: await durationFlag('metrics-sample-interval', values['metrics-sample-interval']),
     },
     backoff: { baseMs: ms('crash-backoff-base-ms') },
     logger: log,
@@ -615,6 +623,17 @@ function onShutdown(fn: () => Promise<void>): void {
   };
   process.on('SIGINT', handler);
   process.on('SIGTERM', handler);
+}
+
+/** A Go-style duration flag (15s, 1m) in ms; undefined when absent. */
+async function durationFlag(flag: string, text: string | undefined): Promise<number | undefined> {
+  if (text === undefined) return undefined;
+  const { parseDurationSeconds } = await import('./user-kubeconfig.js');
+  try {
+    return text === '0' ? 0 : parseDurationSeconds(text) * 1000;
+  } catch (e) {
+    fail(`--${flag}: ${(e as Error).message}`);
+  }
 }
 
 async function signingDurationFlag(text: string): Promise<number> {

@@ -40,6 +40,8 @@ import { parsePortRange, serviceIPRange } from './registry/service-allocation.js
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
 import { buildApp } from './server/app.js';
+import { agentAddressOf } from './server/agent-proxy.js';
+import { MetricsApi } from './server/metrics-api.js';
 import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
 import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
@@ -94,6 +96,8 @@ export interface ControlPlaneOptions {
   compactKeepRevisions?: number;
   /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
   watchBookmarkIntervalMs?: number;
+  /** how often the Metrics API scrapes every node's resource metrics (metrics-server's --metric-resolution, default 15 s) */
+  metricResolutionMs?: number;
   /** how long core/v1 Events are kept after they were last seen (default 1 h, as kube-apiserver's --event-ttl) */
   eventTTLMs?: number;
   /** first Job pod re-creation delay after a failure (default 10 s, doubling up to 6 min); tests shorten it */
@@ -287,6 +291,17 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert, log: log.child({ component: 'node-credentials' }) });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   await boundObjects.start();
+  const metricsApi = new MetricsApi({
+    registry,
+    resolutionMs: opts.metricResolutionMs,
+    log: log.child({ component: 'metrics-api' }),
+    agentTarget: async (node) => {
+      const address = agentAddressOf(node);
+      const secret = address && (await auth.proxySecretFor(node.metadata.name!));
+      return address && secret ? { nodeName: node.metadata.name!, ...address, secret, ca: pki.caCert } : undefined;
+    },
+  });
+  for (const s of metricsApi.strategies()) registry.register(s);
   const app = buildApp({
     registry,
     serviceAccountTokens,
@@ -340,6 +355,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     });
     leaderElector.start();
   }
+  metricsApi.start();
   const cancelStartupRelease = releaseFreedMemoryAfterStart({ delayMs: opts.releaseStartupMemoryAfterMs });
   log.info({ url, dataDir: opts.dataDir, kubeconfig: kubeconfigPath }, 'control plane ready');
 
@@ -358,6 +374,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
       if (leaderElector) await leaderElector.stop();
       else await backgroundControllers?.stop();
       await servingControllers.stop();
+      await metricsApi.stop();
       await app.close();
       boundObjects.stop();
       nodeGraph.stop();

@@ -15,6 +15,8 @@ export interface AgentEndpointParams {
   credentials: NodeCredentials | undefined;
   /** --agent-port; undefined = the kubelet's 10250, or any free port when that one is taken */
   port: number | undefined;
+  /** the body of GET /metrics/resource */
+  resourceMetrics?: () => string;
   log: Logger;
 }
 
@@ -35,6 +37,7 @@ export async function syncAgentEndpoint(current: AgentServer | undefined, p: Age
     credentials: serving,
     port: p.port ?? DEFAULT_AGENT_PORT,
     fallbackToFreePort: p.port === undefined,
+    resourceMetrics: p.resourceMetrics,
     log: p.log,
   });
   await server.listen();

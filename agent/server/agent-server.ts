@@ -11,6 +11,7 @@
  *   GET|POST (upgrade) /exec/{namespace}/{pod}/{container}?command=…&stdin&stdout&stderr&tty
  *   GET|POST (upgrade) /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
  *   GET|POST (upgrade) /portForward/{namespace}/{pod}
+ *   GET /metrics/resource (the kubelet's resource metrics, Prometheus text; agent/metrics/)
  * Exec and attach are served over WebSocket (v5 / v4.channel.k8s.io, remote-command.ts) and over SPDY/3.1
  * (v4.channel.k8s.io, remote-command-spdy.ts), as the kubelet serves both. Port-forward is SPDY/3.1
  * (portforward.k8s.io, port-forward.ts), upgraded directly or tunnelled in WebSocket messages
@@ -65,6 +66,8 @@ export interface AgentServerOptions {
   connectionLimits?: Partial<ConnectionLimits>;
   /** how long a SPDY client may take to open its streams (default: the kubelet's 30 s) */
   streamCreationTimeoutMs?: number;
+  /** the body of GET /metrics/resource; without it that path is 404 */
+  resourceMetrics?: () => string;
   log: Logger;
 }
 
@@ -219,6 +222,12 @@ export class AgentServer {
     try {
       if (!this.authenticated(req)) return reply(errors.unauthorized());
       const url = new URL(req.url ?? '/', 'https://agent');
+      if (url.pathname === '/metrics/resource' && this.opts.resourceMetrics) {
+        if (req.method !== 'GET') return reply(errors.methodNotAllowed(`${req.method} is not allowed on /metrics/resource`));
+        const body = this.opts.resourceMetrics();
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+        return void res.end(body);
+      }
       if (parsePodTarget(url.pathname)) return reply(errors.badRequest('Upgrade request required'));
       const parsed = parseTarget(url.pathname);
       if (!parsed) return reply(new ApiError('NotFound', 'the server could not find the requested resource'));

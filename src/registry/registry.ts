@@ -146,6 +146,8 @@ export class Registry {
   // ---------- reads ----------
 
   async get(info: ResourceInfo, namespace: string | undefined, name: string, opts: GetOptions = {}): Promise<KubeObject> {
+    const computed = this.strategies.get(resourceId(info))?.virtualRead;
+    if (computed) return computed.get(namespace, name);
     if (opts.resourceVersion && opts.resourceVersion !== '0') await this.assertNotFuture(parseResourceVersion(opts.resourceVersion));
     const kv = await this.read(() => this.backend.get(keyOf(info, namespace, name)));
     if (!kv) throw errors.notFound({ resource: info.plural, group: info.group, name });
@@ -157,6 +159,8 @@ export class Registry {
    * serialized once per revision and shared by every reader until it changes (serialized-objects.ts).
    */
   async getSerialized(info: ResourceInfo, namespace: string | undefined, name: string): Promise<Buffer> {
+    const computed = this.strategies.get(resourceId(info))?.virtualRead;
+    if (computed) return Buffer.from(JSON.stringify(await computed.get(namespace, name)));
     const key = keyOf(info, namespace, name);
     // Only a key already held is worth the index lookup; small objects go straight to the read.
     const revision = this.serialized.holds(key) ? await this.read(() => this.backend.modRevisionOf(key)) : undefined;
@@ -172,6 +176,7 @@ export class Registry {
 
   async list(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
     const strategy = this.strategyOf(info);
+    if (strategy.virtualRead) return strategy.virtualRead.list(namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
     const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
     const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
     if (fieldSel) assertFieldsSupported(fieldSel, this.supportedFields(strategy), info.kind);

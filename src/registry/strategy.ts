@@ -1,5 +1,5 @@
 import type { FieldError } from '../api/errors.js';
-import type { KubeObject } from '../api/types.js';
+import type { KubeList, KubeObject } from '../api/types.js';
 import type { MessageTable } from '../api/protobuf/schema.js';
 import type { UserInfo } from '../api/user-info.js';
 import type { ResourceInfo } from './resource-info.js';
@@ -101,6 +101,17 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    * stored one and back. Without it the served versions differ only in apiVersion.
    */
   conversion?: VersionConversion<T>;
+  /**
+   * Makes the kind read-only and computed: get and list answer what this returns instead of reading
+   * the store (the Metrics API's NodeMetrics and PodMetrics); the kind's verbs say which are served.
+   */
+  virtualRead?: VirtualReader;
+}
+
+/** Where a computed kind's objects come from; NotFound errors name the kind. */
+export interface VirtualReader {
+  get(namespace: string | undefined, name: string): Promise<KubeObject>;
+  list(namespace: string | undefined, selectors: { labelSelector?: string; fieldSelector?: string }): Promise<KubeList>;
 }
 
 /** Converts a kind between its stored version and the other versions it serves. */

@@ -24,6 +24,15 @@ export interface AgentTarget {
   ca: string;
 }
 
+/** A node's agent endpoint as its status advertises it: InternalIP (else ExternalIP, Hostname) and daemonEndpoints.kubeletEndpoint.Port. */
+export function agentAddressOf(node: { status?: { addresses?: Array<{ type: string; address: string }>; daemonEndpoints?: unknown } }): { host: string; port: number } | undefined {
+  const addresses = node.status?.addresses ?? [];
+  const host = (addresses.find((a) => a.type === 'InternalIP') ?? addresses.find((a) => a.type === 'ExternalIP') ?? addresses.find((a) => a.type === 'Hostname'))?.address;
+  const port = Number((node.status?.daemonEndpoints as { kubeletEndpoint?: { Port?: unknown } } | undefined)?.kubeletEndpoint?.Port);
+  if (!host || !Number.isInteger(port) || port <= 0 || port > 65535) return undefined;
+  return { host, port };
+}
+
 /** Time allowed for TCP + TLS + the agent's response headers. */
 const CONNECT_TIMEOUT_MS = 30_000;
 /** After the agent closed an upgraded connection, how long the client gets to take what is still queued. */

@@ -68,6 +68,10 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     clusterRole('admin', [], { aggregateFrom: AGGREGATE_TO_ADMIN }),
     clusterRole('edit', [], { aggregateFrom: AGGREGATE_TO_EDIT, labels: { [AGGREGATE_TO_ADMIN]: 'true' } }),
     clusterRole('view', [], { aggregateFrom: AGGREGATE_TO_VIEW, labels: { [AGGREGATE_TO_EDIT]: 'true' } }),
+    // metrics-server's role, which makes view, edit and admin read the Metrics API.
+    clusterRole('system:aggregated-metrics-reader', [rule(READ, ['metrics.k8s.io'], ['pods', 'nodes'])], {
+      labels: { [AGGREGATE_TO_VIEW]: 'true', [AGGREGATE_TO_EDIT]: 'true', [AGGREGATE_TO_ADMIN]: 'true' },
+    }),
     clusterRole(
       'system:aggregate-to-admin',
       [rule(['create'], ['authorization.k8s.io'], ['localsubjectaccessreviews']), rule(READ_WRITE, [RBAC_GROUP], ['roles', 'rolebindings'])],
