@@ -68,6 +68,9 @@ describe('HorizontalPodAutoscaler (real Docker, Metrics API, kubectl autoscale)'
     const table = (await c.kubectl(['get', 'hpa', 'burn'])).stdout;
     assert.match(table, /^NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE/m);
     assert.match(table, /^burn\s+Deployment\/burn\s+cpu: \d+%\/50%\s+1\s+3\s+\d\s+/m);
+    const described = (await c.kubectl(['describe', 'hpa', 'burn'])).stdout;
+    assert.match(described, /resource cpu on pods\s+\(as a percentage of request\):\s+\d+% \(\d+m\) \/ 50%/);
+    assert.match(described, /ScalingActive\s+True\s+ValidMetricFound/);
     const events = (await c.kubectl(['get', 'events', '--field-selector', 'involvedObject.kind=HorizontalPodAutoscaler', '-o', 'jsonpath={.items[*].reason}'])).stdout;
     assert.match(events, /SuccessfulRescale/);
 
@@ -77,8 +80,9 @@ describe('HorizontalPodAutoscaler (real Docker, Metrics API, kubectl autoscale)'
     const idleFrom = Date.now();
     await waitFor(async () => (await replicasOf('burn')) === 1, 150_000, 'the HPA to scale burn back to 1');
     const downAfterMs = Date.now() - idleFrom;
-    // The last high recommendation was made at most one sync period before the patch; the window holds it that long.
-    assert.ok(downAfterMs >= (DOWNSCALE_WINDOW_S - SYNC_PERIOD_S) * 1000, `scaled down ${downAfterMs} ms after the burn stopped, inside the ${DOWNSCALE_WINDOW_S} s window`);
+    // The last high recommendation was made about one sync period before the patch (allow two); the
+    // window holds it that long. Without a window the count would drop within a few syncs.
+    assert.ok(downAfterMs >= (DOWNSCALE_WINDOW_S - 2 * SYNC_PERIOD_S) * 1000, `scaled down ${downAfterMs} ms after the burn stopped, inside the ${DOWNSCALE_WINDOW_S} s window`);
     const hpa = await c.client.get<HorizontalPodAutoscaler>(AUTOSCALING.horizontalpodautoscalers, { namespace: 'default', name: 'burn' });
     assert.equal(hpa.status?.desiredReplicas, 1);
     console.log(`# scaled up after ${scaledUpAfterMs} ms; down ${downAfterMs} ms after the burn stopped (window ${DOWNSCALE_WINDOW_S} s)`);
