@@ -4,7 +4,8 @@
  * one CPU-burning busybox pod (20m requested, 100m limit) is autoscaled with `kubectl autoscale`
  * at 50%: it must reach ≥ 2 replicas within 90 s, `kubectl get hpa` must show a `cpu: N%/50%`
  * target, and once the pods go idle it must come back to 1 — after the window, not before.
- * Debian's kubectl 1.20 creates an autoscaling/v1 HPA, which reads back as v1 and as v2.
+ * `kubectl autoscale` creates autoscaling/v1 (protobuf from 1.32, JSON from Debian's 1.20), stored
+ * as v2 and read back as either.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';

@@ -103,7 +103,7 @@ export const AUTOSCALING = {
 export const HPA_INFO: ResourceInfo = {
   group: 'autoscaling',
   version: 'v2',
-  // v1 is what kubectl ≤ 1.22 creates (`kubectl autoscale`); it converts to and from v2.
+  // v1 is what `kubectl autoscale` creates (1.32 still does); it converts to and from v2.
   servedVersions: ['v2', 'v1'],
   kind: 'HorizontalPodAutoscaler',
   listKind: 'HorizontalPodAutoscalerList',
@@ -370,7 +370,7 @@ const CROSS_VERSION_REF: MessageTable = {
   CrossVersionObjectReference: { kind: [1, 'string'], name: [2, 'string'], apiVersion: [3, 'string'] },
 };
 
-/** What client-go's typed clients send (`kubectl autoscale` in 1.23 and later). */
+/** What client-go's typed clients send for autoscaling/v2 objects. */
 const HPA_V2_PROTOBUF: MessageTable = {
   ...CROSS_VERSION_REF,
   HorizontalPodAutoscaler: { metadata: [1, 'ObjectMeta'], spec: [2, 'HorizontalPodAutoscalerSpec'], status: [3, 'HorizontalPodAutoscalerStatus'] },
@@ -407,7 +407,7 @@ const HPA_V2_PROTOBUF: MessageTable = {
   },
 };
 
-/** What kubectl ≤ 1.22's `kubectl autoscale` sends. */
+/** What `kubectl autoscale` 1.32 sends (1.20 sends JSON). */
 const HPA_V1_PROTOBUF: MessageTable = {
   ...CROSS_VERSION_REF,
   HorizontalPodAutoscaler: { metadata: [1, 'ObjectMeta'], spec: [2, 'HorizontalPodAutoscalerSpec'], status: [3, 'HorizontalPodAutoscalerStatus'] },
