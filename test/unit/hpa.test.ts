@@ -222,6 +222,20 @@ describe('horizontal-pod-autoscaler controller', () => {
     assert.deepEqual(events(env), ['SuccessfulRescale: New size: 2; reason: cpu resource utilization (percentage of request) above target']);
   });
 
+  it('scales any kind with a scale subresource: a StatefulSet', async () => {
+    const { env, hc, metrics } = await setup();
+    const tpl = template({ app: 'db' });
+    (tpl.spec.containers[0] as Record<string, unknown>).resources = { requests: { cpu: '100m' } };
+    await env.create('apps', 'statefulsets', { apiVersion: 'apps/v1', kind: 'StatefulSet', metadata: { name: 'db' }, spec: { replicas: 1, serviceName: 'db', selector: { matchLabels: { app: 'db' } }, template: tpl } } as unknown as KubeObject);
+    await env.create<Pod>('', 'pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'db-0', labels: { app: 'db' } }, spec: tpl.spec as Pod['spec'] });
+    await env.setPodState('db-0', { phase: 'Running', ready: true });
+    await env.create('autoscaling', 'horizontalpodautoscalers', { ...hpa({ scaleTargetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'db' }, maxReplicas: 5 }), metadata: { name: 'db', namespace: 'default' } });
+    env.syncCaches();
+    metrics.usage.set('db-0', 240); // 240% of request vs the default 80% → 3
+    await hc.reconcile('default/db');
+    assert.equal(env.get<KubeObject & { spec: { replicas: number } }>('apps', 'statefulsets', 'db').spec.replicas, 3);
+  });
+
   it('reports missing metrics and does not scale', async () => {
     const { env, hc } = await setup();
     await hc.reconcile('default/web');
