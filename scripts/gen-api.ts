@@ -54,6 +54,8 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'batch', version: 'v1', kind: 'Job' },
   { group: 'batch', version: 'v1', kind: 'CronJob' },
   { group: 'batch', version: 'v1beta1', kind: 'CronJob', shapeOf: 'v1' },
+  { group: 'autoscaling', version: 'v2', kind: 'HorizontalPodAutoscaler' },
+  { group: 'autoscaling', version: 'v1', kind: 'HorizontalPodAutoscaler' },
   { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease' },
   { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'MutatingWebhookConfiguration' },
   { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration' },

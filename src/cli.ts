@@ -40,6 +40,9 @@ Flags:
                           (default 15s, as metrics-server)
   --cluster-signing-duration D  longest client certificate the CSR signers issue, e.g. 720h (default 8760h)
   --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
+  --horizontal-pod-autoscaler-sync-period D  how often each HPA is reconciled, e.g. 15s (default 15s)
+  --horizontal-pod-autoscaler-tolerance F    usage ratios this close to 1 leave replicas alone (default 0.1)
+  --horizontal-pod-autoscaler-downscale-stabilization D  scale-down window of HPAs that set none (default 5m)
   --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
                                        0 = no limit, here and in the four flags below)
   --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
@@ -243,6 +246,9 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'metric-resolution': { type: 'string' },
       'job-backoff-base-ms': { type: 'string' },
       'cluster-signing-duration': { type: 'string' },
+      'horizontal-pod-autoscaler-sync-period': { type: 'string' },
+      'horizontal-pod-autoscaler-tolerance': { type: 'string' },
+      'horizontal-pod-autoscaler-downscale-stabilization': { type: 'string' },
       'max-requests-inflight': { type: 'string' },
       'max-mutating-requests-inflight': { type: 'string' },
       'max-connections': { type: 'string' },
@@ -312,6 +318,9 @@ async function runServer(rawArgv: string[]): Promise<void> {
     metricResolutionMs: await durationFlag('metric-resolution', values['metric-resolution']),
     jobBackoffBaseMs: num(values['job-backoff-base-ms'], 'job-backoff-base-ms'),
     clusterSigningDurationMs: values['cluster-signing-duration'] === undefined ? undefined : await signingDurationFlag(values['cluster-signing-duration']),
+    hpaSyncPeriodMs: await durationFlagMs('horizontal-pod-autoscaler-sync-period', values['horizontal-pod-autoscaler-sync-period']),
+    hpaTolerance: num(values['horizontal-pod-autoscaler-tolerance'], 'horizontal-pod-autoscaler-tolerance'),
+    hpaDownscaleStabilizationMs: await durationFlagMs('horizontal-pod-autoscaler-downscale-stabilization', values['horizontal-pod-autoscaler-downscale-stabilization']),
     connectionLimits: {
       maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),
       maxMutationsInFlight: num(values['max-mutating-requests-inflight'], 'max-mutating-requests-inflight'),
@@ -633,6 +642,17 @@ async function signingDurationFlag(text: string): Promise<number> {
     return parseDurationSeconds(text) * 1000;
   } catch (e) {
     fail(`--cluster-signing-duration: ${(e as Error).message}`);
+  }
+}
+
+/** A Go-style duration flag (`15s`, `5m`, `1m30s`) in milliseconds; undefined when not given. */
+async function durationFlagMs(flag: string, text: string | undefined): Promise<number | undefined> {
+  if (text === undefined) return undefined;
+  const { parseDurationSeconds } = await import('./user-kubeconfig.js');
+  try {
+    return parseDurationSeconds(text) * 1000;
+  } catch (e) {
+    fail(`--${flag}: ${(e as Error).message}`);
   }
 }
 

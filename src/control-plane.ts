@@ -140,6 +140,10 @@ export interface ControlPlaneOptions {
   serviceAccountTokenLeewaySeconds?: number;
   /** the longest validity the CSR signers issue (kube-controller-manager's --cluster-signing-duration, default one year) */
   clusterSigningDurationMs?: number;
+  /** kube-controller-manager's --horizontal-pod-autoscaler-sync-period (15 s), -tolerance (0.1) and -downscale-stabilization (5 min) */
+  hpaSyncPeriodMs?: number;
+  hpaTolerance?: number;
+  hpaDownscaleStabilizationMs?: number;
   /** kube-apiserver's --token-auth-file: CSV `token,user,uid,"group1,group2"` of users authenticated by bearer token */
   tokenAuthFile?: string;
   /** when the memory freed during start-up is handed back to the OS (default 30 s after ready) */
@@ -270,6 +274,9 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     serviceClusterIPRange,
     dataDir: opts.dataDir,
     clusterSigningDurationMs: opts.clusterSigningDurationMs,
+    hpaSyncPeriodMs: opts.hpaSyncPeriodMs,
+    hpaTolerance: opts.hpaTolerance,
+    hpaDownscaleStabilizationMs: opts.hpaDownscaleStabilizationMs,
   };
   const servingControllers = new ControllerManager<ControllerSettings>({ client: new LocalClient(registry), log, disabled, settings, metrics });
   for (const reg of CONTROLLER_REGISTRATIONS) if (reg.stage === 'serving') servingControllers.register(reg);

@@ -20,7 +20,12 @@ export class LocalClient implements Client {
     return s.info;
   }
 
-  async get<T extends KubeObject>(res: ResourceRef, req: { namespace?: string; name: string }): Promise<T> {
+  async get<T extends KubeObject>(res: ResourceRef, req: { namespace?: string; name: string; subresource?: string }): Promise<T> {
+    // A subresource (scale) is a view the request handlers build, not the stored object.
+    if (req.subresource) {
+      const r = await handleResourceRequest(this.registry, { method: 'GET', target: { info: this.info(res), namespace: req.namespace, name: req.name, subresource: req.subresource }, query: {}, contentType: undefined, body: undefined });
+      return r.body as T;
+    }
     return structuredClone(await this.registry.get(this.info(res), req.namespace, req.name)) as T;
   }
 

@@ -16,6 +16,7 @@ import { DisruptionController } from './disruption/disruption-controller.js';
 import { EndpointsController } from './endpointslice/endpoints-controller.js';
 import { EndpointSliceController } from './endpointslice/endpointslice-controller.js';
 import { EventTTLController } from './event-ttl/event-ttl.js';
+import { HpaController } from './hpa/hpa-controller.js';
 import { GarbageCollector } from './gc/garbage-collector.js';
 import { JobController } from './job/job-controller.js';
 import type { ControllerRegistration } from './manager.js';
@@ -53,6 +54,10 @@ export interface ControllerSettings {
   dataDir?: string;
   /** the longest certificate the CSR signers issue (--cluster-signing-duration, default one year) */
   clusterSigningDurationMs?: number;
+  /** the HPA controller's sync period, tolerance and default scale-down window */
+  hpaSyncPeriodMs?: number;
+  hpaTolerance?: number;
+  hpaDownscaleStabilizationMs?: number;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -95,6 +100,11 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({
     name: 'csrsigning',
     build: (ctx, s) => new CsrSigningController({ ...ctx, clusterSigningDurationMs: s.clusterSigningDurationMs, issue: (req) => issueClientCertificate({ dataDir: s.dataDir ?? '', ...req }) }),
+  }),
+  controller({
+    name: 'horizontal-pod-autoscaler',
+    build: (ctx, s) =>
+      new HpaController({ ...ctx, resources: () => s.registry.resources(), syncPeriodMs: s.hpaSyncPeriodMs, tolerance: s.hpaTolerance, downscaleStabilizationMs: s.hpaDownscaleStabilizationMs }),
   }),
   controller({ name: 'clusterrole-aggregation', build: (ctx) => new ClusterRoleAggregationController(ctx) }),
 ] as const;

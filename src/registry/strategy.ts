@@ -96,6 +96,12 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    */
   virtualCreate?(obj: T, ctx: VirtualCreateContext): Promise<KubeObject>;
   /**
+   * For kinds whose served versions differ in shape (an autoscaling/v1 HorizontalPodAutoscaler has
+   * one CPU target where v2 has a metrics list): how an object at a served version becomes the
+   * stored one and back. Without it the served versions differ only in apiVersion.
+   */
+  conversion?: VersionConversion<T>;
+  /**
    * Makes the kind read-only and computed: get and list answer what this returns instead of reading
    * the store (the Metrics API's NodeMetrics and PodMetrics); the kind's verbs say which are served.
    */
@@ -106,6 +112,16 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
 export interface VirtualReader {
   get(namespace: string | undefined, name: string): Promise<KubeObject>;
   list(namespace: string | undefined, selectors: { labelSelector?: string; fieldSelector?: string }): Promise<KubeList>;
+}
+
+/** Converts a kind between its stored version and the other versions it serves. */
+export interface VersionConversion<T extends KubeObject = KubeObject> {
+  /** the object as `version` shows it (the stored version comes back unchanged) */
+  fromStored(obj: T, version: string): KubeObject;
+  /** an object written at `version`, as stored */
+  toStored(obj: KubeObject, version: string): T;
+  /** protobuf messages of the versions other than the stored one, which `protobuf` describes */
+  protobuf?: Record<string, MessageTable>;
 }
 
 /** What a virtual kind's create knows of its request. */

@@ -62,15 +62,17 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
     case 'POST': {
       if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
-      const obj = decodeObject(registry, req);
-      const warnings = checkFields(registry, req, obj);
+      const decoded = decodeObject(registry, req);
+      const warnings = checkFields(registry, req, decoded);
+      const obj = toStoredVersion(registry, req, decoded);
       const body = await registry.create(info, namespace, obj, { dryRun, user: req.user, fieldManager: managerOf(req), warnings });
       return { code: 201, body, warnings: distinct(warnings) };
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
-      const obj = decodeObject(registry, req);
-      const warnings = checkFields(registry, req, obj);
+      const decoded = decodeObject(registry, req);
+      const warnings = checkFields(registry, req, decoded);
+      const obj = toStoredVersion(registry, req, decoded);
       const body = await registry.update(info, namespace, name, obj, { dryRun, subresource, user: req.user, fieldManager: managerOf(req), warnings });
       return { code: 200, body, warnings: distinct(warnings) };
     }
@@ -119,7 +121,7 @@ function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, op
   const { info } = req.target;
   const strategy = registry.lookup(info.group, info.plural);
   if (strategy?.unknownFields) return options.patch ? [] : strategy.unknownFields(body);
-  const published = builtinKindSchema(info.group, info.version, info.kind);
+  const published = builtinKindSchema(info.group, req.version ?? info.version, info.kind) ?? builtinKindSchema(info.group, info.version, info.kind);
   return published ? findUnknownFields(body, published.schema, published.definitions, options) : [];
 }
 
@@ -130,7 +132,7 @@ function unknownFields(registry: Registry, req: ApiRequest, body: KubeObject, op
  */
 function decodeObject(registry: Registry, req: ApiRequest): KubeObject {
   if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
-  const doc = decodeBody(req.body, req.contentType, { protobufKinds: protobufKindsOf(registry, req.target.info) });
+  const doc = decodeBody(req.body, req.contentType, { protobufKinds: protobufKindsOf(registry, req.target.info, req.version) });
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) assertObject(doc);
   const obj = doc as KubeObject;
   // Subresource bodies (Binding, Eviction, Scale) are other kinds; their handlers check them.
@@ -197,9 +199,10 @@ async function patchObject(registry: Registry, req: ApiRequest, name: string, dr
       throw errors.unsupportedMediaType(`the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json`);
   }
   const result = await registry.modify(info, namespace, name, (cur) => {
-    const next = apply(cur);
+    // A patch sent to another served version edits the object as that version shows it.
+    const next = apply(fromStoredVersion(registry, req, cur));
     if (typeof next !== 'object' || next === null || Array.isArray(next)) throw errors.badRequest('the patch did not produce an object');
-    return next;
+    return toStoredVersion(registry, req, next);
   }, opts);
   return { code: 200, body: result, warnings: distinct(warnings) };
 }
@@ -226,6 +229,9 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   if (applied.metadata?.name && applied.metadata.name !== name) throw errors.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
   const warnings = checkFields(registry, req, applied);
   applied.metadata = { ...(applied.metadata ?? {}), name };
+  // Fields are owned in the stored version's terms; a configuration applied at another served
+  // version is converted to it first.
+  if (req.version && req.version !== info.version && typeof applied.apiVersion === 'string') Object.assign(applied, toStoredVersion(registry, req, applied));
   const common = { applied, manager, force: req.query.force === 'true', schema: builtinPatchSchema(info.kind), apiVersion: `${info.group ? info.group + '/' : ''}${info.version}`, now: isoSeconds(Date.now()) };
   let exists = true;
   try {
@@ -242,10 +248,32 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   return { code: 200, body, warnings: distinct(warnings) };
 }
 
-/** The target kind's own protobuf messages, when its module declares them. */
-function protobufKindsOf(registry: Registry, info: ResourceInfo): ProtobufKind[] {
-  const messages = registry.lookup(info.group, info.plural)?.protobuf;
-  return messages ? [{ apiVersion: info.group ? `${info.group}/${info.version}` : info.version, kind: info.kind, messages }] : [];
+/** The target kind's own protobuf messages at the request's version, when its module declares them. */
+function protobufKindsOf(registry: Registry, info: ResourceInfo, version = info.version): ProtobufKind[] {
+  const strategy = registry.lookup(info.group, info.plural);
+  const messages = version === info.version ? strategy?.protobuf : strategy?.conversion?.protobuf?.[version];
+  return messages ? [{ apiVersion: info.group ? `${info.group}/${version}` : version, kind: info.kind, messages }] : [];
+}
+
+/**
+ * An object written at the request's version, as the kind stores it. Kinds without a conversion
+ * differ between served versions only in apiVersion, which the registry sets.
+ */
+function toStoredVersion(registry: Registry, req: ApiRequest, obj: KubeObject): KubeObject {
+  const { info, subresource } = req.target;
+  const version = req.version ?? info.version;
+  const conversion = registry.lookup(info.group, info.plural)?.conversion;
+  if (version === info.version || !conversion || (subresource && subresource !== 'status')) return obj;
+  return conversion.toStored(obj, version);
+}
+
+/** A stored object as the request's version shows it. */
+function fromStoredVersion(registry: Registry, req: ApiRequest, obj: KubeObject): KubeObject {
+  const { info } = req.target;
+  const version = req.version ?? info.version;
+  const conversion = registry.lookup(info.group, info.plural)?.conversion;
+  if (version === info.version || !conversion) return obj;
+  return conversion.fromStored(obj, version);
 }
 
 function deleteOptions(req: ApiRequest): DeleteOptions {

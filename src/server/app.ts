@@ -212,7 +212,13 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     if (!target.subresource && !target.info.verbs.includes(verb)) throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
-    const asVersion = (obj: KubeObject): KubeObject => (version === target.info.version || !obj?.apiVersion ? obj : { ...obj, apiVersion: group ? `${group}/${version}` : version });
+    // Kinds with a conversion (autoscaling/v1 HPAs) are rewritten to the asked version's shape.
+    const conversion = opts.registry.lookup(target.info.group, target.info.plural)?.conversion;
+    const asVersion = (obj: KubeObject): KubeObject => {
+      if (version === target.info.version || !obj?.apiVersion) return obj;
+      const shown = conversion && obj.kind === target.info.kind ? conversion.fromStored(obj, version) : obj;
+      return { ...shown, apiVersion: group ? `${group}/${version}` : version };
+    };
     if (verb === 'watch') {
       reply.hijack();
       await serveWatch(reply.raw, {
@@ -241,7 +247,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
       userAgent: req.headers['user-agent'],
     }, { serviceAccountTokens: opts.serviceAccountTokens });
     let body = result.body;
-    if (version !== target.info.version && body && typeof body === 'object') {
+    if (version !== target.info.version && !table && body && typeof body === 'object') {
       const b = body as KubeObject & { items?: KubeObject[] };
       body = Array.isArray(b.items) ? { ...b, apiVersion: group ? `${group}/${version}` : version, items: b.items.map(asVersion) } : asVersion(b);
     }

@@ -428,7 +428,7 @@ describe('columns live with their kind', () => {
     const withColumns = ALL_STRATEGIES.filter((s) => s.table).map((s) => `${s.info.group}/${s.info.kind}`).sort();
     assert.deepEqual(withColumns, [
       '/ConfigMap', '/Endpoints', '/Event', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/Secret', '/Service', '/ServiceAccount',
-      'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet',
+      'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet', 'autoscaling/HorizontalPodAutoscaler',
       'batch/CronJob', 'batch/Job', 'certificates.k8s.io/CertificateSigningRequest', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'policy/PodDisruptionBudget',
       'rbac.authorization.k8s.io/ClusterRole', 'rbac.authorization.k8s.io/ClusterRoleBinding', 'rbac.authorization.k8s.io/Role', 'rbac.authorization.k8s.io/RoleBinding',
     ]);
