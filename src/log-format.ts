@@ -50,7 +50,8 @@ export function createLogger(opts: LoggerOptions): Logger {
   const format = opts.format ?? defaultLogFormat(terminal);
   const level = opts.level ?? 'info';
   if (format === 'json') return pino({ name: opts.name, level }, pino.destination({ dest: fd }));
-  const out = pino.destination({ dest: fd });
+  // Synchronous: lines for people come out in order with what else the process writes (berth up's progress on stderr).
+  const out = pino.destination({ dest: fd, sync: true });
   return pino({ name: opts.name, level }, textLogDestination({ name: opts.name, colour: colourWanted(terminal), write: (text) => out.write(text) }));
 }
 
