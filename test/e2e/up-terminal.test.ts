@@ -96,6 +96,16 @@ async function stopUp(run: UpRun, mode: 'terminal' | 'pipes'): Promise<void> {
   fs.rmSync(run.dir, { recursive: true, force: true });
 }
 
+/** `probe` holds; fails at once, with the output, if berth up has exited. */
+async function waitForOutput(run: UpRun, probe: () => boolean, what: string, timeoutMs = UP_TIMEOUT_MS): Promise<void> {
+  const output = () => `stdout:\n${run.stdout().slice(-4000)}\nstderr:\n${run.stderr().slice(-2000)}`;
+  await waitFor(() => {
+    if (probe()) return true;
+    if (run.child.exitCode !== null || run.child.signalCode !== null) throw new Error(`berth up exited (${run.child.exitCode ?? run.child.signalCode}) before ${what}; ${output()}`);
+    return false;
+  }, timeoutMs, () => `${what}; ${output()}`);
+}
+
 /** The progress lines' step names, in the order they appeared. */
 function stepsShown(text: string): string[] {
   return [...text.replace(ANSI, '').matchAll(/^ {2}✓ (.+?) {2,}/gm)].map((m) => m[1]!.trim());
@@ -112,9 +122,9 @@ describe('berth up output', { timeout: 180_000 }, () => {
   it('on a terminal: its steps with times, what to type next, readable log lines', async () => {
     const run = startUp('terminal');
     try {
-      await waitFor(() => run.stdout().includes('kubectl get nodes'), UP_TIMEOUT_MS, () => `berth up to finish starting; output:\n${run.stdout().slice(-4000)}`);
+      await waitForOutput(run, () => run.stdout().includes('kubectl get nodes'), 'berth up finished starting');
       // Log lines written just after the closing lines still arrive.
-      await waitFor(() => /agent: agent started/.test(run.stdout().replace(ANSI, '')), 20_000, () => `the agent's started line; output:\n${run.stdout().slice(-4000)}`);
+      await waitForOutput(run, () => /agent: agent started/.test(run.stdout().replace(ANSI, '')), "the agent's started line", 20_000);
       const text = run.stdout().replace(ANSI, '').replace(/\r/g, '');
       assert.deepEqual(stepsShown(text), STEPS, text);
       for (const step of STEPS) assert.match(text, new RegExp(`✓ ${step} .*\\(\\d+\\.\\ds\\)$`, 'm'), `${step} with its elapsed time`);
@@ -134,8 +144,8 @@ describe('berth up output', { timeout: 180_000 }, () => {
   it('without a terminal: JSON log lines on stdout, the steps on stderr', async () => {
     const run = startUp('pipes');
     try {
-      await waitFor(() => run.stderr().includes('kubectl get nodes'), UP_TIMEOUT_MS, () => `berth up to finish starting; stderr:\n${run.stderr().slice(-4000)}\nstdout:\n${run.stdout().slice(-2000)}`);
-      await waitFor(() => run.stdout().includes('"msg":"agent started"'), 20_000, () => `the agent's started line; stdout:\n${run.stdout().slice(-4000)}`);
+      await waitForOutput(run, () => run.stderr().includes('kubectl get nodes'), 'berth up finished starting');
+      await waitForOutput(run, () => run.stdout().includes('"msg":"agent started"'), "the agent's started line", 20_000);
       assert.deepEqual(stepsShown(run.stderr()), STEPS, run.stderr());
       assert.doesNotMatch(run.stderr(), ANSI, 'no colour without a terminal');
       const lines = run.stdout().split('\n').filter((l) => l !== '');
