@@ -534,6 +534,9 @@ function clusterDnsFlag(value: string | undefined): string[] | undefined {
   return ips.length ? ips : undefined;
 }
 
+/** How long `berth up` waits for its node to be Ready before pointing at the API anyway. */
+const NODE_READY_HINT_MS = 60_000;
+
 async function runUp(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -606,6 +609,7 @@ async function runUp(argv: string[]): Promise<void> {
     sinceEpochMs: agentStartedAt,
     onJoined: () => progress.step('agent joined', `node ${nodeName}`),
     onReady: () => {
+      clearTimeout(slowNodeHint);
       progress.step('node Ready', nodeName);
       progress.done({
         kubeconfigPath: cp.kubeconfigPath,
@@ -617,9 +621,15 @@ async function runUp(argv: string[]): Promise<void> {
       setImmediate(() => client.close());
     },
   });
+  // The control plane is usable even while the node is not: say how to look, rather than stay silent.
+  const slowNodeHint = setTimeout(() => {
+    process.stderr.write(`berth up: node ${nodeName} is not Ready after ${NODE_READY_HINT_MS / 1000}s; the API is up:\n  export KUBECONFIG=${cp.kubeconfigPath}\n  kubectl describe node ${nodeName}\n`);
+  }, NODE_READY_HINT_MS);
+  slowNodeHint.unref();
   onShutdown(async () => {
     stopping = true;
     nodeProgress.stop();
+    clearTimeout(slowNodeHint);
     client.close();
     if (child && child.exitCode === null) {
       const exited = new Promise((r) => child!.once('exit', r));
