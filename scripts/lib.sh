@@ -118,6 +118,16 @@ berth_first_line() { printf '%s' "${1%%$'\n'*}"; }
 # Seconds (with milliseconds) since the epoch, for the timings in summaries.
 berth_now() { date +%s.%N | cut -c1-14; }
 
+# Runs "$@", then logs "LABEL: done in N.Ns" (or "failed after"), so long steps say how long they took; returns its status.
+berth_timed() {
+  local label="$1" t0 status=0
+  shift
+  t0="$(berth_now)"
+  "$@" || status=$?
+  berth_log "$label: $([ "$status" -eq 0 ] && echo done in || echo failed after) $(awk -v a="$t0" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')s"
+  return "$status"
+}
+
 # Value of KEY in env file FILE (KEY=VALUE lines, as install.sh writes them), without surrounding double quotes; returns 1 when the key is absent.
 env_get() {
   local file="$1" key="$2" line value

@@ -53,11 +53,11 @@ apt_install() {
   berth_have apt-get || berth_die "missing $*, and this is not a Debian/Ubuntu system (no apt-get); install them by hand"
   if [ "$apt_updated" -eq 0 ]; then
     berth_log "apt-get update"
-    berth_as_root apt-get update -qq || berth_die "apt-get update failed"
+    berth_timed "apt-get update" berth_as_root apt-get update -qq || berth_die "apt-get update failed"
     apt_updated=1
   fi
   berth_log "apt-get install $*"
-  berth_as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
+  berth_timed "apt-get install $*" berth_as_root apt-get install -y -qq --no-install-recommends "$@" >/dev/null ||
     berth_die "apt-get install $* failed"
   actions+=("installed $*")
 }
@@ -162,11 +162,11 @@ done
 cd "$repo"
 if [ ! -f package-lock.json ]; then
   berth_log "npm install (no package-lock.json)"
-  npm install --no-audit --no-fund || berth_die "npm install failed"
+  berth_timed "npm install" npm install --no-audit --no-fund || berth_die "npm install failed"
   actions+=("npm install")
 elif [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   berth_log "npm ci (dependencies missing or package-lock.json changed)"
-  npm ci --no-audit --no-fund || berth_die "npm ci failed"
+  berth_timed "npm ci" npm ci --no-audit --no-fund || berth_die "npm ci failed"
   actions+=("npm ci")
 fi
 
@@ -178,7 +178,7 @@ sqlite_loads() {
 }
 if ! sqlite_loads; then
   berth_log "better-sqlite3's native module does not load; npm rebuild better-sqlite3 (needs python3, make, g++)"
-  npm rebuild better-sqlite3 || berth_die "npm rebuild better-sqlite3 failed"
+  berth_timed "npm rebuild better-sqlite3" npm rebuild better-sqlite3 || berth_die "npm rebuild better-sqlite3 failed"
   sqlite_loads || berth_die "better-sqlite3 still does not load after a rebuild:
 $(node -e "const D = require('better-sqlite3'); new D(':memory:')" 2>&1 | sed -n 1,5p)"
   actions+=("rebuilt better-sqlite3")
@@ -198,7 +198,7 @@ if build_inputs_changed; then
   berth_log "npm run build"
   # Stamped with the time the build started, so edits made during it still count as newer.
   mkdir -p dist && touch "$build_stamp.next"
-  npm run --silent build || berth_die "TypeScript build failed (npm run build)"
+  berth_timed "npm run build" npm run --silent build || berth_die "TypeScript build failed (npm run build)"
   mv "$build_stamp.next" "$build_stamp"
   actions+=("built dist/")
 else
@@ -207,7 +207,7 @@ fi
 
 # ---- 6. Images ------------------------------------------------------------
 
-bash "$repo/scripts/images/build-images.sh"
+berth_timed "images" bash "$repo/scripts/images/build-images.sh"
 
 # ---- Summary --------------------------------------------------------------
 

@@ -3,9 +3,11 @@ import fs from 'node:fs';
 import os from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
+import tty from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
+import { colourWanted, createLogger, defaultLogFormat, parseLogFormat, type LogFormat } from './log-format.js';
+import { followNodeStartup, UpProgress } from './up-progress.js';
 import { NODE_FLAGS } from './node-flags.js';
 import type { SandboxNetworkMode } from '../agent/options.js';
 
@@ -91,6 +93,7 @@ Flags:
   --leader-elect-retry-period D    how often the leader renews and the others retry; less than the
                           renew deadline (default 2s)
   --log-level LEVEL       pino level (default info)
+  --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)
 
 Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
   agent: `berth agent — run a node agent
@@ -131,7 +134,8 @@ Flags:
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
                                  per pod (default, faster), or Docker, attaching each pause container to
                                  its bridge network
-  --log-level LEVEL       pino level (default info)`,
+  --log-level LEVEL       pino level (default info)
+  --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)`,
   up: `berth up — control plane plus one local agent on this host
 
 Flags:
@@ -142,7 +146,14 @@ Flags:
   --pod-security-default-enforce/-audit/-warn LEVEL, --pod-security-exempt-namespaces L
                           as for 'berth server'
   --encryption-provider-config FILE     as for 'berth server'
+  --bind-address ADDR, --cluster-cidr CIDR         as for 'berth server'
+  --agent-port PORT, --cluster-dns IP, --service-proxy-table NAME   as for 'berth agent'
+                          (several clusters on one host each need their own)
   --log-level LEVEL       pino level (default info)
+  --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)
+
+Progress goes to stderr as each step completes (store, CA, API, agent, node Ready), then the
+commands to use the cluster; the logs of both processes go to stdout.
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
   migrate: `berth migrate — copy a stopped server's SQLite store (DIR/state.db) into etcd
@@ -181,6 +192,15 @@ the admin credential, approves it and waits for the certificate: the same path a
 
 function defaultDataDir(): string {
   return process.getuid?.() === 0 ? '/var/lib/berth' : path.join(os.homedir(), '.berth');
+}
+
+/** --log-format, checked; undefined leaves the choice to whether stdout is a terminal. */
+function logFormatFlag(value: string | undefined): LogFormat | undefined {
+  try {
+    return parseLogFormat(value);
+  } catch (e) {
+    fail((e as Error).message);
+  }
 }
 
 function fail(msg: string): never {
@@ -279,6 +299,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'leader-elect-retry-period': { type: 'string' },
       ...POD_SECURITY_FLAGS,
       'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -298,7 +319,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     renewDeadline: values['leader-elect-renew-deadline'],
     retryPeriod: values['leader-elect-retry-period'],
   });
-  const log = pino({ name: 'berth-server', level: values['log-level'] ?? 'info' });
+  const log = createLogger({ name: 'berth-server', level: values['log-level'], format: logFormatFlag(values['log-format']) });
   // Loaded here, not at the top: `berth agent` must not carry the control plane in its heap.
   const { startControlPlane } = await import('./control-plane.js');
   const cp = await startControlPlane({
@@ -453,6 +474,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'service-proxy-table': { type: 'string' },
       'sandbox-network': { type: 'string' },
       'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -483,7 +505,7 @@ async function runAgent(argv: string[]): Promise<void> {
   } catch (e) {
     fail(`invalid --server: ${(e as Error).message}`);
   }
-  const log = pino({ name: 'berth-agent', level: values['log-level'] ?? 'info' });
+  const log = createLogger({ name: 'berth-agent', level: values['log-level'], format: logFormatFlag(values['log-format']) });
   // The agent is loaded only here so `berth server` never pays for dockerode.
   const { startAgent } = await import('../agent/agent.js');
   const { installProcessGuard } = await import('../agent/process-guard.js');
@@ -529,6 +551,9 @@ function clusterDnsFlag(value: string | undefined): string[] | undefined {
   return ips.length ? ips : undefined;
 }
 
+/** How long `berth up` waits for its node to be Ready before pointing at the API anyway. */
+const NODE_READY_HINT_MS = 60_000;
+
 async function runUp(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -539,23 +564,51 @@ async function runUp(argv: string[]): Promise<void> {
       'docker-socket': { type: 'string' },
       'encryption-provider-config': { type: 'string' },
       ...POD_SECURITY_FLAGS,
+      'bind-address': { type: 'string' },
+      'cluster-cidr': { type: 'string' },
+      'agent-port': { type: 'string' },
+      'cluster-dns': { type: 'string' },
+      'service-proxy-table': { type: 'string' },
       'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.up);
   const dataDir = values['data-dir'] ?? defaultDataDir();
   const level = values['log-level'] ?? 'info';
-  const log = pino({ name: 'berth-server', level });
+  // Resolved here and handed to the agent, so both processes on this terminal write the same way.
+  const logFormat = logFormatFlag(values['log-format']) ?? defaultLogFormat(tty.isatty(1));
+  const log = createLogger({ name: 'berth-server', level, format: logFormat });
+  const progress = new UpProgress({ write: (text) => process.stderr.write(text), colour: colourWanted(tty.isatty(2)) });
+  process.stderr.write(`berth up: starting the control plane and a local agent (data in ${dataDir})\n`);
+  const nodeName = values['node-name'] ?? os.hostname().toLowerCase();
   const { startControlPlane } = await import('./control-plane.js');
-  const cp = await startControlPlane({ dataDir, port: parsePort(values.port, 6443), ...podSecurityOptions(values), encryptionProviderConfig: values['encryption-provider-config'], logger: log });
-  const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level];
-  if (values['node-name']) agentArgs.push('--node-name', values['node-name']);
-  if (values['docker-socket']) agentArgs.push('--docker-socket', values['docker-socket']);
+  const cp = await startControlPlane({
+    dataDir,
+    port: parsePort(values.port, 6443),
+    ...podSecurityOptions(values),
+    encryptionProviderConfig: values['encryption-provider-config'],
+    bindAddress: values['bind-address'],
+    clusterCidr: values['cluster-cidr'],
+    logger: log,
+    onStartupStep: (s) => {
+      if (s.step === 'store-opened') progress.step('store opened', s.store);
+      else if (s.step === 'ca-ready') progress.step('CA ready', s.caFile);
+      else progress.step('API listening', s.url);
+    },
+  });
+  const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level, '--log-format', logFormat];
+  agentArgs.push('--node-name', nodeName);
+  for (const flag of ['docker-socket', 'agent-port', 'cluster-dns', 'service-proxy-table'] as const) {
+    const value = values[flag];
+    if (value !== undefined) agentArgs.push(`--${flag}`, value);
+  }
   let stopping = false;
   let child: ChildProcess | undefined;
   const startChild = () => {
     child = spawn(process.execPath, [...NODE_FLAGS, fileURLToPath(import.meta.url), ...agentArgs], { stdio: 'inherit' });
+    child.once('spawn', () => progress.step('agent started', `pid ${child?.pid}`));
     child.on('exit', (code, signal) => {
       if (stopping) return;
       // Supervise like systemd's Restart=always: the agent adopts its containers on restart.
@@ -563,10 +616,38 @@ async function runUp(argv: string[]): Promise<void> {
       setTimeout(startChild, 1000).unref();
     });
   };
+  const agentStartedAt = Date.now();
   startChild();
-  console.error(`berth is up: export KUBECONFIG=${cp.kubeconfigPath}`);
+  const { HttpClient } = await import('./client/http-client.js');
+  const client = new HttpClient({ server: cp.url, token: cp.adminToken, ca: cp.caCert });
+  const nodeProgress = followNodeStartup({
+    client,
+    nodeName,
+    sinceEpochMs: agentStartedAt,
+    onJoined: () => progress.step('agent joined', `node ${nodeName}`),
+    onReady: () => {
+      clearTimeout(slowNodeHint);
+      progress.step('node Ready', nodeName);
+      progress.done({
+        kubeconfigPath: cp.kubeconfigPath,
+        nodeName,
+        dashboardUrl: `${cp.url}/dashboard/`,
+        adminTokenFile: path.join(dataDir, 'admin-token'),
+      });
+      // After the informer's own stop, which followNodeStartup schedules the same way.
+      setImmediate(() => client.close());
+    },
+  });
+  // The control plane is usable even while the node is not: say how to look, rather than stay silent.
+  const slowNodeHint = setTimeout(() => {
+    process.stderr.write(`berth up: node ${nodeName} is not Ready after ${NODE_READY_HINT_MS / 1000}s; the API is up:\n  export KUBECONFIG=${cp.kubeconfigPath}\n  kubectl describe node ${nodeName}\n`);
+  }, NODE_READY_HINT_MS);
+  slowNodeHint.unref();
   onShutdown(async () => {
     stopping = true;
+    nodeProgress.stop();
+    clearTimeout(slowNodeHint);
+    client.close();
     if (child && child.exitCode === null) {
       const exited = new Promise((r) => child!.once('exit', r));
       child.kill('SIGTERM');

@@ -66,6 +66,12 @@ export interface EtcdStorageOptions {
   tls?: EtcdTlsFiles;
 }
 
+/** Startup milestones, in order: the store is open, the CA and serving certificate exist, the API listens. */
+export type ControlPlaneStartupStep =
+  | { step: 'store-opened'; store: string }
+  | { step: 'ca-ready'; caFile: string }
+  | { step: 'api-listening'; url: string; kubeconfigPath: string };
+
 export interface ControlPlaneOptions {
   dataDir: string;
   /** store in etcd; default the SQLite file DIR/state.db */
@@ -82,6 +88,8 @@ export interface ControlPlaneOptions {
   /** serve plain HTTP instead of HTTPS; allowed only on a loopback bind address */
   insecureHttp?: boolean;
   logger?: Logger;
+  /** told as each startup step completes (`berth up` shows them as progress) */
+  onStartupStep?: (step: ControlPlaneStartupStep) => void;
   /** controllers to leave off, e.g. ['scheduler'] */
   disabledControllers?: string[];
   nodeGracePeriodMs?: number;
@@ -195,6 +203,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
         logger: log.child({ component: 'storage' }),
         reserveBytes: opts.storageReserveBytes ?? DEFAULT_STORAGE_RESERVE_BYTES,
       });
+  opts.onStartupStep?.({ step: 'store-opened', store: opts.etcd ? `etcd ${opts.etcd.servers.join(',')}` : `sqlite ${path.join(opts.dataDir, 'state.db')}` });
   // Replicas on one etcd share the CA, keys and tokens: taken from (or stored into) etcd before
   // anything below reads those files.
   if (opts.etcd) {
@@ -291,6 +300,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   // In-cluster clients call https://kubernetes.default.svc (or the ClusterIP): the certificate names both.
   const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
+  opts.onStartupStep?.({ step: 'ca-ready', caFile: path.join(opts.dataDir, 'pki', 'ca.crt') });
   const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert, log: log.child({ component: 'node-credentials' }) });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   await boundObjects.start();
@@ -327,6 +337,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
 
   const kubeconfigPath = path.join(opts.dataDir, 'kubeconfig.yaml');
   writeSecret(kubeconfigPath, kubeconfig({ url, caCert: opts.insecureHttp ? undefined : pki.caCert, token: auth.adminToken }));
+  opts.onStartupStep?.({ step: 'api-listening', url, kubeconfigPath });
 
   // The `kubernetes` Service's targetPort is the port actually bound (the flag may say 0).
   settings.apiServerPort = port;

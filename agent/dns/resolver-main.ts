@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import pino from 'pino';
+import { createLogger, parseLogFormat, type LogFormat } from '../../src/log-format.js';
 import { HttpClient } from '../../src/client/http-client.js';
 import { ClusterCache } from './cluster-cache.js';
 import { ClusterZone } from './cluster-records.js';
@@ -45,6 +45,7 @@ async function main(): Promise<void> {
       interface: { type: 'string' },
       build: { type: 'string' },
       'log-level': { type: 'string' },
+      'log-format': { type: 'string' },
     },
   });
   const dataDir = values['data-dir'] ?? fail('--data-dir is required');
@@ -53,7 +54,13 @@ async function main(): Promise<void> {
   if (!Number.isInteger(port) || port < 0 || port > 65535) fail(`invalid --port ${values.port}`);
   const iface = values.interface ?? DNS_INTERFACE;
   const resolvConf = values['resolv-conf'] ?? '/etc/resolv.conf';
-  const log = pino({ name: 'berth-dns', level: values['log-level'] ?? 'info' });
+  let logFormat: LogFormat | undefined;
+  try {
+    logFormat = parseLogFormat(values['log-format']);
+  } catch (e) {
+    fail((e as Error).message);
+  }
+  const log = createLogger({ name: 'berth-dns', level: values['log-level'], format: logFormat });
   // Every name lookup of every pod on the node waits on this process, and a query costs it tens of
   // microseconds: ahead of the node's batch work in the CPU queue, its answers do not queue behind it.
   try {
