@@ -6,7 +6,7 @@ import path from 'node:path';
 import tty from 'node:tty';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { colourWanted, createLogger, defaultLogFormat, parseLogFormat, type LogFormat } from './log-format.js';
+import { colourWanted, createLogger, defaultLogFormat, parseLogFormat, type LogFormat } from './client/log-format.js';
 import { followNodeStartup, UpProgress } from './up-progress.js';
 import { NODE_FLAGS } from './node-flags.js';
 import type { SandboxNetworkMode } from '../agent/options.js';

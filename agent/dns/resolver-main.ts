@@ -15,7 +15,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { createLogger, parseLogFormat, type LogFormat } from '../../src/log-format.js';
+import { createLogger, parseLogFormat, type LogFormat } from '../../src/client/log-format.js';
 import { HttpClient } from '../../src/client/http-client.js';
 import { ClusterCache } from './cluster-cache.js';
 import { ClusterZone } from './cluster-records.js';

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import pino from 'pino';
-import { colourWanted, createLogger, defaultLogFormat, formatLogRecord, parseLogFormat, textLogDestination } from '../../src/log-format.js';
+import { colourWanted, createLogger, defaultLogFormat, formatLogRecord, parseLogFormat, textLogDestination } from '../../src/client/log-format.js';
 
 const ANSI = /\x1b\[[0-9;]*m/;
 /** 2026-11-24 10:05:03.007 in local time, so the expected time of day does not depend on the zone. */
