@@ -185,7 +185,7 @@ function mergeMetadata(next: KubeObject, expected: KubeObject): boolean {
 
 export interface ReconcileOptions {
   registry: Registry;
-  log?: Pick<Logger, 'info' | 'warn'>;
+  log?: Pick<Logger, 'info' | 'warn' | 'debug'>;
 }
 
 /** Attempts per object a start-up gives a concurrent replica's writes before failing (each reads afresh). */
@@ -198,12 +198,15 @@ const RACE_ATTEMPTS = 5;
  */
 export async function reconcileBootstrapPolicy(opts: ReconcileOptions): Promise<void> {
   const { registry, log } = opts;
+  // A first start creates dozens; one line says so, each object only at debug level.
+  const created = { clusterRoles: 0, clusterRoleBindings: 0 };
   for (const expected of bootstrapClusterRoles()) {
     await againIfRaced(opts, async () => {
       const existing = (await getOrUndefined(registry, CLUSTER_ROLE_INFO, expected.metadata.name!)) as ClusterRole | undefined;
       if (!existing) {
         await registry.create(CLUSTER_ROLE_INFO, undefined, expected);
-        log?.info({ clusterRole: expected.metadata.name }, 'created default cluster role');
+        log?.debug({ clusterRole: expected.metadata.name }, 'created default cluster role');
+        created.clusterRoles++;
         return;
       }
       const next = reconcileClusterRole(existing, expected);
@@ -219,7 +222,8 @@ export async function reconcileBootstrapPolicy(opts: ReconcileOptions): Promise<
       const existing = (await getOrUndefined(registry, CLUSTER_ROLE_BINDING_INFO, name)) as ClusterRoleBinding | undefined;
       if (!existing) {
         await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, expected);
-        log?.info({ clusterRoleBinding: name }, 'created default cluster role binding');
+        log?.debug({ clusterRoleBinding: name }, 'created default cluster role binding');
+        created.clusterRoleBindings++;
         return;
       }
       const next = reconcileClusterRoleBinding(existing, expected);
@@ -233,6 +237,7 @@ export async function reconcileBootstrapPolicy(opts: ReconcileOptions): Promise<
       }
     });
   }
+  if (created.clusterRoles + created.clusterRoleBindings > 0) log?.info(created, 'created the default cluster roles and bindings');
 }
 
 async function againIfRaced(opts: ReconcileOptions, reconcile: () => Promise<void>): Promise<void> {
