@@ -73,15 +73,15 @@ export class AgentMetrics {
     this.now = opts.now ?? Date.now;
     const registers = [this.registry];
     this.podStart = new client.Histogram({ name: 'kubelet_pod_start_duration_seconds', help: 'Duration in seconds from the agent seeing a pod for the first time to the pod starting to run', buckets: POD_START_BUCKETS, registers });
-    this.runtimeOps = new client.Counter({ name: 'kubelet_runtime_operations_total', help: 'Cumulative number of runtime operations by operation type.', labelNames: ['operation_type'], registers });
-    this.runtimeDuration = new client.Histogram({ name: 'kubelet_runtime_operations_duration_seconds', help: 'Duration in seconds of runtime operations. Broken down by operation type.', labelNames: ['operation_type'], buckets: RUNTIME_BUCKETS, registers });
-    this.runtimeErrors = new client.Counter({ name: 'kubelet_runtime_operations_errors_total', help: 'Cumulative number of runtime operation errors by operation type.', labelNames: ['operation_type'], registers });
-    this.probes = new client.Counter({ name: 'prober_probe_total', help: 'Cumulative number of a liveness, readiness or startup probe for a container by result.', labelNames: ['probe_type', 'result'], registers });
+    this.runtimeOps = new client.Counter({ name: 'kubelet_runtime_operations_total', help: 'Container runtime calls, by operation.', labelNames: ['operation_type'], registers });
+    this.runtimeDuration = new client.Histogram({ name: 'kubelet_runtime_operations_duration_seconds', help: 'Seconds a container runtime call took, by operation.', labelNames: ['operation_type'], buckets: RUNTIME_BUCKETS, registers });
+    this.runtimeErrors = new client.Counter({ name: 'kubelet_runtime_operations_errors_total', help: 'Container runtime calls that failed, by operation.', labelNames: ['operation_type'], registers });
+    this.probes = new client.Counter({ name: 'prober_probe_total', help: 'Probes run, by kind (startup, liveness, readiness) and result.', labelNames: ['probe_type', 'result'], registers });
     this.restarts = new client.Counter({ name: 'berth_container_restarts_total', help: 'Container restarts seen in the pod statuses this agent set.', registers });
     const pods = this.pods;
     new client.Gauge({
       name: 'kubelet_running_pods',
-      help: 'Number of pods that have a running pod sandbox',
+      help: 'Pods whose infra container runs on this node.',
       registers,
       collect() {
         let n = 0;
@@ -91,7 +91,7 @@ export class AgentMetrics {
     });
     new client.Gauge({
       name: 'kubelet_running_containers',
-      help: 'Number of containers currently running',
+      help: 'App containers on this node, by state.',
       labelNames: ['container_state'],
       registers,
       collect() {

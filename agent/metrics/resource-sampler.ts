@@ -159,19 +159,19 @@ export function resourceMetricsText(s: ResourceSample): string {
   const out: string[] = [];
   const header = (name: string, type: string, help: string) => out.push(`# HELP ${name} [STABLE] ${help}`, `# TYPE ${name} ${type}`);
   const labels = (c: ContainerSample) => `{container="${esc(c.container)}",namespace="${esc(c.namespace)}",pod="${esc(c.pod)}"}`;
-  header('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the container in core-seconds');
+  header('container_cpu_usage_seconds_total', 'counter', 'CPU time the container has used, in core-seconds');
   for (const c of s.containers) out.push(`container_cpu_usage_seconds_total${labels(c)} ${c.cpuNanos / 1e9} ${c.timestampMs}`);
-  header('container_memory_working_set_bytes', 'gauge', 'Current working set of the container in bytes');
+  header('container_memory_working_set_bytes', 'gauge', 'The container\'s working set (memory in use less inactive file cache), in bytes');
   for (const c of s.containers) out.push(`container_memory_working_set_bytes${labels(c)} ${c.workingSetBytes} ${c.timestampMs}`);
-  header('container_start_time_seconds', 'gauge', 'Start time of the container since unix epoch in seconds');
+  header('container_start_time_seconds', 'gauge', 'When the container started, in seconds since the Unix epoch');
   for (const c of s.containers) out.push(`container_start_time_seconds${labels(c)} ${c.startTimeSeconds} ${c.timestampMs}`);
   if (s.node) {
-    header('node_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the node in core-seconds');
+    header('node_cpu_usage_seconds_total', 'counter', 'CPU time the node has used, in core-seconds');
     out.push(`node_cpu_usage_seconds_total ${s.node.cpuNanos / 1e9} ${s.node.timestampMs}`);
-    header('node_memory_working_set_bytes', 'gauge', 'Current working set of the node in bytes');
+    header('node_memory_working_set_bytes', 'gauge', 'The node\'s working set, in bytes');
     out.push(`node_memory_working_set_bytes ${s.node.workingSetBytes} ${s.node.timestampMs}`);
   }
-  header('scrape_error', 'gauge', '1 if there was an error while getting container metrics, 0 otherwise');
+  header('scrape_error', 'gauge', '1 when the last sample failed, else 0');
   out.push(`scrape_error ${s.error ? 1 : 0}`);
   return out.join('\n') + '\n';
 }

@@ -51,22 +51,22 @@ export class ControlPlaneMetrics implements ControllerMetrics {
 
   constructor(opts: ControlPlaneMetricsOptions) {
     const registers = [this.registry];
-    this.requests = new client.Counter({ name: 'apiserver_request_total', help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.', labelNames: [...REQUEST_LABELS, 'code'], registers });
-    this.requestDuration = new client.Histogram({ name: 'apiserver_request_duration_seconds', help: 'Response latency distribution in seconds for each verb, group, version, resource, subresource, scope and component.', labelNames: [...REQUEST_LABELS], buckets: APISERVER_BUCKETS, registers });
-    this.longRunning = new client.Gauge({ name: 'apiserver_longrunning_requests', help: 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component.', labelNames: [...REQUEST_LABELS], registers });
+    this.requests = new client.Counter({ name: 'apiserver_request_total', help: 'API requests answered, by verb, resource and HTTP status code.', labelNames: [...REQUEST_LABELS, 'code'], registers });
+    this.requestDuration = new client.Histogram({ name: 'apiserver_request_duration_seconds', help: 'Seconds from a request arriving to its answer (a watch or stream: to its end), by verb and resource.', labelNames: [...REQUEST_LABELS], buckets: APISERVER_BUCKETS, registers });
+    this.longRunning = new client.Gauge({ name: 'apiserver_longrunning_requests', help: 'Watches and exec, attach and port-forward sessions open now, by verb and resource.', labelNames: [...REQUEST_LABELS], registers });
     this.storageDuration = new client.Histogram({ name: 'etcd_request_duration_seconds', help: 'Storage request latency in seconds for each operation and object type (etcd or SQLite, see berth_storage_backend).', labelNames: ['operation', 'type'], buckets: APISERVER_BUCKETS, registers });
     new client.Gauge({ name: 'berth_storage_backend', help: 'The store this control plane runs on (1 for the one in use).', labelNames: ['backend'], registers }).set({ backend: opts.storageBackend }, 1);
-    this.queueDepth = new client.Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue', labelNames: ['name'], registers });
-    this.queueAdds = new client.Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue', labelNames: ['name'], registers });
-    this.queueRetries = new client.Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue', labelNames: ['name'], registers });
-    this.queueDuration = new client.Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested.', labelNames: ['name'], buckets: WORKQUEUE_BUCKETS, registers });
-    this.workDuration = new client.Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes.', labelNames: ['name'], buckets: WORKQUEUE_BUCKETS, registers });
-    this.scheduleAttempts = new client.Counter({ name: 'scheduler_schedule_attempts_total', help: "Number of attempts to schedule pods, by the result. 'unschedulable' means a pod could not be scheduled, while 'error' means an internal scheduler problem.", labelNames: ['result', 'profile'], registers });
-    this.scheduleDuration = new client.Histogram({ name: 'scheduler_scheduling_attempt_duration_seconds', help: 'Scheduling attempt latency in seconds (scheduling algorithm + binding)', labelNames: ['result', 'profile'], buckets: SCHEDULER_BUCKETS, registers });
+    this.queueDepth = new client.Gauge({ name: 'workqueue_depth', help: 'Keys waiting in a controller queue now.', labelNames: ['name'], registers });
+    this.queueAdds = new client.Counter({ name: 'workqueue_adds_total', help: 'Keys added to a controller queue.', labelNames: ['name'], registers });
+    this.queueRetries = new client.Counter({ name: 'workqueue_retries_total', help: 'Keys put back into a controller queue after a failed reconcile.', labelNames: ['name'], registers });
+    this.queueDuration = new client.Histogram({ name: 'workqueue_queue_duration_seconds', help: 'Seconds a key waited in a controller queue before a worker took it.', labelNames: ['name'], buckets: WORKQUEUE_BUCKETS, registers });
+    this.workDuration = new client.Histogram({ name: 'workqueue_work_duration_seconds', help: 'Seconds one reconcile of a key took.', labelNames: ['name'], buckets: WORKQUEUE_BUCKETS, registers });
+    this.scheduleAttempts = new client.Counter({ name: 'scheduler_schedule_attempts_total', help: 'Scheduling attempts by result: scheduled, unschedulable (no node fits), or error (the scheduler failed).', labelNames: ['result', 'profile'], registers });
+    this.scheduleDuration = new client.Histogram({ name: 'scheduler_scheduling_attempt_duration_seconds', help: 'Seconds one scheduling attempt took, choosing a node and binding included.', labelNames: ['result', 'profile'], buckets: SCHEDULER_BUCKETS, registers });
     const self = this;
     new client.Gauge({
       name: 'leader_election_master_status',
-      help: 'Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates master.',
+      help: '1 while this replica holds the named leader lease, 0 while it waits.',
       labelNames: ['name'],
       registers,
       collect() {
