@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject, Pod } from '../../src/api/types.js';
+import { CRDController } from '../../src/controllers/crd/crd-controller.js';
 import { ScalingHistory } from '../../src/controllers/hpa/behavior.js';
 import { HpaController, type PodMetricsSource } from '../../src/controllers/hpa/hpa-controller.js';
 import { MetricUnavailableError, resourceReplicas, type CalculatorPod } from '../../src/controllers/hpa/replica-calculator.js';
@@ -194,7 +195,7 @@ describe('horizontal-pod-autoscaler controller', () => {
     const metrics = new FakeMetrics();
     const hc = new HpaController({ client: env.client, informers: env.informers, log: env.log, now: env.now, metrics, resources: () => env.registry.resources(), downscaleStabilizationMs: 60_000 });
     const tpl = template({ app: 'web' });
-    (tpl.spec.containers[0] as Record<string, unknown>).resources = { requests: { cpu: '100m' } };
+    (tpl.spec.containers[0] as Record<string, unknown>).resources = { requests: { cpu: '100m', memory: '64Mi' } };
     await env.create<Deployment>('apps', 'deployments', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: tpl } });
     await env.modify<Deployment>('apps', 'deployments', 'web', (d) => void (d.status = { replicas: 1 }), 'status');
     await env.create<Pod>('', 'pods', { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web-1', labels: { app: 'web' } }, spec: tpl.spec as Pod['spec'] });
@@ -234,6 +235,41 @@ describe('horizontal-pod-autoscaler controller', () => {
     metrics.usage.set('db-0', 240); // 240% of request vs the default 80% → 3
     await hc.reconcile('default/db');
     assert.equal(env.get<KubeObject & { spec: { replicas: number } }>('apps', 'statefulsets', 'db').spec.replicas, 3);
+  });
+
+  it('scales on memory utilization of requests', async () => {
+    const { env, hc, metrics } = await setup();
+    await env.modify<HorizontalPodAutoscaler>('autoscaling', 'horizontalpodautoscalers', 'web', (h) => void (h.spec.metrics = [{ type: 'Resource', resource: { name: 'memory', target: { type: 'Utilization', averageUtilization: 60 } } }]));
+    env.syncCaches();
+    metrics.usage.set('web-1', 96 * 1024 * 1024 * 1000); // 96Mi in milli-bytes: 150% of request vs 60% → 3
+    await hc.reconcile('default/web');
+    assert.equal(env.get<Deployment>('apps', 'deployments', 'web').spec.replicas, 3);
+    const st = env.get<HorizontalPodAutoscaler>('autoscaling', 'horizontalpodautoscalers', 'web').status!;
+    assert.deepEqual(st.currentMetrics, [{ type: 'Resource', resource: { name: 'memory', current: { averageValue: String(96 * 1024 * 1024), averageUtilization: 150 } } }]);
+  });
+
+  it('scales a custom resource through the scale subresource its CRD declares', async () => {
+    const { env, hc, metrics } = await setup();
+    const crdc = new CRDController({ registry: env.registry, client: env.client, informers: env.informers, log: env.log, now: env.now });
+    await env.create('apiextensions.k8s.io', 'customresourcedefinitions', {
+      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'workers.queue.example.com' },
+      spec: {
+        group: 'queue.example.com', scope: 'Namespaced', names: { plural: 'workers', singular: 'worker', kind: 'Worker', listKind: 'WorkerList' },
+        versions: [{
+          name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
+        }],
+      },
+    } as unknown as KubeObject);
+    env.syncCaches();
+    await crdc.reconcile('workers.queue.example.com');
+    await env.create('queue.example.com', 'workers', { apiVersion: 'queue.example.com/v1', kind: 'Worker', metadata: { name: 'consumer' }, spec: { replicas: 1 } } as unknown as KubeObject);
+    await env.modify<KubeObject & { status?: unknown }>('queue.example.com', 'workers', 'consumer', (w) => void (w.status = { replicas: 1, selector: 'app=web' }), 'status');
+    await env.create('autoscaling', 'horizontalpodautoscalers', { ...hpa({ scaleTargetRef: { apiVersion: 'queue.example.com/v1', kind: 'Worker', name: 'consumer' }, maxReplicas: 4 }), metadata: { name: 'consumer', namespace: 'default' } });
+    env.syncCaches();
+    metrics.usage.set('web-1', 160); // the pod its selector picks: 160% of request vs the default 80% → 2
+    await hc.reconcile('default/consumer');
+    assert.equal(env.get<KubeObject & { spec: { replicas: number } }>('queue.example.com', 'workers', 'consumer').spec.replicas, 2);
   });
 
   it('reports missing metrics and does not scale', async () => {
