@@ -82,11 +82,14 @@ describe('RBAC with kubectl and static-token users', () => {
     await admin(['create', 'clusterrolebinding', 'nobody-monitoring', '--clusterrole=system:monitoring', '--user=nobody', '--serviceaccount=team:bot']);
     const crb = await admin(['get', 'clusterrolebinding', 'nobody-monitoring', '-o', 'wide']);
     assert.match(crb.stdout, /^NAME\s+ROLE\s+AGE\s+USERS\s+GROUPS\s+SERVICEACCOUNTS\nnobody-monitoring\s+ClusterRole\/system:monitoring\s+\d+s\s+nobody\s+team\/bot\n$/);
-    // Authorized now, /metrics (which Berth does not serve) gets past the authorizer to a 404.
-    const metrics = await as('nobody', ['get', '--raw', '/metrics']);
-    assert.match(metrics.stderr, /NotFound/);
-    assert.doesNotMatch(metrics.stderr, /Forbidden/);
-    await admin(['delete', 'clusterrolebinding', 'nobody-monitoring']);
+    try {
+      // Bound to system:monitoring, the same user now reads the server's Prometheus metrics.
+      const metrics = await as('nobody', ['get', '--raw', '/metrics']);
+      assert.equal(metrics.code, 0, metrics.stderr);
+      assert.match(metrics.stdout, /^# TYPE apiserver_request_total counter$/m);
+    } finally {
+      await admin(['delete', 'clusterrolebinding', 'nobody-monitoring']);
+    }
     const roles = await admin(['get', 'clusterrole', 'view']);
     assert.match(roles.stdout, /^NAME\s+CREATED AT\nview\s+\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n$/);
   });
