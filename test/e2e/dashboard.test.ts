@@ -14,7 +14,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { REPO_ROOT, TEST_IMAGE, podManifest, startCluster, waitForPod, type Cluster } from './harness.js';
+import { REPO_ROOT, TEST_IMAGE, podManifest, serviceAccountToken, startCluster, waitForPod, type Cluster } from './harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT_DIR = process.env.BERTH_SCREENSHOT_DIR ?? path.join(REPO_ROOT, 'test-artifacts', 'dashboard');
@@ -265,7 +265,7 @@ describe('dashboard', () => {
       const r = await cluster.kubectl(args);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     }
-    const token = (await cluster.kubectl(['create', 'token', 'viewer', '-n', 'team'])).stdout.trim();
+    const token = await serviceAccountToken(cluster.client, 'team', 'viewer');
     const page = await newPage();
     await page.goto(`${cluster.url}/dashboard/`);
     await page.fill('[data-testid=login-token]', token);

@@ -289,6 +289,17 @@ export async function waitForPod(client: HttpClient, namespace: string, name: st
   return last!;
 }
 
+/**
+ * A ServiceAccount token from the TokenRequest API, as `kubectl create token` asks for one; through
+ * the client because Debian's kubectl 1.20, the one a fresh machine has, lacks that command.
+ */
+export async function serviceAccountToken(client: HttpClient, namespace: string, name: string): Promise<string> {
+  const request = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', metadata: {}, spec: { audiences: [], expirationSeconds: 3600 } } as unknown as KubeObject;
+  const answer = await client.create<KubeObject & { status?: { token?: string } }>({ version: 'v1', plural: 'serviceaccounts' }, request, { namespace, name, subresource: 'token' });
+  if (!answer.status?.token) throw new Error(`no token in the TokenRequest answer for ${namespace}/${name}`);
+  return answer.status.token;
+}
+
 export function podManifest(name: string, spec: Partial<Pod['spec']> & Pick<Pod['spec'], 'containers'>, meta: Partial<Pod['metadata']> = {}): Pod {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, ...meta }, spec: { ...spec } };
 }

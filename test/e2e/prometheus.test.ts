@@ -14,7 +14,7 @@ import path from 'node:path';
 import { after, before, it } from 'node:test';
 import type { Node } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { podManifest, sleep, startCluster, TEST_IMAGE, type Cluster } from './harness.js';
+import { podManifest, serviceAccountToken, sleep, startCluster, TEST_IMAGE, type Cluster } from './harness.js';
 import { freePort } from './ports.js';
 
 const PROMETHEUS = '/usr/bin/prometheus';
@@ -82,8 +82,8 @@ before(async () => {
   await c.kubectl(['patch', 'clusterrole', SA, '--type=json', '-p', JSON.stringify([{ op: 'add', path: '/rules/-', value: { apiGroups: [''], resources: ['nodes/metrics'], verbs: ['get'] } }])]);
   await c.kubectl(['create', 'clusterrolebinding', SA, `--clusterrole=${SA}`, `--serviceaccount=default:${SA}`]);
   await c.kubectl(['create', 'serviceaccount', 'stranger', '-n', 'default']);
-  readerToken = (await c.kubectl(['create', 'token', SA, '-n', 'default'])).stdout.trim();
-  strangerToken = (await c.kubectl(['create', 'token', 'stranger', '-n', 'default'])).stdout.trim();
+  readerToken = await serviceAccountToken(c.client, 'default', SA);
+  strangerToken = await serviceAccountToken(c.client, 'default', 'stranger');
   agentPort = await eventually('the agent endpoint port in the Node status', 30_000, async () => {
     const n = await c.client.get<Node>(CORE.nodes, { name: nodeName });
     return (n.status?.daemonEndpoints as { kubeletEndpoint?: { Port?: number } } | undefined)?.kubeletEndpoint?.Port;
