@@ -89,7 +89,7 @@ describe('API server connection hygiene', () => {
     assert.ok(kubectlMs < 3000, `kubectl get took ${kubectlMs.toFixed(0)} ms with ${connected} idle connections open`);
 
     // The server closes them all after the read-header timeout (plus Node's check period).
-    await waitFor(() => closedByServer >= IDLE_CONNECTIONS, READ_HEADER_TIMEOUT_MS * 4, () => `${IDLE_CONNECTIONS - closedByServer} idle connections still open`);
+    await waitFor(() => closedByServer >= IDLE_CONNECTIONS, READ_HEADER_TIMEOUT_MS * 4, () => `${IDLE_CONNECTIONS - closedByServer} idle connections still open (the server holds ${openFds(pid) - baselineFds} fds over its baseline)`);
     await waitFor(() => openFds(pid) <= baselineFds + 20, 10_000, () => `server still holds ${openFds(pid)} fds (baseline ${baselineFds})`);
     // Memory comes back toward the baseline: at least 40% of what the connections added is returned to
     // the OS. Without handing freed native memory back, three quarters of the rise stayed; with it, about
