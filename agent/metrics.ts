@@ -81,7 +81,7 @@ export class AgentMetrics {
     const pods = this.pods;
     new client.Gauge({
       name: 'kubelet_running_pods',
-      help: 'Pods whose infra container runs on this node.',
+      help: 'Pods on this node that run: phase Running, or Pending with a container already running.',
       registers,
       collect() {
         let n = 0;
@@ -91,7 +91,7 @@ export class AgentMetrics {
     });
     new client.Gauge({
       name: 'kubelet_running_containers',
-      help: 'App containers on this node, by state.',
+      help: 'Containers (init and app) of this node\'s pods, by state: running, or exited.',
       labelNames: ['container_state'],
       registers,
       collect() {
