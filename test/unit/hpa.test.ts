@@ -181,7 +181,7 @@ describe('HPA behavior', () => {
   });
 });
 
-/** A metrics source answering fixed per-pod CPU usage (millicores). */
+/** A metrics source answering fixed per-pod usage in milli-units: millicores for cpu, milli-bytes for memory. */
 class FakeMetrics implements PodMetricsSource {
   usage = new Map<string, number>();
   async podUsage(): Promise<Map<string, number>> {
