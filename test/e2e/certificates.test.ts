@@ -131,17 +131,17 @@ describe('x509 client certificates and CertificateSigningRequests', () => {
     const keyPem = forge.pki.privateKeyToPem(keys.privateKey);
     const expired = c.writeFile('expired.kubeconfig', certKubeconfig(c, make(new Date(Date.now() - 3600_000), caKey), keyPem));
     const res = await runKubectl(expired, ['get', 'pods'], { allowFail: true });
-    assert.notEqual(res.code, 0);
-    assert.match(res.stderr, /Unauthorized|must be logged in/);
+    assert.notEqual(res.code, 0, `expired certificate: kubectl succeeded: ${res.stdout}`);
+    assert.match(res.stderr, /Unauthorized|must be logged in/, `expired certificate: kubectl exited ${res.code}: ${res.stderr}`);
     // The same certificate while valid authenticates (403 names the user): the 401 above was the expiry.
     const valid = c.writeFile('valid.kubeconfig', certKubeconfig(c, make(new Date(Date.now() + 3600_000), caKey), keyPem));
     const ok = await runKubectl(valid, ['get', 'pods'], { allowFail: true });
-    assert.match(ok.stderr, /forbidden/i);
+    assert.match(ok.stderr, /forbidden/i, `valid certificate: kubectl exited ${ok.code}: ${ok.stderr}`);
     assert.match(ok.stderr, /old/);
     // Signed by some other key than the CA's, with the CA's name as issuer.
     const forged = c.writeFile('forged.kubeconfig', certKubeconfig(c, make(new Date(Date.now() + 3600_000), keys.privateKey), keyPem));
     const bad = await runKubectl(forged, ['get', 'pods'], { allowFail: true });
-    assert.match(bad.stderr, /Unauthorized|must be logged in/);
+    assert.match(bad.stderr, /Unauthorized|must be logged in/, `forged certificate: kubectl exited ${bad.code}: ${bad.stderr}`);
   });
 
   it('berth kubeconfig --user writes a kubeconfig whose certificate kubectl authenticates with', async () => {
