@@ -38,6 +38,25 @@ function getStatic(cluster: Cluster, ca: string, urlPath: string): Promise<{ sta
   });
 }
 
+/**
+ * Navigates, retrying a load Chromium aborted with ERR_NETWORK_CHANGED: Chromium cancels requests in
+ * flight whenever the host's interfaces change, and this test's own cluster adds and removes pod veths
+ * and Docker networks as it runs (a fresh-machine CI run failed its first load so). The dashboard's own
+ * API requests retry such errors themselves (dashboard/src/api.ts); only document loads need it here.
+ */
+async function openPage(page: Page, url: string): Promise<void> {
+  const attempts = 3;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url);
+      return;
+    } catch (err) {
+      if (attempt >= attempts || !String(err).includes('ERR_NETWORK_CHANGED')) throw err;
+      console.error(`page load of ${url} aborted by a network change; loading it again`);
+    }
+  }
+}
+
 function rssBytes(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
@@ -104,7 +123,7 @@ describe('dashboard', () => {
     const serverPid = cluster.serverPid();
     const rssBefore = rssBytes(serverPid);
     const page = await newPage();
-    await page.goto(`${cluster.url}/dashboard/`);
+    await openPage(page, `${cluster.url}/dashboard/`);
     await page.fill('[data-testid=login-token]', 'not-a-token');
     await page.click('[data-testid=login-submit]');
     await page.waitForSelector('[data-testid=login-error]');
@@ -153,7 +172,7 @@ describe('dashboard', () => {
     assert.equal(await page.textContent('[data-testid=log-state]'), 'following…');
 
     // YAML: add a label, save through server-side apply, and read it back from the API.
-    await page.goto(`${cluster.url}/dashboard/#/yaml/api/v1/namespaces/${namespace}/pods/${name}`);
+    await openPage(page, `${cluster.url}/dashboard/#/yaml/api/v1/namespaces/${namespace}/pods/${name}`);
     await page.waitForFunction(() => ((document.querySelector('[data-testid=yaml-text]') as HTMLTextAreaElement | null)?.value ?? '').includes('kind: Pod'));
     const doc = parse(await page.inputValue('[data-testid=yaml-text]')) as Pod;
     assert.equal(doc.metadata.managedFields, undefined, 'managedFields are hidden');
@@ -168,8 +187,8 @@ describe('dashboard', () => {
     // A field another manager set to another value is a conflict; applying anyway takes it over.
     const labelled = await cluster.kubectl(['label', 'pod', name, '-n', namespace, 'owner=kubectl']);
     assert.equal(labelled.code, 0, labelled.stderr);
-    await page.goto(`${cluster.url}/dashboard/#/pods`);
-    await page.goto(`${cluster.url}/dashboard/#/yaml/api/v1/namespaces/${namespace}/pods/${name}`);
+    await openPage(page, `${cluster.url}/dashboard/#/pods`);
+    await openPage(page, `${cluster.url}/dashboard/#/yaml/api/v1/namespaces/${namespace}/pods/${name}`);
     await page.waitForFunction(() => ((document.querySelector('[data-testid=yaml-text]') as HTMLTextAreaElement | null)?.value ?? '').includes('owner: kubectl'));
     const contested = parse(await page.inputValue('[data-testid=yaml-text]')) as Pod;
     contested.metadata.labels = { ...contested.metadata.labels, owner: 'dashboard' };
@@ -190,13 +209,13 @@ describe('dashboard', () => {
     assert.match(await page.textContent('[data-testid=yaml-message]') ?? '', /metadata\.labels/);
 
     // Events and nodes views.
-    await page.goto(`${cluster.url}/dashboard/#/events`);
+    await openPage(page, `${cluster.url}/dashboard/#/events`);
     await page.waitForSelector('[data-testid=event-list] [data-testid=event-row]');
     await page.selectOption('[data-testid=event-type-filter]', 'Normal');
     await page.fill('[data-testid=event-object-filter]', name);
     await page.waitForFunction((n) => [...document.querySelectorAll('[data-testid=event-list] [data-testid=event-row]')].every((r) => r.textContent?.includes(n)), name);
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'events.png') });
-    await page.goto(`${cluster.url}/dashboard/#/nodes`);
+    await openPage(page, `${cluster.url}/dashboard/#/nodes`);
     await page.waitForSelector(`[data-testid=node-row][data-name=${cluster.nodeNames[0]}]`);
     // The Metrics API is built in, so the node's charts must draw (not "metrics not available").
     await page.waitForSelector('[data-testid=node-cpu-chart]', { timeout: 20_000 });
@@ -212,14 +231,14 @@ describe('dashboard', () => {
       `    spec: { containers: [{ name: web, image: "${TEST_IMAGE}", command: [sleep, "3600"], ports: [{ containerPort: 80 }] }] }`,
       '---', 'apiVersion: v1', 'kind: Service', 'metadata: { name: web, namespace: default }', 'spec: { selector: { app: web }, ports: [{ port: 80, targetPort: 80 }] }', ''].join('\n'));
     const page = await newPage();
-    await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
+    await openPage(page, `${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
     await page.waitForSelector('[data-testid=pod-list]');
-    await page.goto(`${cluster.url}/dashboard/#/workloads`);
+    await openPage(page, `${cluster.url}/dashboard/#/workloads`);
     await page.waitForSelector('[data-testid=workload-list]');
     const applied = await cluster.kubectl(['apply', '-f', manifest]);
     assert.equal(applied.code, 0, applied.stderr);
     await page.waitForFunction(() => /1\/1.*Ready/s.test(document.querySelector('[data-testid=workload-row][data-kind=Deployment][data-name=web]')?.textContent ?? ''), undefined, { timeout: 30_000 });
-    await page.goto(`${cluster.url}/dashboard/#/services`);
+    await openPage(page, `${cluster.url}/dashboard/#/services`);
     await page.waitForFunction(() => /\d+\.\d+\.\d+\.\d+:80/.test(document.querySelector('[data-testid=service-row][data-name=web]')?.textContent ?? ''), undefined, { timeout: 30_000 });
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'services.png') });
     await page.context().close();
@@ -234,7 +253,7 @@ describe('dashboard', () => {
     }, { namespace }), { namespace });
     await waitForPod(cluster.client, namespace, 'crasher', (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1);
     const page = await newPage();
-    await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
+    await openPage(page, `${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
     await page.waitForFunction(() => /CrashLoopBackOff|Error/.test(document.querySelector('[data-testid=pod-row][data-name=crasher] [data-testid=pod-status]')?.textContent ?? ''));
     await page.waitForSelector('[data-testid=pod-row][data-name=unready]');
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'pods.png') });
@@ -249,7 +268,7 @@ describe('dashboard', () => {
     await page.waitForFunction(() => document.querySelector('[data-testid=log-state]')?.textContent === 'stream ended'
       && /starting, then failing/.test(document.querySelector('[data-testid=log-stream]')?.textContent ?? ''));
 
-    await page.goto(`${cluster.url}/dashboard/#/pod/${namespace}/unready`);
+    await openPage(page, `${cluster.url}/dashboard/#/pod/${namespace}/unready`);
     await page.waitForSelector('[data-testid=pod-probe-failures]', { timeout: 20_000 });
     assert.match(await page.textContent('[data-testid=pod-probe-failures]') ?? '', /Readiness probe failed/);
     assert.match(await page.textContent('[data-testid=pod-conditions]') ?? '', /Ready\s*False/);
@@ -267,7 +286,7 @@ describe('dashboard', () => {
     }
     const token = await serviceAccountToken(cluster.client, 'team', 'viewer');
     const page = await newPage();
-    await page.goto(`${cluster.url}/dashboard/`);
+    await openPage(page, `${cluster.url}/dashboard/`);
     await page.fill('[data-testid=login-token]', token);
     await page.click('[data-testid=login-submit]');
     await page.waitForSelector('[data-testid=api-error]');
@@ -291,7 +310,7 @@ describe('dashboard', () => {
     }
     const page = await newPage();
     const opened = Date.now();
-    await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
+    await openPage(page, `${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
     await page.waitForFunction(() => document.querySelectorAll('[data-testid=pod-row][data-namespace=bulk]').length === 100, undefined, { timeout: 10_000 });
     const firstListMs = Date.now() - opened;
     console.log(`first pod list with 100 pods: ${firstListMs} ms from opening the page (login included)`);
@@ -301,7 +320,7 @@ describe('dashboard', () => {
 
   it('logs in directly from #token= and clears the token from the address', async () => {
     const page = await newPage();
-    await page.goto(`${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
+    await openPage(page, `${cluster.url}/dashboard/#token=${encodeURIComponent(adminToken)}`);
     await page.waitForSelector('[data-testid=pod-list]');
     assert.doesNotMatch(page.url(), /token=/);
     await page.click('[data-testid=logout]');
