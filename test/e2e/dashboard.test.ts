@@ -41,18 +41,24 @@ function getStatic(cluster: Cluster, ca: string, urlPath: string): Promise<{ sta
 /**
  * Navigates, retrying a load Chromium aborted with ERR_NETWORK_CHANGED: Chromium cancels requests in
  * flight whenever the host's interfaces change, and this test's own cluster adds and removes pod veths
- * and Docker networks as it runs (a fresh-machine CI run failed its first load so). The dashboard's own
- * API requests retry such errors themselves (dashboard/src/api.ts); only document loads need it here.
+ * and Docker networks as it runs. In the fresh-machine container the first load of a new browser failed
+ * so in two runs of two. The dashboard's own API requests retry such errors themselves
+ * (dashboard/src/api.ts); only document loads need it here. Chromium then navigates to its error page,
+ * which interrupts a load started at once, so each retry waits for that page first.
  */
 async function openPage(page: Page, url: string): Promise<void> {
-  const attempts = 3;
+  const attempts = 5;
   for (let attempt = 1; ; attempt++) {
     try {
       await page.goto(url);
       return;
     } catch (err) {
-      if (attempt >= attempts || !String(err).includes('ERR_NETWORK_CHANGED')) throw err;
-      console.error(`page load of ${url} aborted by a network change; loading it again`);
+      const text = String(err);
+      const abortedByNetworkChange = text.includes('ERR_NETWORK_CHANGED') || text.includes('interrupted by another navigation to "chrome-error://');
+      if (attempt >= attempts || !abortedByNetworkChange) throw err;
+      console.error(`page load of ${url} aborted by a network change (attempt ${attempt} of ${attempts}); loading it again`);
+      await page.waitForLoadState('load').catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
     }
   }
 }
