@@ -42,7 +42,7 @@ function getStatic(cluster: Cluster, ca: string, urlPath: string): Promise<{ sta
  * Navigates, retrying a load Chromium aborted with ERR_NETWORK_CHANGED: Chromium cancels requests in
  * flight whenever the host's interfaces change, and this test's own cluster adds and removes pod veths
  * and Docker networks as it runs. In the fresh-machine container the first load of a new browser failed
- * so in two runs of two. The dashboard's own API requests retry such errors themselves
+ * so in two runs of three. The dashboard's own API requests retry such errors themselves
  * (dashboard/src/api.ts); only document loads need it here. Chromium then navigates to its error page,
  * which interrupts a load started at once, so each retry waits for that page first.
  */
