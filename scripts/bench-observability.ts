@@ -22,9 +22,9 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
 import type { KubeObject, Node } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
+import { launchChromium, openPage } from '../test/e2e/browser.js';
 import { podManifest, startCluster, TEST_IMAGE, waitFor, type Cluster } from '../test/e2e/harness.js';
 import { CM, median, mixedLoad, pct, round, steadyRssMb } from './bench-lib.js';
 
@@ -35,8 +35,6 @@ const pods = Number(values.pods ?? 30);
 const windowMs = Number(values['window-seconds'] ?? 60) * 1000;
 const rounds = Number(values.rounds ?? 2);
 const DEPLOY = { group: 'apps', version: 'v1', plural: 'deployments' };
-const CHROMIUM = '/usr/bin/chromium';
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const DASHBOARD_PODS = 100;
 
 function cpuSeconds(pid: number): number {
@@ -145,14 +143,14 @@ async function scrapesAndDashboard(): Promise<Record<string, unknown>> {
     const apiList = await timedGets(10, `${c.url}/api/v1/pods`, toServer);
     const serverPid = c.serverPid();
     const rssBefore = await steadyRssMb(serverPid);
-    const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    const browser = await launchChromium();
     const firstList: number[] = [];
     try {
       for (let i = 0; i < 5; i++) {
         const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 760 } });
         const page = await context.newPage();
         const opened = performance.now();
-        await page.goto(`${c.url}/dashboard/#token=${encodeURIComponent(token)}`);
+        await openPage(page, `${c.url}/dashboard/#token=${encodeURIComponent(token)}`);
         await page.waitForFunction((n) => document.querySelectorAll('[data-testid=pod-row][data-namespace=bulk]').length === n, DASHBOARD_PODS, { timeout: 10_000 });
         firstList.push(performance.now() - opened);
         await context.close();

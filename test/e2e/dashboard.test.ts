@@ -10,15 +10,14 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { parse, stringify } from 'yaml';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
+import { CHROMIUM, launchChromium, openPage } from './browser.js';
 import { REPO_ROOT, TEST_IMAGE, podManifest, serviceAccountToken, startCluster, waitForPod, type Cluster } from './harness.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const SCREENSHOT_DIR = process.env.BERTH_SCREENSHOT_DIR ?? path.join(REPO_ROOT, 'test-artifacts', 'dashboard');
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 /** The issue's bound: a created pod shows in the list within 1 s of the create call returning. */
 const POD_APPEARS_WITHIN_MS = 1000;
 /** The issue's bound on what serving the dashboard adds to the control plane's RSS. */
@@ -36,31 +35,6 @@ function getStatic(cluster: Cluster, ca: string, urlPath: string): Promise<{ sta
     req.on('error', reject);
     req.end();
   });
-}
-
-/**
- * Navigates, retrying a load Chromium aborted with ERR_NETWORK_CHANGED: Chromium cancels requests in
- * flight whenever the host's interfaces change, and this test's own cluster adds and removes pod veths
- * and Docker networks as it runs. In the fresh-machine container the first load of a new browser failed
- * so in two runs of three. The dashboard's own API requests retry such errors themselves
- * (dashboard/src/api.ts); only document loads need it here. Chromium then navigates to its error page,
- * which interrupts a load started at once, so each retry waits for that page first.
- */
-async function openPage(page: Page, url: string): Promise<void> {
-  const attempts = 5;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      await page.goto(url);
-      return;
-    } catch (err) {
-      const text = String(err);
-      const abortedByNetworkChange = text.includes('ERR_NETWORK_CHANGED') || text.includes('interrupted by another navigation to "chrome-error://');
-      if (attempt >= attempts || !abortedByNetworkChange) throw err;
-      console.error(`page load of ${url} aborted by a network change (attempt ${attempt} of ${attempts}); loading it again`);
-      await page.waitForLoadState('load').catch(() => undefined);
-      await new Promise((resolve) => setTimeout(resolve, 250 * attempt));
-    }
-  }
 }
 
 function rssBytes(pid: number): number {
@@ -91,7 +65,7 @@ describe('dashboard', () => {
   });
 
   async function newPage(): Promise<Page> {
-    browser ??= await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_ARGS });
+    browser ??= await launchChromium();
     const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 760 } });
     const page = await context.newPage();
     page.on('pageerror', (err) => console.error('page error:', err));
