@@ -2,30 +2,111 @@
 # Set up everything Berth needs (idempotent) and run the whole test suite: unit tests, then
 # end-to-end tests against the real Docker engine, real HTTPS and stock kubectl.
 # Usage: bash scripts/test.sh [--unit-only] [extra node --test file globs…]
+#
+# Phases, each timed:
+#   setup       scripts/setup.sh --for-tests and the kubectl binaries the e2e tests drive
+#   unit        dist/test/unit, $BERTH_UNIT_CONCURRENCY files at a time (default: one per core)
+#   e2e         the e2e files that need nothing of the host for themselves, two at a time
+#               ($BERTH_E2E_CONCURRENCY). Each starts clusters of its own (own ports, node names,
+#               pod range, DNS address and nftables table: test/e2e/harness.ts), so two never meet.
+#   e2e-alone   the e2e files in E2E_ALONE below, one at a time, with nothing else running
+# Only files whose TypeScript source still exists run: tsc never deletes the output of a removed or
+# renamed test, and a stale build must not run on a warm checkout.
+#
+# At the end it prints each phase's time, the 15 slowest files and tests, and one
+# `tests: N passed, N failed, N skipped` line for the whole run (scripts/test-timings.ts). The
+# record stays in $BERTH_TEST_REPORT_DIR (default .cache/test-report), which .ci/run reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib.sh
 
-bash scripts/setup.sh --for-tests
+# e2e files that must have the machine to themselves, and why:
+#   connections      measures the server's memory and fd count coming back after 2,000 connections
+#   dashboard        Chromium aborts a page load (ERR_NETWORK_CHANGED) when another cluster's veths
+#                    and networks come and go on the host while it loads
+E2E_ALONE=(
+  dist/test/e2e/connections.test.js
+  dist/test/e2e/dashboard.test.js
+)
 
-# Every kubectl the kubectl-driven e2e tests run with: the one on PATH and Debian's 1.20 (fetched
-# into .cache/kubectl-1.20/ once). A caller's own BERTH_KUBECTLS wins.
-if [ -z "${BERTH_KUBECTLS:-}" ]; then
-  BERTH_KUBECTLS="$(bash scripts/kubectl-versions.sh)"
+report_dir="${BERTH_TEST_REPORT_DIR:-.cache/test-report}"
+rm -rf "$report_dir"
+mkdir -p "$report_dir"
+report_dir="$(cd "$report_dir" && pwd)"
+
+# Appends "phase<TAB>seconds<TAB>exit status" to the run's record.
+record_phase() { printf '%s\t%s\t%s\n' "$1" "$2" "$3" >>"$report_dir/phases.tsv"; }
+
+setup_started="$(berth_now)"
+setup_status=0
+bash scripts/setup.sh --for-tests || setup_status=$?
+if [ "$setup_status" -eq 0 ]; then
+  # Every kubectl the kubectl-driven e2e tests run with: the one on PATH and Debian's 1.20 (fetched
+  # into .cache/kubectl-1.20/ once). A caller's own BERTH_KUBECTLS wins.
+  if [ -z "${BERTH_KUBECTLS:-}" ]; then
+    BERTH_KUBECTLS="$(bash scripts/kubectl-versions.sh)" || setup_status=$?
+  fi
 fi
+record_phase setup "$(awk -v a="$setup_started" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')" "$setup_status"
+[ "$setup_status" -eq 0 ] || exit "$setup_status"
 export BERTH_KUBECTLS
 printf '[berth] e2e kubectl binaries: %s\n' "${BERTH_KUBECTLS:-none}" >&2
 
-files=()
+requested=()
 if [ "${1:-}" = "--unit-only" ]; then
   shift
-  files=(dist/test/unit/*.test.js)
+  requested=(dist/test/unit/*.test.js)
 elif [ $# -gt 0 ]; then
-  files=("$@")
+  requested=("$@")
 else
-  files=(dist/test/unit/*.test.js dist/test/e2e/*.test.js dist/test/e2e/*/*.test.js)
+  requested=(dist/test/unit/*.test.js dist/test/e2e/*.test.js dist/test/e2e/*/*.test.js)
 fi
 
-# e2e tests share one Docker engine; run files one at a time so timings stay honest.
-# The timeout bounds each file as a whole, too: on a fresh machine install.test.js also installs
-# systemd and vagrant for the packaging checks (over 8 minutes on a busy 2-core machine), so 20 min.
-exec node --test --test-concurrency=1 --test-timeout=1200000 --test-reporter=spec "${files[@]}"
+# Sort what was asked for into the phases, leaving out builds whose source is gone.
+unit_files=()
+e2e_files=()
+alone_files=()
+stale=()
+for file in "${requested[@]}"; do
+  [ -e "$file" ] || { berth_warn "no such test file: $file"; continue; }
+  source_file="${file#dist/}"
+  source_file="${source_file%.js}.ts"
+  if [ ! -f "$source_file" ]; then
+    stale+=("$file")
+    continue
+  fi
+  case "$file" in
+    dist/test/unit/*) unit_files+=("$file") ;;
+    *)
+      alone=0
+      for candidate in "${E2E_ALONE[@]}"; do [ "$candidate" = "$file" ] && alone=1; done
+      if [ "$alone" -eq 1 ]; then alone_files+=("$file"); else e2e_files+=("$file"); fi
+      ;;
+  esac
+done
+[ ${#stale[@]} -eq 0 ] || berth_log "not running ${#stale[@]} stale build(s) whose source is gone: ${stale[*]}"
+
+# The timeout bounds each file as a whole: on a fresh machine install.test.js also installs systemd
+# and vagrant for the packaging checks (over 8 minutes on a busy 2-core machine), so 20 min.
+run_phase() {
+  local phase="$1" concurrency="$2" started status=0
+  shift 2
+  [ $# -gt 0 ] || return 0
+  berth_log "phase $phase: $# file(s), $concurrency at a time"
+  started="$(berth_now)"
+  BERTH_TEST_FILE_CLOCK="$report_dir/$phase.files.jsonl" \
+    node --import ./dist/test/file-clock.js --test --test-concurrency="$concurrency" --test-timeout=1200000 \
+    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=./dist/test/timing-reporter.js --test-reporter-destination="$report_dir/$phase.jsonl" \
+    "$@" || status=$?
+  record_phase "$phase" "$(awk -v a="$started" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')" "$status"
+  return "$status"
+}
+
+suite_status=0
+run_phase unit "${BERTH_UNIT_CONCURRENCY:-$(nproc)}" "${unit_files[@]}" || suite_status=1
+run_phase e2e "${BERTH_E2E_CONCURRENCY:-2}" "${e2e_files[@]}" || suite_status=1
+run_phase e2e-alone 1 "${alone_files[@]}" || suite_status=1
+
+node dist/scripts/test-timings.js "$report_dir" --top 15
+exit "$suite_status"
