@@ -14,21 +14,23 @@
 #   - npm's settings: /etc/npmrc, /usr/etc/npmrc, ~/.npmrc, so `npm ci` reaches the same registry
 # No Docker, kubectl, git, compilers or python: the README's commands must install what they need.
 #
-# The repository goes in as a `git clone` of the committed HEAD of the checkout being tested
-# (uncommitted files never leak in). The container runs its own Docker engine, on a named volume
-# for /var/lib/docker, started by scripts/setup.sh as it would be on a machine without systemd.
+# Each of the two commands gets a fresh machine of its own, and the two run side by side: a
+# container per command, each with a `git clone` of the committed HEAD of the checkout being tested
+# (uncommitted files never leak in) and its own Docker engine, on a named volume for
+# /var/lib/docker, started by scripts/setup.sh as it would be on a machine without systemd. So each
+# command proves it installs all it needs by itself, and the check takes as long as the slower one.
 #
 # Steps, each timed and reported; the check goes on after a failed step and fails at the end:
 #   image  debootstrap + the additions above, imported as a local image; cached by a content key
 #          (the recipe, the mirror, Node and the copied settings), so a second run skips it
-#   up     `bash scripts/up.sh` in the background; then the API answers, the local node is Ready,
-#          `kubectl apply -f manifests/pod-two-containers.yaml` with the kubectl setup installed,
-#          and the pod runs 2/2; then up.sh is stopped
-#   test   `bash scripts/test.sh` with the subset in FRESH_TESTS below
+#   up     (machine 1) `bash scripts/up.sh` in the background; then the API answers, the local node
+#          is Ready, `kubectl apply -f manifests/pod-two-containers.yaml` with the kubectl setup
+#          installed, and the pod runs 2/2; then up.sh is stopped
+#   test   (machine 2) `bash scripts/test.sh` with the subset in FRESH_TESTS below
 #
 # Usage: bash scripts/check-fresh-machine.sh [--keep] [--skip-build] [--only up|test]
 #                                            [--rev REV] [--full-suite] [--source DIR]
-#   --keep        leave the container and its Docker volume for a look inside (prints how)
+#   --keep        leave the containers and their Docker volumes for a look inside (prints how)
 #   --skip-build  reuse the newest cached fresh-machine image even if its recipe changed
 #   --only STEP   run only `up` or only `test`
 #   --rev REV     test this commit of the checkout instead of HEAD
@@ -38,16 +40,27 @@
 set -euo pipefail
 
 # The README's test command runs on the fresh machine with this subset of the suite (file globs
-# relative to the repository, as scripts/test.sh takes them): every unit test, plus each e2e file
-# that installs a tool or depends on one that setup.sh installs — install.test.js runs
-# scripts/check-packaging.sh (vagrant, systemd-analyze), kubectl.test.js drives the kubectl setup
-# installed, streams.test.js needs tmux, streams-spdy.test.js and openapi-v2.test.js drive Debian's
-# kubectl 1.20 (fetched by scripts/kubectl-versions.sh) over SPDY and /openapi/v2, port-forward.test.js
-# drives both kubectls and enters pods' network namespaces with nsenter, the multihost tests need iproute2, nsenter, iptables and a
-# second dockerd, services.test.js the nft that setup.sh installs for the agent's service proxy, runtime-docker.test.js the Docker engine itself, etcd-store.test.js (like the unit suite's etcd contract test) Debian's etcd-server, prometheus.test.js Debian's prometheus and dashboard.test.js Debian's chromium (both setup.sh --for-tests). The other e2e files exercise
-# Berth's own API against the same engine and run in the normal suite, on the CI machine.
+# relative to the repository, as scripts/test.sh takes them): only what a fresh machine can break,
+# since the normal suite already ran every file on this commit. That is setup itself (every run of
+# test.sh starts with it), and each test file that installs a tool or depends on one setup installs:
+#   unit   backend-contract-etcd.test.js Debian's etcd-server; protobuf.test.js the kubectl setup
+#          installs (Debian's 1.20 on a fresh machine); pause-image.test.js and proxy-hairpin.test.js
+#          the gcc, tar and unshare the pause image and the hairpin check use
+#   e2e    install.test.js runs scripts/install.sh and scripts/check-packaging.sh (vagrant,
+#          systemd-analyze); kubectl.test.js drives the kubectl setup installed; streams.test.js
+#          needs tmux; streams-spdy.test.js and openapi-v2.test.js drive Debian's kubectl 1.20
+#          (scripts/kubectl-versions.sh) over SPDY and /openapi/v2; port-forward.test.js drives both
+#          kubectls and enters pods' network namespaces with nsenter; the multihost tests need
+#          iproute2, nsenter, iptables and a second dockerd; services.test.js the nft the agent's
+#          service proxy uses; runtime-docker.test.js the Docker engine itself; etcd-store.test.js
+#          etcd-server; prometheus.test.js Debian's prometheus and dashboard.test.js Debian's
+#          chromium (both setup.sh --for-tests).
+# Every other file exercises Berth's own code against the same engine, and ran in the normal suite.
 FRESH_TESTS=(
-  'dist/test/unit/*.test.js'
+  dist/test/unit/backend-contract-etcd.test.js
+  dist/test/unit/protobuf.test.js
+  dist/test/unit/pause-image.test.js
+  dist/test/unit/proxy-hairpin.test.js
   dist/test/e2e/install.test.js
   dist/test/e2e/kubectl.test.js
   dist/test/e2e/streams.test.js
@@ -115,36 +128,41 @@ command -v git >/dev/null || die "git is needed to clone the checkout under test
 command -v docker >/dev/null && docker info >/dev/null 2>&1 || die "no Docker engine answers here (docker info)"
 
 run_id="$$-$(date +%s)"
-container="berth-fresh-$run_id"
-volume="berth-fresh-docker-$run_id"
+# One machine per command: machine_container up, machine_container test, and so on.
+machine_container() { printf 'berth-fresh-%s-%s' "$run_id" "$1"; }
+machine_volume() { printf 'berth-fresh-docker-%s-%s' "$run_id" "$1"; }
 # /tmp on a disk, as on a real machine: the multi-host tests start dockerds with data roots under
 # /tmp, and overlay2 cannot stack on the container's own overlay root.
-tmp_volume="berth-fresh-tmp-$run_id"
+machine_tmp_volume() { printf 'berth-fresh-tmp-%s-%s' "$run_id" "$1"; }
 # A network of its own, so the check depends neither on the engine's default bridge nor on
 # what other users of the engine do to it.
 network="berth-fresh-net-$run_id"
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/berth-fresh.XXXXXX")"
-container_started=0
+machines_started=()
 
 cleanup() {
   local status=$?
   trap - EXIT INT TERM
-  if [ "$keep" -eq 1 ] && [ "$container_started" -eq 1 ]; then
-    log "kept: container $container (docker exec -it $container bash), volumes $volume $tmp_volume, network $network, clone and logs in $scratch"
-    log "remove with: docker rm -f $container; docker volume rm $volume $tmp_volume; docker network rm $network; rm -rf $scratch"
+  # Side-by-side steps still running end with their machines.
+  kill $(jobs -p) 2>/dev/null || true
+  local m v
+  if [ "$keep" -eq 1 ] && [ ${#machines_started[@]} -gt 0 ]; then
+    for m in "${machines_started[@]}"; do
+      log "kept: container $(machine_container "$m") (docker exec -it $(machine_container "$m") bash), volumes $(machine_volume "$m") $(machine_tmp_volume "$m")"
+    done
+    log "network $network, clones and logs in $scratch; remove with: docker rm -f CONTAINER…; docker volume rm VOLUME…; docker network rm $network; rm -rf $scratch"
   else
-    if [ "$container_started" -eq 1 ]; then
-      docker rm -f "$container" >/dev/null 2>&1 || log "could not remove container $container"
-    fi
+    for m in ${machines_started[@]+"${machines_started[@]}"}; do
+      docker rm -f "$(machine_container "$m")" >/dev/null 2>&1 || log "could not remove container $(machine_container "$m")"
+      for v in "$(machine_volume "$m")" "$(machine_tmp_volume "$m")"; do
+        if docker volume inspect "$v" >/dev/null 2>&1; then
+          docker volume rm -f "$v" >/dev/null 2>&1 || log "could not remove volume $v"
+        fi
+      done
+    done
     if docker network inspect "$network" >/dev/null 2>&1; then
       docker network rm "$network" >/dev/null 2>&1 || log "could not remove network $network"
     fi
-    local v
-    for v in "$volume" "$tmp_volume"; do
-      if docker volume inspect "$v" >/dev/null 2>&1; then
-        docker volume rm -f "$v" >/dev/null 2>&1 || log "could not remove volume $v"
-      fi
-    done
     rm -rf "$scratch"
   fi
   exit "$status"
@@ -230,13 +248,11 @@ image_key() {
   } | sha256sum | cut -c1-16
 }
 
-step_names=()
-step_results=()
-step_seconds=()
-record() { step_names+=("$1"); step_results+=("$2"); step_seconds+=("$3"); }
-failures=()
+# Steps and failures go to files, one line each, so steps running side by side in subshells
+# report to the same place.
+record() { printf '%s\t%s\t%s\n' "$2" "$3" "$1" >>"$scratch/steps.tsv"; }
 fail_step() {
-  failures+=("$1: $2")
+  printf '%s: %s\n' "$1" "$2" >>"$scratch/failures.txt"
   log "FAILED: $1: $2"
 }
 
@@ -295,31 +311,35 @@ fi
 # ---- the checkout under test ----------------------------------------------------------------
 
 commit="$(git -C "$source_repo" rev-parse --verify "$rev^{commit}")" || die "$rev is not a commit of $source_repo"
-git clone --quiet --no-checkout --no-hardlinks "$source_repo" "$scratch/repo"
-git -C "$scratch/repo" -c advice.detachedHead=false checkout --quiet "$commit" ||
-  die "the clone of $source_repo has no commit $commit (not on any branch?)"
-log "testing $commit ($(git -C "$scratch/repo" log -1 --format=%s | cut -c1-70))"
+log "testing $commit ($(git -C "$source_repo" log -1 --format=%s "$commit" | cut -c1-70))"
 dirty="$(git -C "$source_repo" status --porcelain --untracked-files=no)"
 [ -z "$dirty" ] || log "note: $source_repo has uncommitted changes; they are NOT part of this check"
-# The container's Docker engine stores everything here; removed on exit.
-docker volume create "$volume" >/dev/null
-docker volume create "$tmp_volume" >/dev/null
 docker network create "$network" >/dev/null
 
-container_started=1
-docker run -d --init --name "$container" --hostname berth-fresh --network "$network" \
-  --cap-add ALL --cap-drop SYS_RESOURCE \
-  --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
-  -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$volume:/var/lib/docker" -v "$tmp_volume:/tmp" \
-  -v "$scratch/repo:$REPO_IN_CONTAINER" -w "$REPO_IN_CONTAINER" \
-  -e CI=true \
-  "$image" sleep infinity >/dev/null
+# Starts fresh machine $1: its own clone in $scratch/repo-$1, its own Docker engine's volumes.
+start_machine() {
+  local m="$1" clone="$scratch/repo-$1"
+  git clone --quiet --no-checkout --no-hardlinks "$source_repo" "$clone"
+  git -C "$clone" -c advice.detachedHead=false checkout --quiet "$commit" ||
+    die "the clone of $source_repo has no commit $commit (not on any branch?)"
+  # The container's Docker engine stores everything here; removed on exit.
+  docker volume create "$(machine_volume "$m")" >/dev/null
+  docker volume create "$(machine_tmp_volume "$m")" >/dev/null
+  machines_started+=("$m")
+  docker run -d --init --name "$(machine_container "$m")" --hostname berth-fresh --network "$network" \
+    --cap-add ALL --cap-drop SYS_RESOURCE \
+    --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
+    -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$(machine_volume "$m"):/var/lib/docker" -v "$(machine_tmp_volume "$m"):/tmp" \
+    -v "$clone:$REPO_IN_CONTAINER" -w "$REPO_IN_CONTAINER" \
+    -e CI=true \
+    "$image" sleep infinity >/dev/null
+}
 
-# Runs a shell command in the container from the repository, without stdin, bounded by $1 seconds.
+# Runs a shell command on machine $machine from the repository, without stdin, bounded by $1 seconds.
 in_container() {
   local limit="$1"
   shift
-  docker exec -e CI=true -w "$REPO_IN_CONTAINER" "$container" timeout -k 10 "$limit" bash -c "$1"
+  docker exec -e CI=true -w "$REPO_IN_CONTAINER" "$(machine_container "$machine")" timeout -k 10 "$limit" bash -c "$1"
 }
 kubectl_in() {
   in_container "$KUBECTL_TIMEOUT_S" "KUBECONFIG=$KUBECONFIG_IN_CONTAINER kubectl $1"
@@ -451,7 +471,12 @@ run_test() {
   status=0
   wait "$test_pid" || status=$?
   wait $! 2>/dev/null || true
-  summary="$(grep -E '^ℹ (tests|pass|fail|skipped|duration_ms) ' "$scratch/test.log" | tr '\n' ' ' || true)"
+  summary="$(grep -E '^tests: [0-9]+ passed' "$scratch/test.log" | tail -n 1 || true)"
+  # The run's timing record, for a caller that reports on it (.ci/run names the slowest files).
+  if [ -n "${BERTH_FRESH_REPORT_DIR:-}" ] && [ -d "$scratch/repo-test/.cache/test-report" ]; then
+    mkdir -p "$BERTH_FRESH_REPORT_DIR"
+    cp -r "$scratch/repo-test/.cache/test-report/." "$BERTH_FRESH_REPORT_DIR/"
+  fi
   if [ "$status" -eq 0 ]; then
     record "test: bash scripts/test.sh ${args:+<subset>}" ok $(($(now) - t0))
   else
@@ -464,22 +489,36 @@ run_test() {
   [ -z "$summary" ] || log "test: $summary"
 }
 
-[ "$only" = test ] || run_up
-[ "$only" = up ] || run_test
+# Both machines start before either step, so neither waits on the other's container start.
+[ "$only" = test ] || start_machine up
+[ "$only" = up ] || start_machine test
+step_pids=()
+if [ "$only" != test ]; then
+  (machine=up run_up) &
+  step_pids+=($!)
+fi
+if [ "$only" != up ]; then
+  (machine=test run_test) &
+  step_pids+=($!)
+fi
+# Each step reports its own failures (failures.txt); a subshell that died outright is one too.
+for pid in "${step_pids[@]}"; do
+  wait "$pid" || fail_step "a check step (pid $pid)" "exited $? before reporting"
+done
 
 # ---- report --------------------------------------------------------------------------------------
 
 echo
-echo "Fresh-machine check of $commit ($(duration $(($(now) - started_all))) in all)"
-for i in "${!step_names[@]}"; do
-  printf '  %-4s  %8s  %s\n' "${step_results[$i]}" "$(duration "${step_seconds[$i]}")" "${step_names[$i]}"
-done
+echo "Fresh-machine check of $commit ($(duration $(($(now) - started_all))) in all; the up and test machines side by side)"
+while IFS=$'\t' read -r result seconds name; do
+  printf '  %-4s  %8s  %s\n' "$result" "$(duration "$seconds")" "$name"
+done <"$scratch/steps.tsv"
 if [ "$full_suite" -eq 0 ] && [ "$only" != up ]; then
   echo "  test subset: ${FRESH_TESTS[*]}"
 fi
-if [ ${#failures[@]} -gt 0 ]; then
+if [ -s "$scratch/failures.txt" ]; then
   echo "FAILED commands:"
-  for failure in "${failures[@]}"; do echo "  $failure"; done
+  sed 's/^/  /' "$scratch/failures.txt"
   exit 1
 fi
 echo "All passed."

@@ -7,6 +7,7 @@
  * also warns, naming the slowest files, when the run's phases together took longer than that.
  *
  * Usage: node dist/scripts/test-timings.js DIR [--top N] [--budget SECONDS --budget-name NAME]
+ *        node dist/scripts/test-timings.js --total DIR… (only the closing line, summed over runs)
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -124,8 +125,13 @@ export function report(run: RunTimings, opts: { top: number; budgetSeconds?: num
     }
   }
   lines.push(`  ${counts.tests} tests in ${run.files.length} files`);
-  lines.push(`tests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`);
+  lines.push(closingLine(counts));
   return lines.join('\n');
+}
+
+/** The plain closing line CI reads: `tests: N passed, N failed, N skipped`. */
+export function closingLine(counts: RunCounts): string {
+  return `tests: ${counts.passed} passed, ${counts.failed} failed, ${counts.skipped} skipped`;
 }
 
 function main(argv: string[]): void {
@@ -133,6 +139,15 @@ function main(argv: string[]): void {
   if (!dir) {
     process.stderr.write('usage: test-timings DIR [--top N] [--budget SECONDS --budget-name NAME]\n');
     process.exit(2);
+  }
+  if (dir === '--total') {
+    const total: RunCounts = { tests: 0, passed: 0, failed: 0, skipped: 0, todo: 0 };
+    for (const each of argv.slice(1)) {
+      const counts = countTests(readRunTimings(each));
+      for (const key of Object.keys(total) as (keyof RunCounts)[]) total[key] += counts[key];
+    }
+    process.stdout.write(`${closingLine(total)}\n`);
+    return;
   }
   const flag = (name: string): string | undefined => {
     const i = argv.indexOf(name);
