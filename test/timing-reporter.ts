@@ -37,30 +37,42 @@ export interface FileRecord {
   endedAt: number;
 }
 
+/**
+ * A test's or suite's result comes after its children's, and a suite's start may come after them
+ * too, so full names are built from results: a suite that finishes claims the records still waiting
+ * in its file whose names reach no higher than below it (its descendants; an earlier sibling's were
+ * claimed by that sibling) and puts its name in front.
+ * Records leave once the top-level test or suite around them has finished.
+ */
 export default async function* timingReporter(source: AsyncIterable<TestEvent>): AsyncGenerator<string> {
-  // The names of the open suites of each file, by nesting level, to give each test its full path.
-  const openNames = new Map<string, string[]>();
+  // `outermost`: the nesting of the outermost name on the record's path so far.
+  const waiting = new Map<string, { outermost: number; record: TestRecord }[]>();
   for await (const event of source) {
+    if (event.type !== 'test:pass' && event.type !== 'test:fail') continue;
     const { data } = event;
     const file = data?.file;
     if (!file) continue;
-    if (event.type === 'test:start') {
-      const names = openNames.get(file) ?? [];
-      names.length = data.nesting;
-      names.push(data.name);
-      openNames.set(file, names);
-    } else if (event.type === 'test:pass' || event.type === 'test:fail') {
-      const names = (openNames.get(file) ?? []).slice(0, data.nesting);
-      const outcome = event.type === 'test:fail' ? 'fail' : data.skip !== undefined && data.skip !== false ? 'skip' : data.todo !== undefined && data.todo !== false ? 'todo' : 'pass';
-      const record: TestRecord = {
-        kind: 'test',
-        file,
-        path: [...names, data.name],
-        ms: Math.round(data.details?.duration_ms ?? 0),
-        outcome,
-        suite: data.details?.type === 'suite',
-      };
-      yield `${JSON.stringify(record)}\n`;
+    const outcome = event.type === 'test:fail' ? 'fail' : data.skip !== undefined && data.skip !== false ? 'skip' : data.todo !== undefined && data.todo !== false ? 'todo' : 'pass';
+    const record: TestRecord = {
+      kind: 'test',
+      file,
+      path: [data.name],
+      ms: Math.round(data.details?.duration_ms ?? 0),
+      outcome,
+      suite: data.details?.type === 'suite',
+    };
+    const pending = waiting.get(file) ?? [];
+    for (const descendant of pending) {
+      if (descendant.outermost <= data.nesting) continue; // a sibling's, or claimed by one
+      descendant.record.path.unshift(data.name);
+      descendant.outermost = data.nesting;
+    }
+    pending.push({ outermost: data.nesting, record });
+    if (data.nesting === 0) {
+      for (const done of pending) yield `${JSON.stringify(done.record)}\n`;
+      waiting.delete(file);
+    } else {
+      waiting.set(file, pending);
     }
   }
 }
