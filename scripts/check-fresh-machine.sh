@@ -459,9 +459,9 @@ stop_up() {
 run_test() {
   local t0 args status summary limit="$TEST_TIMEOUT_S"
   t0="$(now)"
-  if [ "$full_suite" -eq 1 ]; then args='' limit="$FULL_SUITE_TIMEOUT_S"; else args="${FRESH_TESTS[*]}"; fi
+  # Quoted, so scripts/test.sh expands them after its setup built dist/ on this fresh machine.
+  if [ "$full_suite" -eq 1 ]; then args='' limit="$FULL_SUITE_TIMEOUT_S"; else args="$(printf "'%s' " "${FRESH_TESTS[@]}")"; fi
   log "test: bash scripts/test.sh ${args:-(whole suite)}"
-  # Globs are expanded by the shell in the container, after setup built dist/.
   # In the background and waited for, so SIGTERM reaches the trap at once: bash runs traps only
   # after a foreground command ends. The log streams to the terminal until the run ends.
   : >"$scratch/test.log"
