@@ -329,8 +329,23 @@ export class EtcdBackend implements Backend {
       const revision = revisionOf(res.header);
       return { key, value, createRevision: revision, modRevision: revision };
     } catch (err) {
+      const landed = await this.writeThatLandedDespiteNoSpace(err, key, value, 0);
+      if (landed !== undefined) return landed;
       throw storageErrorFrom(err, `etcd create ${key}`);
     }
+  }
+
+  /**
+   * etcd checks its quota twice: before proposing a write (refused, nothing applied) and again when
+   * applying it, where a write that crosses the quota is applied and still answered NOSPACE. So after
+   * a NOSPACE, the key is read: holding exactly this value at a revision after `after`, the write
+   * took effect and is reported as done, not as a failure that left a write behind.
+   */
+  private async writeThatLandedDespiteNoSpace(err: unknown, key: string, value: string, after: number): Promise<KeyValue | undefined> {
+    if (storageErrorFrom(err, key).code !== 'NoSpace') return undefined;
+    const current = await this.get(key).catch(() => undefined);
+    if (current === undefined || current.value !== value || current.modRevision <= after) return undefined;
+    return current;
   }
 
   async update(key: string, value: string, expectedRevision: number): Promise<KeyValue> {
@@ -356,6 +371,8 @@ export class EtcdBackend implements Backend {
       const prev = responses[0]?.response_put?.prev_kv;
       return { key, value, createRevision: prev !== undefined && prev !== null ? Number(prev.create_revision) : revision, modRevision: revision };
     } catch (err) {
+      const landed = await this.writeThatLandedDespiteNoSpace(err, key, value, expectedRevision);
+      if (landed !== undefined) return landed;
       throw storageErrorFrom(err, `etcd update ${key}`);
     }
   }

@@ -15,10 +15,15 @@ async function serve(limits: ReturnType<typeof resolveConnectionLimits>, warning
   return { server, guard, port: (server.address() as net.AddressInfo).port };
 }
 
-/** Resolves once connected, or once closed: a refused connection may be reset before it reports connecting. */
+/**
+ * Resolves once connected, or once closed: a refused connection may be reset before it reports connecting.
+ * The socket reads (and drops) what arrives: a socket nobody reads may never take in the server's FIN, and
+ * then never closes (a run hung so, waiting for a closed connection to close).
+ */
 function connect(port: number): Promise<net.Socket> {
   return new Promise((resolve) => {
     const s = net.connect(port, '127.0.0.1', () => resolve(s));
+    s.resume();
     s.on('error', () => {});
     s.once('close', () => resolve(s));
   });
