@@ -33,7 +33,14 @@ test('top level', () => {});
 `;
 const QUICK_FILE = `
 import { test } from 'node:test';
+import { eachVariant } from './helper.mjs';
 test('quick', async () => { await new Promise((r) => setTimeout(r, 50)); });
+eachVariant('variant', (v) => { test(\`in \${v}\`, () => {}); });
+`;
+// Suites declared inside a helper module, as test/e2e/harness.ts's describeEachKubectl does.
+const HELPER = `
+import { describe } from 'node:test';
+export function eachVariant(title, body) { for (const v of ['a', 'b']) describe(\`\${title} \${v}\`, () => body(v)); }
 `;
 
 describe('test timing record', () => {
@@ -45,6 +52,7 @@ describe('test timing record', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'test-timings-'));
     fs.writeFileSync(path.join(dir, 'slow.test.mjs'), SLOW_FILE);
     fs.writeFileSync(path.join(dir, 'quick.test.mjs'), QUICK_FILE);
+    fs.writeFileSync(path.join(dir, 'helper.mjs'), HELPER);
     const report = path.join(dir, 'report');
     fs.mkdirSync(report);
     fs.writeFileSync(path.join(report, 'phases.tsv'), 'setup\t3.5\t0\n');
@@ -69,9 +77,11 @@ describe('test timing record', () => {
     assert.equal(byName.get('outer › second › fails')?.outcome, 'fail');
     assert.equal(byName.get('outer › skipped')?.outcome, 'skip');
     assert.equal(byName.get('top level')?.outcome, 'pass');
+    assert.equal(byName.get('in a')?.outcome, 'pass', 'a test in a suite declared by a helper module is counted');
+    assert.equal(byName.get('in b')?.outcome, 'pass');
     assert.equal(byName.get('outer › first')?.suite, true);
     assert.ok((byName.get('outer › first › waits')?.ms ?? 0) >= 550);
-    assert.deepEqual(countTests(run), { tests: 6, passed: 4, failed: 1, skipped: 1, todo: 0 });
+    assert.deepEqual(countTests(run), { tests: 8, passed: 6, failed: 1, skipped: 1, todo: 0 });
   });
 
   it("times each file in its own process, and ranks files and tests slowest first", () => {
@@ -88,7 +98,7 @@ describe('test timing record', () => {
     assert.match(within, /0m04s {2}setup/);
     assert.match(within, /0m01s {2}demo \(exit 1\)/);
     assert.match(within, /the demo took 0m05s, within its budget of 1m00s/);
-    assert.match(within, /\ntests: 4 passed, 1 failed, 1 skipped$/);
+    assert.match(within, /\ntests: 6 passed, 1 failed, 1 skipped$/);
     const over = report(run, { top: 15, budgetSeconds: 2, budgetName: 'the demo' });
     assert.match(over, /WARNING: the demo took 0m05s, over its budget of 0m02s; the slowest files:\n\s+0m0\ds {2}.*slow\.test\.mjs/);
   });
