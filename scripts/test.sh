@@ -24,9 +24,15 @@ cd "$(dirname "$0")/.."
 #   connections      measures the server's memory and fd count coming back after 2,000 connections
 #   dashboard        Chromium aborts a page load (ERR_NETWORK_CHANGED) when another cluster's veths
 #                    and networks come and go on the host while it loads
+#   multihost/*      network namespaces joined through this host's routes, forwarding and NAT; a
+#                    NodePort from another lab host went unanswered for 60 s once while
+#                    services.test.js ran beside it (the cause is not pinned down yet)
 E2E_ALONE=(
   dist/test/e2e/connections.test.js
   dist/test/e2e/dashboard.test.js
+  dist/test/e2e/multihost/multihost.test.js
+  dist/test/e2e/multihost/pod-network.test.js
+  dist/test/e2e/multihost/services.test.js
 )
 
 report_dir="${BERTH_TEST_REPORT_DIR:-.cache/test-report}"
