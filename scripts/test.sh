@@ -27,7 +27,11 @@ cd "$(dirname "$0")/.."
 #   multihost/*      network namespaces joined through this host's routes, forwarding and NAT; a
 #                    NodePort from another lab host went unanswered for 60 s once while
 #                    services.test.js ran beside it (the cause is not pinned down yet)
+#   certificates     with a forged client certificate kubectl sometimes meets a closed connection
+#                    instead of a 401 when other clusters load the machine (1 run in 6, three
+#                    copies side by side); until that is understood it runs with nothing beside it
 E2E_ALONE=(
+  dist/test/e2e/certificates.test.js
   dist/test/e2e/connections.test.js
   dist/test/e2e/dashboard.test.js
   dist/test/e2e/multihost/multihost.test.js
