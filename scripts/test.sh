@@ -7,8 +7,9 @@
 #   setup       scripts/setup.sh --for-tests and the kubectl binaries the e2e tests drive
 #   unit        dist/test/unit, $BERTH_UNIT_CONCURRENCY files at a time (default: one per core)
 #   e2e         the e2e files that need nothing of the host for themselves, three at a time
-#               ($BERTH_E2E_CONCURRENCY; two took 20 min here, three 14, with the same results). Each starts clusters of its own (own ports, node names,
-#               pod range, DNS address and nftables table: test/e2e/harness.ts), so two never meet.
+#               ($BERTH_E2E_CONCURRENCY; two took 20 min here, three 14, with the same results).
+#               Each starts clusters of its own (own ports, node names, pod range, DNS address
+#               and nftables table: test/e2e/harness.ts), so two never meet.
 #   e2e-alone   the e2e files in E2E_ALONE below, one at a time, with nothing else running
 # Only files whose TypeScript source still exists run: tsc never deletes the output of a removed or
 # renamed test, and a stale build must not run on a warm checkout.
