@@ -3,10 +3,10 @@
  * phase's wall seconds, and per `node --test` run one `<phase>.jsonl` of tests from
  * test/timing-reporter.ts and one `<phase>.files.jsonl` of files from test/file-clock.ts)
  * and prints where the time went: each phase's total, the slowest test files and the slowest tests,
- * and the counts, ending on one `N passed, N failed` line for the whole run. With `--budget`, it
- * also warns, naming the slowest files, when the run's phases together took longer than that.
+ * and the counts, ending on one `N passed, N failed` line for the whole run. Budgets are .ci/run's:
+ * it times its parts itself and prints this report's slowest files when one goes over.
  *
- * Usage: node dist/scripts/test-timings.js DIR [--top N] [--budget SECONDS --budget-name NAME]
+ * Usage: node dist/scripts/test-timings.js DIR [--top N]
  *        node dist/scripts/test-timings.js --total DIR… (only the closing line, summed over runs)
  */
 import fs from 'node:fs';
@@ -100,7 +100,7 @@ export function slowestTests(run: RunTimings, top: number): { name: string; file
     .slice(0, top);
 }
 
-export function report(run: RunTimings, opts: { top: number; budgetSeconds?: number; budgetName?: string }): string {
+export function report(run: RunTimings, opts: { top: number }): string {
   const lines: string[] = [];
   const counts = countTests(run);
   lines.push('', '[berth] test timings');
@@ -114,16 +114,6 @@ export function report(run: RunTimings, opts: { top: number; budgetSeconds?: num
   for (const f of slowestFiles(run, opts.top)) lines.push(`    ${formatDuration(f.seconds).padStart(8)}  ${f.file}  [${f.phase}]`);
   lines.push(`  ${opts.top} slowest tests:`);
   for (const t of slowestTests(run, opts.top)) lines.push(`    ${formatDuration(t.seconds).padStart(8)}  ${t.name}  (${t.file})`);
-  if (opts.budgetSeconds !== undefined) {
-    const total = run.phases.reduce((sum, p) => sum + p.seconds, 0);
-    const name = opts.budgetName ?? 'the run';
-    if (total > opts.budgetSeconds) {
-      lines.push(`[berth] WARNING: ${name} took ${formatDuration(total)}, over its budget of ${formatDuration(opts.budgetSeconds)}; the slowest files:`);
-      for (const f of slowestFiles(run, 5)) lines.push(`    ${formatDuration(f.seconds).padStart(8)}  ${f.file}`);
-    } else {
-      lines.push(`[berth] ${name} took ${formatDuration(total)}, within its budget of ${formatDuration(opts.budgetSeconds)}`);
-    }
-  }
   lines.push(`  ${counts.tests} tests in ${run.files.length} files`);
   lines.push(closingLine(counts));
   return lines.join('\n');
@@ -137,7 +127,7 @@ export function closingLine(counts: RunCounts): string {
 function main(argv: string[]): void {
   const dir = argv[0];
   if (!dir) {
-    process.stderr.write('usage: test-timings DIR [--top N] [--budget SECONDS --budget-name NAME]\n');
+    process.stderr.write('usage: test-timings DIR [--top N] | --total DIR…\n');
     process.exit(2);
   }
   if (dir === '--total') {
@@ -153,11 +143,12 @@ function main(argv: string[]): void {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
   };
-  const run = readRunTimings(dir);
-  const budget = flag('--budget');
-  process.stdout.write(
-    `${report(run, { top: Number(flag('--top') ?? 15), budgetSeconds: budget === undefined ? undefined : Number(budget), budgetName: flag('--budget-name') })}\n`,
-  );
+  const top = Number(flag('--top') ?? 15);
+  if (!Number.isInteger(top) || top < 1) {
+    process.stderr.write(`test-timings: --top takes a whole number of at least 1, not ${flag('--top')}\n`);
+    process.exit(2);
+  }
+  process.stdout.write(`${report(readRunTimings(dir), { top })}\n`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main(process.argv.slice(2));
