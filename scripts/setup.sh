@@ -99,6 +99,8 @@ if [ "$for_tests" -eq 1 ]; then
   # A real Prometheus scrapes both processes in prometheus.test.js; the dashboard's test drives Chromium.
   berth_have prometheus || packages+=(prometheus)
   berth_have chromium || packages+=(chromium)
+  # The certificate tests make CSRs and forged client certificates with the openssl tool.
+  berth_have openssl || packages+=(openssl)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"

@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import type { KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
 import { BATCH, type CronJob, type CronJobSpec, type Job, type JobSpec } from '../../src/registry/kinds/batch.js';
-import { sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { describeEachKubectl, needsKubectl, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 
 const NS = 'default';
 
@@ -230,27 +230,41 @@ describe('Jobs and CronJobs on real Docker', () => {
     assert.ok(caughtUp.length <= 1, `missed times caught up at most once (${caughtUp.length} in ${tUp - tKill} ms of downtime)`);
   });
 
-  it('kubectl create job --from=cronjob/x creates a Job from the template, owned by the CronJob, and it runs', async () => {
-    const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob('kubectl-source', { command: 'true', schedule: '0 3 * * *' }));
-    try {
-      const out = await c.kubectl(['create', 'job', 'from-kubectl', '--from=cronjob/kubectl-source']);
-      assert.match(out.stdout, /job\.batch\/from-kubectl created/);
-      const job = await waitForJob('from-kubectl', (j) => !!condition(j, 'Complete'), 60_000);
-      assert.equal(job.metadata.annotations?.['cronjob.kubernetes.io/instantiate'], 'manual');
-      assert.ok(ownedBy(job, cj.metadata.uid!), 'controller reference to the CronJob');
-      assert.deepEqual(job.spec.template.spec.containers[0]?.command, ['sh', '-c', 'true']);
-      const live = await c.client.get<CronJob>(BATCH.cronjobs, { namespace: NS, name: 'kubectl-source' });
-      assert.equal(live.status?.active, undefined, 'a manual run is not a scheduled one');
-    } finally {
-      await deleteCronJob('kubectl-source');
-    }
-  });
+  describeEachKubectl('CronJobs through kubectl', (k) => {
+    const v = k.version.replace('.', '-');
+    it(
+      'kubectl create job --from=cronjob/x creates a Job from the template, owned by the CronJob, and it runs',
+      // kubectl reads the CronJob into its own scheme first; batch/v1 CronJob entered it in 1.21.
+      { skip: needsKubectl(k, '1.21', 'batch/v1 CronJob in its scheme, which create job --from=cronjob reads') },
+      async () => {
+        const source = `kubectl-source-${v}`;
+        const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob(source, { command: 'true', schedule: '0 3 * * *' }));
+        try {
+          const out = await c.forKubectl(k).kubectl(['create', 'job', `from-kubectl-${v}`, `--from=cronjob/${source}`]);
+          assert.match(out.stdout, new RegExp(`job\\.batch/from-kubectl-${v} created`));
+          const job = await waitForJob(`from-kubectl-${v}`, (j) => !!condition(j, 'Complete'), 60_000);
+          assert.equal(job.metadata.annotations?.['cronjob.kubernetes.io/instantiate'], 'manual');
+          assert.ok(ownedBy(job, cj.metadata.uid!), 'controller reference to the CronJob');
+          assert.deepEqual(job.spec.template.spec.containers[0]?.command, ['sh', '-c', 'true']);
+          const live = await c.client.get<CronJob>(BATCH.cronjobs, { namespace: NS, name: source });
+          assert.equal(live.status?.active, undefined, 'a manual run is not a scheduled one');
+        } finally {
+          await deleteCronJob(source);
+        }
+      },
+    );
 
-  it('kubectl get cronjobs prints the Kubernetes columns', async () => {
-    await c.client.create<CronJob>(BATCH.cronjobs, cronJob('shown', { command: 'true', schedule: '0 3 * * *', timeZone: 'Europe/Berlin', suspend: true }));
-    const out = await c.kubectl(['get', 'cronjobs', 'shown']);
-    assert.match(out.stdout, /^NAME\s+SCHEDULE\s+TIMEZONE\s+SUSPEND\s+ACTIVE\s+LAST SCHEDULE\s+AGE/);
-    assert.match(out.stdout, /shown\s+0 3 \* \* \*\s+Europe\/Berlin\s+True\s+0\s+<none>/);
-    await deleteCronJob('shown');
+    it('kubectl get cronjobs prints the Kubernetes columns', async () => {
+      const name = `shown-${v}`;
+      await c.client.create<CronJob>(BATCH.cronjobs, cronJob(name, { command: 'true', schedule: '0 3 * * *', timeZone: 'Europe/Berlin', suspend: true }));
+      try {
+        // The server's Table: every kubectl prints the columns it is given.
+        const out = await c.forKubectl(k).kubectl(['get', 'cronjobs', name]);
+        assert.match(out.stdout, /^NAME\s+SCHEDULE\s+TIMEZONE\s+SUSPEND\s+ACTIVE\s+LAST SCHEDULE\s+AGE/);
+        assert.match(out.stdout, new RegExp(`${name}\\s+0 3 \\* \\* \\*\\s+Europe/Berlin\\s+True\\s+0\\s+<none>`));
+      } finally {
+        await deleteCronJob(name);
+      }
+    });
   });
 });

@@ -256,14 +256,26 @@ describe('cluster DNS from inside pods', () => {
     assert.equal(failures2, 0, `${failures2} of ${n2} lookups failed while the resolver was replaced`);
     const replaced = readResolverPid(agentDir())!.pid;
     assert.notEqual(replaced, firstPid, 'the new build runs');
-    await eventually('the old resolver exited', async () => {
+    // On failure, what the old process is doing (a zombie is reaped by whatever adopted it) and
+    // what both resolvers logged, so a slow hand-over says where its time went.
+    const oldResolverState = () => {
+      let state = 'gone';
+      try {
+        state = fs.readFileSync(`/proc/${firstPid}/status`, 'utf8').split('\n').filter((l) => /^(State|PPid):/.test(l)).join(', ');
+      } catch {
+        // Exited between the check and this read.
+      }
+      const log = fs.readFileSync(path.join(agentDir(), 'dns', 'resolver.log'), 'utf8').trim().split('\n').slice(-12).join('\n');
+      return `the old resolver (pid ${firstPid}) exited; it is ${state}; resolver.log ends:\n${log}`;
+    };
+    await waitFor(async () => {
       try {
         process.kill(firstPid, 0);
         return false;
       } catch {
         return true;
       }
-    }, 10_000);
+    }, 10_000, oldResolverState);
   });
 
   it('restarts a resolver that died', async () => {

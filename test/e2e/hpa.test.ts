@@ -17,6 +17,11 @@ import { availableKubectls, compareVersions, startCluster, waitFor, type Cluster
 
 const DOWNSCALE_WINDOW_S = 30;
 const SYNC_PERIOD_S = 2;
+/**
+ * kubectl describes an HPA through autoscaling/v2 from 1.23. Older ones ask for v2beta2, which
+ * Kubernetes stopped serving in 1.26 and Berth does not serve, and describe the v1 object instead.
+ */
+const DESCRIBES_AUTOSCALING_V2 = '1.23';
 
 const deployment = (name: string, command: string[]) => `apiVersion: apps/v1
 kind: Deployment
@@ -65,13 +70,26 @@ describe('HorizontalPodAutoscaler (real Docker, Metrics API, kubectl autoscale)'
     await waitFor(async () => (await replicasOf('burn')) >= 2, 90_000, 'the HPA to scale burn to ≥ 2 replicas');
     const scaledUpAfterMs = Date.now() - started;
 
-    await waitFor(async () => /cpu: \d+%\/50%/.test((await c.kubectl(['get', 'hpa', 'burn'])).stdout), 30_000, 'a cpu: N%/50% target');
-    const table = (await c.kubectl(['get', 'hpa', 'burn'])).stdout;
-    assert.match(table, /^NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE/m);
-    assert.match(table, /^burn\s+Deployment\/burn\s+cpu: \d+%\/50%\s+1\s+3\s+\d\s+/m);
-    const described = (await c.kubectl(['describe', 'hpa', 'burn'])).stdout;
-    assert.match(described, /resource cpu on pods\s+\(as a percentage of request\):\s+\d+% \(\d+m\) \/ 50%/);
-    assert.match(described, /ScalingActive\s+True\s+ValidMetricFound/);
+    // What each kubectl under test shows of it.
+    for (const k of availableKubectls()) {
+      const ck = c.forKubectl(k);
+      await waitFor(async () => /cpu: \d+%\/50%/.test((await ck.kubectl(['get', 'hpa', 'burn'])).stdout), 30_000, `a cpu: N%/50% target in kubectl ${k.version}'s table`);
+      const table = (await ck.kubectl(['get', 'hpa', 'burn'])).stdout;
+      assert.match(table, /^NAME\s+REFERENCE\s+TARGETS\s+MINPODS\s+MAXPODS\s+REPLICAS\s+AGE/m);
+      assert.match(table, /^burn\s+Deployment\/burn\s+cpu: \d+%\/50%\s+1\s+3\s+\d\s+/m);
+      const described = (await ck.kubectl(['describe', 'hpa', 'burn'])).stdout;
+      if (compareVersions(k.version, DESCRIBES_AUTOSCALING_V2) >= 0) {
+        assert.match(described, /resource cpu on pods\s+\(as a percentage of request\):\s+\d+% \(\d+m\) \/ 50%/);
+        assert.match(described, /ScalingActive\s+True\s+ValidMetricFound/);
+      } else {
+        // autoscaling/v1's layout: the utilization only, and the v2 fields (conditions, behavior)
+        // carried in annotations.
+        assert.match(described, /^Target CPU utilization:\s+50%$/m);
+        assert.match(described, /^Current CPU utilization:\s+\d+%$/m);
+        assert.match(described, /autoscaling\.alpha\.kubernetes\.io\/conditions:/);
+        assert.match(described, /SuccessfulRescale/);
+      }
+    }
     const events = (await c.kubectl(['get', 'events', '--field-selector', 'involvedObject.kind=HorizontalPodAutoscaler', '-o', 'jsonpath={.items[*].reason}'])).stdout;
     assert.match(events, /SuccessfulRescale/);
 
