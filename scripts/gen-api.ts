@@ -45,6 +45,8 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: '', version: 'v1', kind: 'Service' },
   { group: '', version: 'v1', kind: 'Endpoints' },
   { group: '', version: 'v1', kind: 'ServiceAccount' },
+  { group: '', version: 'v1', kind: 'ReplicationController' },
+  { group: '', version: 'v1', kind: 'PodTemplate' },
   { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice' },
   { group: 'apps', version: 'v1', kind: 'Deployment' },
   { group: 'apps', version: 'v1', kind: 'ReplicaSet' },
@@ -66,6 +68,7 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'RoleBinding' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRoleBinding' },
+  { group: 'apiregistration.k8s.io', version: 'v1', kind: 'APIService' },
   // Bodies of subresources: /scale, /eviction and serviceaccounts/token.
   { group: 'autoscaling', version: 'v1', kind: 'Scale', list: false },
   { group: 'policy', version: 'v1', kind: 'Eviction', list: false },

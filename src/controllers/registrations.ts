@@ -5,6 +5,7 @@
  * informers, so each resource is listed, watched and cached once.
  */
 import type { Registry } from '../registry/registry.js';
+import { ApiServiceController } from './apiservice/apiservice-controller.js';
 import { ClusterRoleAggregationController } from './clusterrole-aggregation/clusterrole-aggregation.js';
 import { CRDController } from './crd/crd-controller.js';
 import { CronJobController } from './cronjob/cronjob-controller.js';
@@ -25,7 +26,7 @@ import { NodeIpamController } from './node-ipam/node-ipam.js';
 import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
 import { RootCAPublisher } from './serviceaccount/root-ca-publisher.js';
 import { ServiceAccountsController } from './serviceaccount/serviceaccounts-controller.js';
-import { ReplicaSetController } from './replicaset/replicaset-controller.js';
+import { REPLICATIONCONTROLLERS, ReplicaSetController } from './replicaset/replicaset-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
 import { SystemServicesController } from './system-services/system-services.js';
@@ -73,6 +74,7 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'node-ipam', build: (ctx, s) => new NodeIpamController({ ...ctx, clusterCidr: s.clusterCidr, nodeCidrMaskSize: s.nodeCidrMaskSize }) }),
   controller({ name: 'namespace', build: (ctx, s) => new NamespaceController({ ...ctx, resources: () => s.registry.resources() }) }),
   controller({ name: 'replicaset', build: (ctx) => new ReplicaSetController(ctx) }),
+  controller({ name: 'replicationcontroller', build: (ctx) => new ReplicaSetController({ ...ctx, kind: REPLICATIONCONTROLLERS }) }),
   controller({ name: 'deployment', build: (ctx) => new DeploymentController(ctx) }),
   controller({ name: 'garbage-collector', build: (ctx, s) => new GarbageCollector({ ...ctx, resources: () => s.registry.resources() }) }),
   controller({ name: 'event-ttl', build: (ctx, s) => new EventTTLController({ ...ctx, ttlMs: s.eventTTLMs }) }),
@@ -107,4 +109,5 @@ export const CONTROLLER_REGISTRATIONS = [
       new HpaController({ ...ctx, resources: () => s.registry.resources(), syncPeriodMs: s.hpaSyncPeriodMs, tolerance: s.hpaTolerance, downscaleStabilizationMs: s.hpaDownscaleStabilizationMs }),
   }),
   controller({ name: 'clusterrole-aggregation', build: (ctx) => new ClusterRoleAggregationController(ctx) }),
+  controller({ name: 'apiservice', build: (ctx, s) => new ApiServiceController({ ...ctx, resources: () => s.registry.resources() }) }),
 ] as const;

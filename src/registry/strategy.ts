@@ -59,7 +59,7 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
    */
   unknownFields?(obj: T): string[];
   /** where the scale subresource reads and writes (CRDs); built-in kinds use spec/status.replicas */
-  scalePaths?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string };
+  scalePaths?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string; labelSelectorIsMap?: boolean };
   /**
    * The kind's OpenAPI v3 schema at a served version, for kinds the generated API data does not
    * describe (a CRD's openAPIV3Schema). Built-in kinds leave it out: their schema comes from the

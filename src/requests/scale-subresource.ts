@@ -1,8 +1,8 @@
 /**
  * The `scale` subresource (autoscaling/v1 Scale) of any kind that lists it in its ResourceInfo
- * (Deployment, ReplicaSet, later StatefulSet): a view of `spec.replicas`, `status.replicas` and
- * the selector. GET reads it; PUT and PATCH (JSON, merge, strategic) change only spec.replicas of
- * the parent object — what `kubectl scale` and autoscalers use.
+ * (Deployment, ReplicaSet, StatefulSet, ReplicationController): a view of `spec.replicas`,
+ * `status.replicas` and the selector. GET reads it; PUT and PATCH (JSON, merge, strategic) change
+ * only spec.replicas of the parent object — what `kubectl scale` and autoscalers use.
  */
 import { assertObject, decodeBody } from '../api/body.js';
 import { errors } from '../api/errors.js';
@@ -25,6 +25,8 @@ export interface ScalePaths {
   statusReplicasPath: string;
   /** a label selector object (built-ins) or a string in selector syntax (CRDs) */
   labelSelectorPath?: string;
+  /** the selector there is a plain label map (a ReplicationController's), every key equal to its value */
+  labelSelectorIsMap?: boolean;
 }
 
 export const DEFAULT_SCALE_PATHS: ScalePaths = { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.spec.selector' };
@@ -66,7 +68,10 @@ export function toScale(obj: KubeObject, paths: ScalePaths = DEFAULT_SCALE_PATHS
   const selector = paths.labelSelectorPath ? getPath(obj, paths.labelSelectorPath) : undefined;
   try {
     if (typeof selector === 'string') scale.status.selector = selector;
-    else if (selector && typeof selector === 'object') scale.status.selector = labelSelectorToString(labelSelectorFromObject(selector as LabelSelectorObject));
+    else if (selector && typeof selector === 'object') {
+      const object = paths.labelSelectorIsMap ? { matchLabels: selector as Record<string, string> } : (selector as LabelSelectorObject);
+      scale.status.selector = labelSelectorToString(labelSelectorFromObject(object));
+    }
   } catch {
     // An invalid stored selector leaves the field out rather than failing the read.
   }

@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
-import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
+import { labelSelectorFromObject, matchesLabels, type LabelSelector, type LabelSelectorObject } from '../../api/selectors.js';
 import type { OwnerReference, Pod } from '../../api/types.js';
-import { CORE, type Client } from '../../client/client.js';
+import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
 import { APPS, REPLICASET_KIND, type ReplicaSet, type ReplicaSetCondition, type ReplicaSetStatus } from '../../registry/kinds/apps.js';
+import { REPLICATION, REPLICATIONCONTROLLER_KIND } from '../../registry/kinds/replication.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import { Expectations } from '../runtime/expectations.js';
@@ -12,6 +13,48 @@ import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodActive, isPodAvailable, isPodReady } from '../runtime/pod-util.js';
 import { slowStartBatch } from '../runtime/slow-start.js';
 import { podsToDelete } from './delete-ranking.js';
+
+/**
+ * The kind whose pods the controller keeps: ReplicaSet, or ReplicationController, which differs
+ * only by its selector (a label map instead of a label selector), as upstream's replication
+ * manager runs the ReplicaSet controller over ReplicationControllers.
+ */
+export interface ReplicatedKind {
+  /** the controller's name (queue, logs) */
+  name: string;
+  /** the source of its events */
+  component: string;
+  resource: ResourceRef;
+  /** apiVersion/kind of the owner references it writes */
+  ownerKind: { apiVersion: string; kind: string };
+  /** the object's selector as a label selector object */
+  selectorOf(obj: ReplicaSet): LabelSelectorObject | undefined;
+}
+
+export const REPLICASETS: ReplicatedKind = {
+  name: 'replicaset',
+  component: 'replicaset-controller',
+  resource: APPS.replicasets,
+  ownerKind: REPLICASET_KIND,
+  selectorOf: (rs) => rs.spec?.selector,
+};
+
+export const REPLICATIONCONTROLLERS: ReplicatedKind = {
+  name: 'replicationcontroller',
+  component: 'replication-controller',
+  resource: REPLICATION.replicationcontrollers,
+  ownerKind: REPLICATIONCONTROLLER_KIND,
+  selectorOf: (rc) => {
+    const selector = (rc.spec as { selector?: unknown } | undefined)?.selector;
+    return selector && typeof selector === 'object' ? { matchLabels: selector as Record<string, string> } : undefined;
+  },
+};
+
+/** The group of an apiVersion: '' for `v1`. */
+function groupOf(apiVersion: string): string {
+  const slash = apiVersion.indexOf('/');
+  return slash < 0 ? '' : apiVersion.slice(0, slash);
+}
 
 export interface ReplicaSetControllerOptions {
   client: Client;
@@ -21,12 +64,12 @@ export interface ReplicaSetControllerOptions {
   workers?: number;
   /** most pods created or deleted in one pass (Kubernetes: 500) */
   burstReplicas?: number;
+  /** the kind it keeps replicas of; ReplicaSets unless told */
+  kind?: ReplicatedKind;
 }
 
-const COMPONENT = 'replicaset-controller';
-
 /**
- * Keeps `spec.replicas` pods matching a ReplicaSet's selector alive.
+ * Keeps `spec.replicas` pods matching a ReplicaSet's (or a ReplicationController's) selector alive.
  *
  * One pass (reconcile of `namespace/name`):
  *  1. read the ReplicaSet from the cache (gone → forget its expectations, done);
@@ -46,16 +89,18 @@ export class ReplicaSetController {
   private readonly events: EventRecorder;
   private readonly now: () => number;
   private readonly burst: number;
+  private readonly kind: ReplicatedKind;
 
   constructor(private readonly opts: ReplicaSetControllerOptions) {
     this.now = opts.now ?? Date.now;
+    this.kind = opts.kind ?? REPLICASETS;
     this.burst = opts.burstReplicas ?? 500;
     this.expectations = new Expectations({ now: this.now });
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
-    this.replicaSets = opts.informers.informerFor<ReplicaSet>(APPS.replicasets, byController);
+    this.replicaSets = opts.informers.informerFor<ReplicaSet>(this.kind.resource, byController);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, byController);
-    this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
-    this.controller = new Controller({ name: 'replicaset', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 4 });
+    this.events = new EventRecorder({ client: opts.client, component: this.kind.component, log: opts.log, now: this.now });
+    this.controller = new Controller({ name: this.kind.name, reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 4 });
 
     this.replicaSets.addHandlers({
       onAdd: (rs) => this.enqueue(rs),
@@ -89,7 +134,7 @@ export class ReplicaSetController {
 
   /** The ReplicaSet a controller ref points at, if it is in the cache with that uid. */
   private resolve(namespace: string | undefined, ref: OwnerReference | undefined): ReplicaSet | undefined {
-    if (!ref || ref.kind !== REPLICASET_KIND.kind || !ref.apiVersion.startsWith('apps/')) return undefined;
+    if (!ref || ref.kind !== this.kind.ownerKind.kind || groupOf(ref.apiVersion) !== groupOf(this.kind.ownerKind.apiVersion)) return undefined;
     const rs = this.replicaSets.get(`${namespace}/${ref.name}`);
     return rs && rs.metadata.uid === ref.uid ? rs : undefined;
   }
@@ -97,7 +142,7 @@ export class ReplicaSetController {
   /** ReplicaSets in the pod's namespace whose selector matches it (candidates to adopt an orphan). */
   private matchingReplicaSets(pod: Pod): ReplicaSet[] {
     return this.replicaSets.listNamespace(pod.metadata.namespace ?? '').filter((rs) => {
-      const sel = safeSelector(rs);
+      const sel = this.safeSelector(rs);
       return sel !== undefined && sel.requirements.length > 0 && matchesLabels(sel, pod.metadata.labels);
     });
   }
@@ -161,9 +206,10 @@ export class ReplicaSetController {
       this.expectations.delete(key);
       return;
     }
-    const log = this.opts.log.child({ controller: 'replicaset', key });
-    const selector = safeSelector(rs);
-    if (!selector) {
+    const log = this.opts.log.child({ controller: this.kind.name, key });
+    const selector = this.safeSelector(rs);
+    // An empty selector would claim every pod in the namespace; validation never lets one in.
+    if (!selector || selector.requirements.length === 0) {
       log.warn('invalid selector; skipping');
       return;
     }
@@ -173,13 +219,14 @@ export class ReplicaSetController {
       client: this.opts.client,
       resource: CORE.pods,
       owner: rs,
-      ownerKind: REPLICASET_KIND,
+      ownerKind: this.kind.ownerKind,
       selector,
       candidates,
       recheckOwner: async () => {
-        const fresh = await this.opts.client.get<ReplicaSet>(APPS.replicasets, { namespace: rs.metadata.namespace, name: rs.metadata.name ?? '' });
-        if (fresh.metadata.uid !== rs.metadata.uid) throw new Error(`original ReplicaSet ${key} is gone: got uid ${fresh.metadata.uid}, wanted ${rs.metadata.uid}`);
-        if (fresh.metadata.deletionTimestamp) throw new Error(`ReplicaSet ${key} has just been deleted at ${fresh.metadata.deletionTimestamp}`);
+        const fresh = await this.opts.client.get<ReplicaSet>(this.kind.resource, { namespace: rs.metadata.namespace, name: rs.metadata.name ?? '' });
+        const kind = this.kind.ownerKind.kind;
+        if (fresh.metadata.uid !== rs.metadata.uid) throw new Error(`original ${kind} ${key} is gone: got uid ${fresh.metadata.uid}, wanted ${rs.metadata.uid}`);
+        if (fresh.metadata.deletionTimestamp) throw new Error(`${kind} ${key} has just been deleted at ${fresh.metadata.deletionTimestamp}`);
       },
     });
 
@@ -255,7 +302,7 @@ export class ReplicaSetController {
         generateName: `${rs.metadata.name}-`,
         namespace: rs.metadata.namespace,
         labels: { ...(meta.labels ?? {}) },
-        ownerReferences: [newControllerRef(rs, REPLICASET_KIND)],
+        ownerReferences: [newControllerRef(rs, this.kind.ownerKind)],
       },
       spec: structuredClone(template.spec),
     };
@@ -284,18 +331,18 @@ export class ReplicaSetController {
     // No resourceVersion: the status is ours alone and computed from the cache as a whole.
     delete next.metadata.resourceVersion;
     try {
-      await this.opts.client.update(APPS.replicasets, next, { subresource: 'status' });
+      await this.opts.client.update(this.kind.resource, next, { subresource: 'status' });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
   }
-}
 
-function safeSelector(rs: ReplicaSet): LabelSelector | undefined {
-  try {
-    return labelSelectorFromObject(rs.spec?.selector);
-  } catch {
-    return undefined;
+  private safeSelector(rs: ReplicaSet): LabelSelector | undefined {
+    try {
+      return labelSelectorFromObject(this.kind.selectorOf(rs));
+    } catch {
+      return undefined;
+    }
   }
 }
 

@@ -188,7 +188,7 @@ export function defaultPodTemplate(template: PodTemplateSpec | undefined): void 
 
 // ---------- validation ----------
 
-function validateNonNegative(v: unknown, path: string): FieldError[] {
+export function validateNonNegative(v: unknown, path: string): FieldError[] {
   const errs = expectInteger(path, v);
   if (!errs.length && typeof v === 'number' && v < 0) errs.push(fieldErrors.invalid(path, v, 'must be greater than or equal to 0'));
   return errs;
@@ -212,8 +212,22 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>, kindWord: st
       if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid(selectorPath, spec.selector, `empty selector is invalid for ${kindWord}`));
     }
   }
+  const selectorValid = !errs.some((e) => e.field.startsWith(selectorPath)) && isRecord(spec.selector);
+  const matches = selectorValid ? (labels: Record<string, string>) => matchesLabels(labelSelectorFromObject(spec.selector as LabelSelectorObject), labels) : undefined;
+  errs.push(...validateReplicatedTemplate({ template: spec.template, matchesSelector: matches, kind: 'ReplicaSet' }));
+  return errs;
+}
+
+/**
+ * `spec.template` of a kind that keeps N copies of a pod running (ReplicaSet, Deployment,
+ * ReplicationController): required, labels the selector matches (when the selector itself is
+ * valid, `matchesSelector` is given), a valid pod spec with restartPolicy Always and no
+ * activeDeadlineSeconds (`kind` names the kind in that message, as upstream words it).
+ */
+export function validateReplicatedTemplate(opts: { template: unknown; matchesSelector?: (labels: Record<string, string>) => boolean; kind: string }): FieldError[] {
+  const errs: FieldError[] = [];
   const templatePath = 'spec.template';
-  const template = spec.template;
+  const template = opts.template;
   if (!isRecord(template)) {
     errs.push(...(template === undefined || template === null ? [fieldErrors.required(templatePath)] : expectObject(templatePath, template)));
     return errs;
@@ -225,11 +239,8 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>, kindWord: st
   if (isRecord(meta)) {
     errs.push(...validateLabels(meta.labels, child(metaPath, 'labels')), ...validateAnnotations(meta.annotations, child(metaPath, 'annotations')));
   }
-  if (!errs.some((e) => e.field.startsWith(selectorPath)) && isRecord(spec.selector)) {
-    const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
-    if (!matchesLabels(sel, (isRecord(labels) ? labels : {}) as Record<string, string>)) {
-      errs.push(fieldErrors.invalid(child(metaPath, 'labels'), labels ?? {}, '`selector` does not match template `labels`'));
-    }
+  if (opts.matchesSelector && !opts.matchesSelector((isRecord(labels) ? labels : {}) as Record<string, string>)) {
+    errs.push(fieldErrors.invalid(child(metaPath, 'labels'), labels ?? {}, '`selector` does not match template `labels`'));
   }
   const podSpecPath = child(templatePath, 'spec');
   const podSpec = template.spec;
@@ -242,7 +253,7 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>, kindWord: st
     errs.push(fieldErrors.notSupported(child(podSpecPath, 'restartPolicy'), podSpec.restartPolicy, ['Always']));
   }
   if (podSpec.activeDeadlineSeconds !== undefined && podSpec.activeDeadlineSeconds !== null) {
-    errs.push(fieldErrors.forbidden(child(podSpecPath, 'activeDeadlineSeconds'), 'activeDeadlineSeconds in ReplicaSet is not Supported'));
+    errs.push(fieldErrors.forbidden(child(podSpecPath, 'activeDeadlineSeconds'), `activeDeadlineSeconds in ${opts.kind} is not Supported`));
   }
   return errs;
 }
