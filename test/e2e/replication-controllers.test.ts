@@ -1,11 +1,11 @@
 /**
  * ReplicationController, PodTemplate and APIService end to end: one cluster with one agent on real
- * Docker, every kubectl under test. kubectl creates an RC (selector and labels defaulted from the
- * template), its pods really start, `get` and `get -o wide` print upstream's columns, `kubectl
- * scale rc` goes through the scale subresource, `describe` reads it, and deleting it lets the
- * garbage collector remove its pods. A PodTemplate is created and listed; `kubectl get
- * apiservices` lists the local APIServices Available, and a user APIService naming a missing
- * Service shows `False (ServiceNotFound)`.
+ * Docker, every kubectl under test. Discovery and `kubectl explain` know the three kinds. kubectl
+ * creates an RC (selector and labels defaulted from the template), its pods really start, `get`
+ * and `get -o wide` print upstream's columns, `kubectl scale rc` goes through the scale
+ * subresource, `describe` reads it, and deleting it lets the garbage collector remove its pods. A
+ * PodTemplate is created and listed; `kubectl get apiservices` lists the local APIServices
+ * Available, and a user APIService naming a missing Service shows `False (ServiceNotFound)`.
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
@@ -36,6 +36,18 @@ describeEachKubectl('ReplicationController, PodTemplate and APIService', (k: Kub
     assert.match(res.stdout, /^replicationcontrollers\s+rc\s+(v1\s+)?true\s+ReplicationController$/m);
     assert.match(res.stdout, /^podtemplates\s+(v1\s+)?true\s+PodTemplate$/m);
     assert.match(res.stdout, /^apiservices\s+(apiregistration\.k8s\.io(\/v1)?\s+)?false\s+APIService$/m);
+  });
+
+  it('explains them from the published OpenAPI', async () => {
+    const rcSelector = (await c().kubectl(['explain', 'rc.spec.selector'])).stdout;
+    assert.match(rcSelector, /KIND:\s+ReplicationController/);
+    assert.match(rcSelector, /selector\s+<map\[string\]string>/);
+    const template = (await c().kubectl(['explain', 'podtemplate.template'])).stdout;
+    assert.match(template, /KIND:\s+PodTemplate/);
+    assert.match(template, /template\s+<(Object|PodTemplateSpec)>/);
+    const service = (await c().kubectl(['explain', 'apiservices.spec.service'])).stdout;
+    assert.match(service, /KIND:\s+APIService/);
+    assert.match(service, /port\s+<integer>/);
   });
 
   it('creates an RC whose pods start, prints its columns, scales it and describes it', async () => {

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
+import { decodeKubeProtobuf } from '../../src/api/protobuf/index.js';
 import type { KubeObject } from '../../src/api/types.js';
 import { APISERVICE_INFO, type APIService } from '../../src/registry/kinds/apiregistration.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
@@ -14,6 +15,7 @@ import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { toScale } from '../../src/requests/scale-subresource.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { envelope, int, map, msg, str } from './protobuf-encoder.js';
 
 const NS = BUILTIN_RESOURCES.find((r) => r.plural === 'namespaces')!;
 const NOW = new Date('2026-01-01T00:10:00Z');
@@ -113,6 +115,19 @@ describe('ReplicationController kind', () => {
     const scale = toScale(created, r.lookup('', 'replicationcontrollers')!.scalePaths);
     assert.deepEqual(scale.spec, { replicas: 2 });
     assert.deepEqual(scale.status, { replicas: 0, selector: 'app=web,tier=front' });
+  });
+});
+
+describe('protobuf bodies', () => {
+  const kinds = ALL_STRATEGIES.flatMap((s) => (s.protobuf && s.info.group === '' ? [{ apiVersion: 'v1', kind: s.info.kind, messages: s.protobuf }] : []));
+  const templateBytes = (no: number) => msg(no, msg(1, map(11, { app: 'web' })), msg(2, msg(2, str(1, 'main'), str(2, 'busybox'))));
+  const template = { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'main', image: 'busybox' }] } };
+
+  it('decodes a ReplicationController and a PodTemplate with the messages their module declares', () => {
+    const rcBody = envelope('v1', 'ReplicationController', Buffer.concat([msg(1, str(1, 'web')), msg(2, int(1, 2), map(2, { app: 'web' }), templateBytes(3))]));
+    assert.deepEqual(decodeKubeProtobuf(rcBody, kinds), { apiVersion: 'v1', kind: 'ReplicationController', metadata: { name: 'web' }, spec: { replicas: 2, selector: { app: 'web' }, template } });
+    const ptBody = envelope('v1', 'PodTemplate', Buffer.concat([msg(1, str(1, 'tpl')), templateBytes(2)]));
+    assert.deepEqual(decodeKubeProtobuf(ptBody, kinds), { apiVersion: 'v1', kind: 'PodTemplate', metadata: { name: 'tpl' }, template });
   });
 });
 

@@ -1,7 +1,6 @@
 /**
  * Field numbers of the core/v1 messages kubectl's typed commands send (Kubernetes 1.32), in the
- * notation of schema.ts: ConfigMap, Secret, Namespace, Pod, ReplicationController, PodTemplate and
- * everything a PodSpec commonly nests.
+ * notation of schema.ts: ConfigMap, Secret, Namespace, Pod and everything a PodSpec commonly nests.
  * Volume sources Berth cannot run (cloud disks, iSCSI, ...) and container statuses are left out:
  * their field numbers are skipped by the decoder like any unknown field.
  */
@@ -50,37 +49,6 @@ export const CORE_MESSAGES: MessageTable = {
     data: [2, 'map<bytes>'],
     stringData: [4, 'map<string>'],
     type: [3, 'string'],
-  },
-  // ---------- replication ----------
-  ReplicationController: {
-    metadata: [1, 'ObjectMeta'],
-    spec: [2, 'ReplicationControllerSpec'],
-    status: [3, 'ReplicationControllerStatus'],
-  },
-  ReplicationControllerSpec: {
-    replicas: [1, 'int32', 'pointer'],
-    minReadySeconds: [4, 'int32'],
-    selector: [2, 'map<string>'],
-    template: [3, 'PodTemplateSpec'],
-  },
-  ReplicationControllerStatus: {
-    replicas: [1, 'int32'],
-    fullyLabeledReplicas: [2, 'int32'],
-    readyReplicas: [4, 'int32'],
-    availableReplicas: [5, 'int32'],
-    observedGeneration: [3, 'int64'],
-    conditions: [6, '[]ReplicationControllerCondition'],
-  },
-  ReplicationControllerCondition: {
-    type: [1, 'string'],
-    status: [2, 'string'],
-    lastTransitionTime: [3, 'Time'],
-    reason: [4, 'string'],
-    message: [5, 'string'],
-  },
-  PodTemplate: {
-    metadata: [1, 'ObjectMeta'],
-    template: [2, 'PodTemplateSpec'],
   },
   Namespace: {
     metadata: [1, 'ObjectMeta'],

@@ -27,7 +27,7 @@ export const PROTOBUF_SCHEMA: CompiledSchema = compileSchema([META_MESSAGES, COR
 
 /** apiVersion → kind → message name, for the objects clients send as protobuf. */
 const KINDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  v1: { ConfigMap: 'ConfigMap', Secret: 'Secret', Namespace: 'Namespace', Pod: 'Pod', ReplicationController: 'ReplicationController', PodTemplate: 'PodTemplate' },
+  v1: { ConfigMap: 'ConfigMap', Secret: 'Secret', Namespace: 'Namespace', Pod: 'Pod' },
   'apps/v1': { Deployment: 'Deployment', ReplicaSet: 'ReplicaSet' },
   'batch/v1': { Job: 'Job', CronJob: 'CronJob' },
   'policy/v1': { Eviction: 'Eviction' },

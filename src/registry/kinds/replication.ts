@@ -6,6 +6,7 @@
  * ReplicaSet controller keeps its pods (src/controllers/replicaset).
  */
 import type { FieldError } from '../../api/errors.js';
+import type { MessageTable } from '../../api/protobuf/schema.js';
 import type { KubeObject, ObjectMeta } from '../../api/types.js';
 import {
   child,
@@ -200,11 +201,50 @@ const PODTEMPLATE_COLUMNS: ColumnProvider = {
   },
 };
 
+// ---------- protobuf (field numbers of Kubernetes' core/v1 generated.proto) ----------
+
+const REPLICATIONCONTROLLER_PROTOBUF: MessageTable = {
+  ReplicationController: {
+    metadata: [1, 'ObjectMeta'],
+    spec: [2, 'ReplicationControllerSpec'],
+    status: [3, 'ReplicationControllerStatus'],
+  },
+  ReplicationControllerSpec: {
+    replicas: [1, 'int32', 'pointer'],
+    minReadySeconds: [4, 'int32'],
+    selector: [2, 'map<string>'],
+    template: [3, 'PodTemplateSpec'],
+  },
+  ReplicationControllerStatus: {
+    replicas: [1, 'int32'],
+    fullyLabeledReplicas: [2, 'int32'],
+    readyReplicas: [4, 'int32'],
+    availableReplicas: [5, 'int32'],
+    observedGeneration: [3, 'int64'],
+    conditions: [6, '[]ReplicationControllerCondition'],
+  },
+  ReplicationControllerCondition: {
+    type: [1, 'string'],
+    status: [2, 'string'],
+    lastTransitionTime: [3, 'Time'],
+    reason: [4, 'string'],
+    message: [5, 'string'],
+  },
+};
+
+const PODTEMPLATE_PROTOBUF: MessageTable = {
+  PodTemplate: {
+    metadata: [1, 'ObjectMeta'],
+    template: [2, 'PodTemplateSpec'],
+  },
+};
+
 // ---------- strategies ----------
 
 export const replicationControllerStrategy: KindStrategy<ReplicationController> = {
   info: REPLICATIONCONTROLLER_INFO,
   table: REPLICATIONCONTROLLER_COLUMNS,
+  protobuf: REPLICATIONCONTROLLER_PROTOBUF,
   hasStatus: true,
   generation: true,
   // The scale subresource's status.selector is the label map in selector syntax.
@@ -219,6 +259,7 @@ export const replicationControllerStrategy: KindStrategy<ReplicationController> 
 export const podTemplateStrategy: KindStrategy<PodTemplate> = {
   info: PODTEMPLATE_INFO,
   table: PODTEMPLATE_COLUMNS,
+  protobuf: PODTEMPLATE_PROTOBUF,
   hasStatus: false,
   applyDefaults: (pt) => defaultPodTemplate(pt.template),
   validate: (pt) => validatePodTemplate(pt),
