@@ -167,4 +167,14 @@ describe('APIService controller: Available condition', () => {
     await ctl.reconcile('v1beta1.metrics.example.com');
     assert.deepEqual(env.writes(), []);
   });
+
+  it('asks an ExternalName Service\'s name directly, on the APIService port', async () => {
+    const { env, ctl, probes } = await setup();
+    await env.create<APIService>(GROUP, 'apiservices', remote('outside'));
+    await env.create<KubeObject>('', 'services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'outside' }, spec: { type: 'ExternalName', externalName: 'api.example.com' } } as KubeObject);
+    env.syncCaches();
+    await ctl.reconcile('v1beta1.metrics.example.com');
+    assert.deepEqual({ address: probes[0]?.address, port: probes[0]?.port }, { address: 'api.example.com', port: 443 });
+    assert.equal(available(env, 'v1beta1.metrics.example.com')?.reason, 'Passed');
+  });
 });

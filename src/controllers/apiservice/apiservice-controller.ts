@@ -70,12 +70,12 @@ export const CRD_PRIORITY = { group: 1000, version: 100 } as const;
 const SERVICES: ResourceRef = { plural: 'services' };
 const ENDPOINTS: ResourceRef = { plural: 'endpoints' };
 const CRDS: ResourceRef = CRD_RESOURCE;
-/** The registration pass's one queue key (APIService names always hold a dot; this has none). */
+/** The one key of the registration queue: every pass compares the whole set. */
 const REGISTRATION_KEY = 'local-apiservices';
 const RECHECK_MS = 30_000;
 
 interface ServiceObject extends KubeObject {
-  spec?: { type?: string; ports?: Array<{ name?: string; port?: number; targetPort?: number | string }> };
+  spec?: { type?: string; externalName?: string; ports?: Array<{ name?: string; port?: number; targetPort?: number | string }> };
 }
 interface EndpointsObject extends KubeObject {
   subsets?: Array<{ addresses?: Array<{ ip: string }>; ports?: Array<{ name?: string; port: number }> }>;
@@ -268,12 +268,20 @@ export class ApiServiceController {
     const service = this.services.get(`${ns}/${name}`);
     if (!service) return unavailable('ServiceNotFound', `service/${name} in "${ns}" is not present`);
     const wantPort = ref.port ?? 443;
-    const port = (service.spec?.ports ?? []).find((p) => p.port === wantPort);
-    if (service.spec?.type !== 'ExternalName' && !port) return unavailable('ServicePortError', `service/${name} in "${ns}" is not listening on port ${wantPort}`);
+    const discovery = {
+      path: svc.spec.group ? `/apis/${svc.spec.group}/${svc.spec.version}` : `/api/${svc.spec.version}`,
+      serverName: `${name}.${ns}.svc`,
+      insecureSkipTLSVerify: !!svc.spec.insecureSkipTLSVerify,
+      caBundle: svc.spec.caBundle ? Buffer.from(svc.spec.caBundle, 'base64').toString('utf8') : undefined,
+    };
+    const passed: APIServiceCondition = { type: 'Available', status: 'True', reason: 'Passed', message: 'all checks passed' };
     if (service.spec?.type === 'ExternalName') {
-      // No endpoints to look at: only the discovery check (which needs the external name's resolver) could tell.
-      return { type: 'Available', status: 'True', reason: 'Passed', message: 'all checks passed' };
+      // No endpoints to look at: the external name itself is asked, on the APIService's port.
+      const problem = await this.probe({ ...discovery, address: service.spec.externalName ?? '', port: wantPort });
+      return problem ? unavailable('FailedDiscoveryCheck', problem) : passed;
     }
+    const port = (service.spec?.ports ?? []).find((p) => p.port === wantPort);
+    if (!port) return unavailable('ServicePortError', `service/${name} in "${ns}" is not listening on port ${wantPort}`);
     const endpoints = this.endpoints.get(`${ns}/${name}`);
     if (!endpoints) return unavailable('MissingEndpoints', `cannot find endpoints for service/${name} in "${ns}"`);
     const portName = port?.name ?? '';
@@ -287,15 +295,8 @@ export class ApiServiceController {
       }
     }
     if (!target) return unavailable('MissingEndpoints', `endpoints for service/${name} in "${ns}" have no addresses with port name "${portName}"`);
-    const problem = await this.probe({
-      ...target,
-      path: svc.spec.group ? `/apis/${svc.spec.group}/${svc.spec.version}` : `/api/${svc.spec.version}`,
-      serverName: `${name}.${ns}.svc`,
-      insecureSkipTLSVerify: !!svc.spec.insecureSkipTLSVerify,
-      caBundle: svc.spec.caBundle ? Buffer.from(svc.spec.caBundle, 'base64').toString('utf8') : undefined,
-    });
-    if (problem) return unavailable('FailedDiscoveryCheck', problem);
-    return { type: 'Available', status: 'True', reason: 'Passed', message: 'all checks passed' };
+    const problem = await this.probe({ ...discovery, ...target });
+    return problem ? unavailable('FailedDiscoveryCheck', problem) : passed;
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -308,8 +309,9 @@ export class ApiServiceController {
     if (!unchanged) {
       next.lastTransitionTime = current && current.status === next.status && current.lastTransitionTime ? current.lastTransitionTime : isoSeconds(this.now());
       const status = { conditions: [...conditions.filter((c) => c.type !== 'Available'), next] };
-      const updated: APIService = { ...svc, status };
-      delete (updated.metadata = { ...svc.metadata }).resourceVersion;
+      // No resourceVersion: the status is this controller's alone.
+      const { resourceVersion: _ignored, ...metadata } = svc.metadata;
+      const updated: APIService = { ...svc, metadata, status };
       try {
         await this.opts.client.update(APISERVICES, updated, { subresource: 'status' });
       } catch (e) {
