@@ -1,3 +1,8 @@
+/**
+ * The ReplicaSet controller, which is also the ReplicationController one (kube-controller-manager's
+ * replicaset and replicationcontroller): one pass per object keeps its pods' count, ownership and
+ * the object's status. The kind it runs over is a `ReplicatedKind`.
+ */
 import type { Logger } from 'pino';
 import { labelSelectorFromObject, matchesLabels, type LabelSelector, type LabelSelectorObject } from '../../api/selectors.js';
 import type { OwnerReference, Pod } from '../../api/types.js';
