@@ -153,13 +153,14 @@ export const errors = {
   methodNotAllowed: (message: string) => new ApiError('MethodNotAllowed', message),
   internal: (message: string) => new ApiError('InternalError', message),
   unavailable: (message: string) => new ApiError('ServiceUnavailable', message),
-  /** 422 with one cause per field, message formatted as kube-apiserver does. */
+  /** 422 with one cause per field, message formatted as kube-apiserver does (`Deployment.apps "web" is invalid: …`). */
   invalid: (t: Target & { kind: string }, fieldErrors: FieldError[]) => {
     const list = fieldErrors.map((e) => `${e.field}: ${e.message}`);
     const summary = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
     const causes: StatusCause[] = fieldErrors.map((e) => ({ reason: e.type, message: e.message, field: e.field }));
     const details = { ...detailsOf(t), kind: t.kind, causes };
-    return new ApiError('Invalid', `${t.kind} "${t.name ?? ''}" is invalid: ${summary}`, details);
+    const qualifiedKind = t.group ? `${t.kind}.${t.group}` : t.kind;
+    return new ApiError('Invalid', `${qualifiedKind} "${t.name ?? ''}" is invalid: ${summary}`, details);
   },
 };
 

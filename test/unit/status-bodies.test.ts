@@ -90,6 +90,13 @@ describe('error bodies', () => {
     assert.ok(invalid.body.startsWith('{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Pod \\"bad\\" is invalid: '));
     assert.ok(invalid.body.includes(',"reason":"Invalid","details":{"name":"bad","kind":"Pod","causes":[{"reason":"FieldValueRequired","message":"Required value","field":"spec.containers[0].image"}'));
     assert.ok(invalid.body.endsWith('},"code":422}\n'));
+
+    // a grouped kind is named Kind.group in the message, and its group is in details
+    const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } }, replicas: -1 } };
+    const grouped = await call('POST', '/apis/apps/v1/namespaces/default/deployments', deployment);
+    assert.equal(grouped.code, 422);
+    assert.ok(grouped.body.startsWith('{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Deployment.apps \\"web\\" is invalid: spec.replicas: Invalid value: -1: '), grouped.body);
+    assert.ok(grouped.body.includes('"reason":"Invalid","details":{"name":"web","group":"apps","kind":"Deployment","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: -1: '), grouped.body);
   });
 
   it('a path naming no resource gets the generic 404, not a message about a namespace', async () => {
