@@ -4,8 +4,8 @@
  * pod may share. Built by the prestart hooks (agent/prestart/); translated for Docker by agent/runtime/docker-options.ts.
  */
 
-/** Mount propagation, as Kubernetes' mountPropagation names map onto Linux's. */
-export type MountPropagation = 'private' | 'rslave' | 'rshared';
+/** Mount propagation, as Kubernetes' mountPropagation names map onto Linux's (None: no option, the runtime's default). */
+export type MountPropagation = 'rslave' | 'rshared';
 
 /** One host path bound into the container. */
 export interface BindMount {

@@ -4,7 +4,7 @@
  * Docker field names.
  */
 import type Dockerode from 'dockerode';
-import type { ContainerOptions, SandboxOptions } from './container-options.js';
+import type { BindMount, ContainerOptions, SandboxOptions } from './container-options.js';
 
 /** Adds mounts, user and privilege settings to an app/init container's create options (in place). */
 export function applyContainerOptions(create: Dockerode.ContainerCreateOptions, o: ContainerOptions | undefined): Dockerode.ContainerCreateOptions {
@@ -12,13 +12,7 @@ export function applyContainerOptions(create: Dockerode.ContainerCreateOptions, 
   const host = (create.HostConfig ??= {});
   if (o.mounts.length) {
     // Explicit Mounts (not Binds strings): paths may contain ':' and a missing source is an error, not a new dir.
-    host.Mounts = o.mounts.map((m) => ({
-      Type: 'bind' as const,
-      Source: m.source,
-      Target: m.target,
-      ReadOnly: m.readOnly,
-      BindOptions: { Propagation: m.propagation ?? 'rprivate' },
-    }));
+    host.Mounts = o.mounts.map(dockerBindMount);
   }
   if (o.user !== undefined) create.User = o.user;
   if (o.groupAdd?.length) host.GroupAdd = o.groupAdd;
@@ -32,6 +26,20 @@ export function applyContainerOptions(create: Dockerode.ContainerCreateOptions, 
   if (o.hostIpc) host.IpcMode = 'host';
   return create;
 }
+
+/**
+ * A bind mount asks for a propagation only when the pod's volumeMount chose one (as cri-dockerd does
+ * for the kubelet): Docker refuses an explicit private propagation for a source inside its own
+ * data root (a log shipper's /var/lib/docker/containers), and left to itself makes those rslave
+ * and everything else rprivate.
+ */
+export function dockerBindMount(m: BindMount): DockerBindMount {
+  const mount: DockerBindMount = { Type: 'bind', Source: m.source, Target: m.target, ReadOnly: m.readOnly };
+  if (m.propagation) mount.BindOptions = { Propagation: m.propagation };
+  return mount;
+}
+
+type DockerBindMount = NonNullable<NonNullable<Dockerode.ContainerCreateOptions['HostConfig']>['Mounts']>[number];
 
 /** Adds host namespaces and sysctls to the infra container's create options (in place). */
 export function applySandboxOptions(create: Dockerode.ContainerCreateOptions, o: SandboxOptions | undefined): Dockerode.ContainerCreateOptions {

@@ -67,19 +67,49 @@ export class ApiError extends Error {
     this.details = details;
   }
 
+  /**
+   * The Status kube-apiserver writes for this error, its members in metav1.Status's Go field order
+   * (kind, apiVersion, metadata, status, message, reason, details, code): clients that compare
+   * the body's text see the same bytes.
+   */
   toStatus(): Status {
-    const status: Status = {
-      apiVersion: 'v1',
+    const status = {
       kind: 'Status',
+      apiVersion: 'v1',
       metadata: this.listMeta ? { ...this.listMeta } : {},
       status: 'Failure',
       message: this.message,
       reason: this.reason,
-      code: this.code,
-    };
-    if (this.details) status.details = this.details;
+    } as Status;
+    if (this.details) status.details = orderedDetails(this.details);
+    status.code = this.code;
     return status;
   }
+
+  /** The response body as kube-apiserver writes it: the Status JSON and a newline (Go's json.Encoder ends with one). */
+  toStatusJson(): string {
+    return `${JSON.stringify(this.toStatus())}\n`;
+  }
+}
+
+/** StatusDetails in Go field order (name, group, kind, uid, causes, retryAfterSeconds); empty members left out. */
+function orderedDetails(d: NonNullable<Status['details']>): NonNullable<Status['details']> {
+  const out: NonNullable<Status['details']> = {};
+  if (d.name) out.name = d.name;
+  if (d.group) out.group = d.group;
+  if (d.kind) out.kind = d.kind;
+  if (d.uid) out.uid = d.uid;
+  if (d.causes?.length) out.causes = d.causes.map(orderedCause);
+  if (d.retryAfterSeconds) out.retryAfterSeconds = d.retryAfterSeconds;
+  return out;
+}
+
+function orderedCause(c: StatusCause): StatusCause {
+  const out: StatusCause = {};
+  if (c.reason) out.reason = c.reason;
+  if (c.message) out.message = c.message;
+  if (c.field) out.field = c.field;
+  return out;
 }
 
 export interface Target {
@@ -95,16 +125,23 @@ function qualified(t: Target): string {
 }
 
 function detailsOf(t: Target): NonNullable<Status['details']> {
-  const d: NonNullable<Status['details']> = { kind: t.resource };
-  if (t.name !== undefined) d.name = t.name;
+  const d: NonNullable<Status['details']> = {};
+  if (t.name) d.name = t.name;
   if (t.group) d.group = t.group;
+  d.kind = t.resource;
   return d;
 }
 
 export const errors = {
   badRequest: (message: string) => new ApiError('BadRequest', message),
   unauthorized: (message = 'Unauthorized') => new ApiError('Unauthorized', message),
-  forbidden: (message: string) => new ApiError('Forbidden', message),
+  /** `details` as kube-apiserver fills them for an authorization refusal: name, group and kind = the resource. */
+  forbidden: (message: string, details?: Status['details']) => new ApiError('Forbidden', message, details),
+  /**
+   * A path under a served API version that names no resource (or no subresource of it): the
+   * Status kube-apiserver answers when no route matches, with empty details.
+   */
+  noSuchResource: () => new ApiError('NotFound', 'the server could not find the requested resource', {}),
   notFound: (t: Target) => new ApiError('NotFound', `${qualified(t)} "${t.name ?? ''}" not found`, detailsOf(t)),
   alreadyExists: (t: Target) =>
     new ApiError('AlreadyExists', `${qualified(t)} "${t.name ?? ''}" already exists`, detailsOf(t)),
@@ -116,13 +153,14 @@ export const errors = {
   methodNotAllowed: (message: string) => new ApiError('MethodNotAllowed', message),
   internal: (message: string) => new ApiError('InternalError', message),
   unavailable: (message: string) => new ApiError('ServiceUnavailable', message),
-  /** 422 with one cause per field, message formatted as kube-apiserver does. */
+  /** 422 with one cause per field, message formatted as kube-apiserver does (`Deployment.apps "web" is invalid: …`). */
   invalid: (t: Target & { kind: string }, fieldErrors: FieldError[]) => {
     const list = fieldErrors.map((e) => `${e.field}: ${e.message}`);
     const summary = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
     const causes: StatusCause[] = fieldErrors.map((e) => ({ reason: e.type, message: e.message, field: e.field }));
     const details = { ...detailsOf(t), kind: t.kind, causes };
-    return new ApiError('Invalid', `${t.kind} "${t.name ?? ''}" is invalid: ${summary}`, details);
+    const qualifiedKind = t.group ? `${t.kind}.${t.group}` : t.kind;
+    return new ApiError('Invalid', `${qualifiedKind} "${t.name ?? ''}" is invalid: ${summary}`, details);
   },
 };
 
@@ -132,7 +170,8 @@ export function isApiError(e: unknown): e is ApiError {
 
 /** Status for a successful delete of something with no object to return. */
 export function successStatus(details?: Status['details']): Status {
-  const s: Status = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', code: 200 };
-  if (details) s.details = details;
+  const s = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success' } as Status;
+  if (details) s.details = orderedDetails(details);
+  s.code = 200;
   return s;
 }

@@ -10,6 +10,7 @@
  * RBAC decides (src/auth/rbac/): refused unless a bound rule allows it. Without RBAC (unit tests of
  * the Node authorizer) anyone else is refused.
  */
+import { errors, type ApiError } from '../api/errors.js';
 import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
 import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
 import type { NodeReachableResource } from './node-graph.js';
@@ -239,6 +240,15 @@ export function forbiddenMessage(who: UserInfo, request: RequestAttributes, reas
     message = `${qualified}${attrs.name ? ` ${JSON.stringify(attrs.name)}` : ''} is forbidden: User ${user} cannot ${attrs.verb} resource ${JSON.stringify(resource)} in API group ${JSON.stringify(attrs.group)} ${where}`;
   }
   return reason ? `${message}: ${reason}` : message;
+}
+
+/**
+ * The 403 kube-apiserver answers for a refused request: forbiddenMessage, with details naming the
+ * object (name, group, kind = the resource); a refused non-resource path has empty details.
+ */
+export function forbiddenError(who: UserInfo, request: RequestAttributes, reason?: string): ApiError {
+  const details = request.path !== undefined ? {} : { name: request.name, group: request.group, kind: request.resource };
+  return errors.forbidden(forbiddenMessage(who, request, reason), details);
 }
 
 /**

@@ -12,6 +12,7 @@ import { builtinPatchSchema } from '../api/patch.js';
 import { recordUpdate } from './field-manager.js';
 import { parseResourceVersion, tooLargeResourceVersion, type ResourceVersionMatch } from './list-options.js';
 import { canonicalizeQuantities } from '../api/quantity-fields.js';
+import { omitEmptyFields } from '../api/omit-empty.js';
 import { SerializedObjectCache } from './serialized-objects.js';
 
 export interface Clock {
@@ -318,6 +319,7 @@ export class Registry {
       if (opts.fieldManager) {
         obj.metadata.managedFields = recordUpdate({ old: undefined, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
       }
+      omitEmptyFields(info.group, info.kind, obj);
       const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
       if (opts.dryRun) {
         if (await this.read(() => this.backend.get(key))) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
@@ -425,6 +427,7 @@ export class Registry {
       if (opts.fieldManager && opts.subresource !== 'status') {
         obj.metadata.managedFields = recordUpdate({ old, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
       }
+      omitEmptyFields(info.group, info.kind, obj);
       if (opts.dryRun) return obj;
 
       // A terminating object whose last finalizer was just removed is gone now.

@@ -17,7 +17,7 @@ export interface ResourceInfo {
   namespaced: boolean;
   shortNames: string[];
   verbs: string[];
-  /** served subresources, e.g. ['status'] */
+  /** every served subresource, e.g. ['status']; discovery lists exactly these */
   subresources: string[];
   categories: string[];
 }
@@ -71,7 +71,9 @@ export const BUILTIN_RESOURCES: ResourceInfo[] = [
     namespaced: true,
     shortNames: ['po'],
     verbs: ALL_VERBS,
-    subresources: ['status', 'eviction'],
+    // Every subresource served for pods, streaming ones included: clients (kubernetes.core's
+    // k8s_log, client-python's dynamic client) look a subresource up in discovery before using it.
+    subresources: ['attach', 'binding', 'eviction', 'exec', 'log', 'portforward', 'status'],
     categories: ['all'],
   },
   {

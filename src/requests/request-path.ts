@@ -22,7 +22,9 @@ export function resolveResourcePath(
   lookup: (group: string, plural: string) => ResourceInfo | undefined,
 ): ResourceTarget {
   const segments = rest.split('/').filter((s) => s.length > 0).map(decodeSegment);
-  const notFound = () => errors.notFound({ resource: segments.join('/') || '/', name: '' });
+  // No route: kube-apiserver's generic 404, never a message about whatever the path resembles
+  // (`namespaces/default/frobnicators` is not the subresource "frobnicators" of namespace "default").
+  const notFound = () => errors.noSuchResource();
   if (segments.length === 0) throw notFound();
 
   if (segments[0] === 'namespaces' && segments.length >= 3) {
@@ -41,7 +43,10 @@ export function resolveResourcePath(
 
 function withOptional(t: ResourceTarget, name: string | undefined, subresource: string | undefined): ResourceTarget {
   if (name !== undefined) t.name = name;
-  if (subresource !== undefined) t.subresource = subresource;
+  if (subresource !== undefined) {
+    if (!t.info.subresources.includes(subresource)) throw errors.noSuchResource();
+    t.subresource = subresource;
+  }
   return t;
 }
 

@@ -23,6 +23,8 @@ import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import { handleVirtualCreate } from './virtual-create.js';
 import { readConsistency } from '../registry/list-options.js';
 
+const STREAMING_SUBRESOURCES = new Set(['attach', 'exec', 'log', 'portforward']);
+
 /**
  * Non-watch verbs on a resolved resource: get, list, create, update, patch, delete and the
  * subresources every kind shares (status) or Pods add (binding). Watch streams live elsewhere.
@@ -36,8 +38,10 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
   if (info.kind === 'ServiceAccount' && info.group === '' && subresource === 'token') return handleTokenRequest(registry, services.serviceAccountTokens, req);
   const strategy = registry.lookup(info.group, info.plural);
   if (strategy?.virtualCreate) return handleVirtualCreate(strategy, req, () => decodeObject(registry, req));
-  if (subresource && !info.subresources.includes(subresource) && !(info.kind === 'Pod' && subresource === 'binding')) {
-    throw errors.notFound({ resource: `${info.plural}/${subresource}`, name: name ?? '' });
+  if (subresource && !info.subresources.includes(subresource)) throw errors.noSuchResource();
+  // Streaming subresources have their own routes (pod-streams); another verb on them reaches here.
+  if (subresource !== undefined && STREAMING_SUBRESOURCES.has(subresource)) {
+    throw errors.methodNotAllowed('the server does not allow this method on the requested resource');
   }
   if (subresource === 'scale') return handleScaleRequest(registry, req);
 

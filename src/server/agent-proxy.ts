@@ -128,7 +128,7 @@ export function agentGet(t: AgentTarget, path: string): Promise<http.IncomingMes
 
 /** Writes an HTTP error on a not-yet-upgraded client connection and closes it. */
 export function refuseUpgrade(socket: Duplex, err: ApiError): void {
-  writeAndClose(socket, err.code, 'application/json', Buffer.from(JSON.stringify(err.toStatus())));
+  writeAndClose(socket, err.code, 'application/json', Buffer.from(err.toStatusJson()));
 }
 
 function writeAndClose(socket: Duplex, code: number, contentType: string, body: Buffer): void {

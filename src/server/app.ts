@@ -2,7 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
-import { Authorizer, forbiddenMessage, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
+import { Authorizer, forbiddenError, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import { reviewStrategies } from '../requests/reviews/index.js';
 import { RequestAuthentication } from '../auth/authentication.js';
@@ -110,7 +110,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   for (const kind of reviews) opts.registry.register(kind);
   const authorize = (who: Identity, attrs: RequestAttributes): void => {
     const decision = authorizer.authorize(who, attrs);
-    if (!decision.allowed) throw errors.forbidden(forbiddenMessage(who, attrs, decision.reason));
+    if (!decision.allowed) throw forbiddenError(who, attrs, decision.reason);
   };
   app.addHook('onClose', async () => {
     for (const end of [...openWatches]) end();
@@ -125,13 +125,13 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   app.setErrorHandler((err, req, reply) => {
     const apiErr = toApiError(err);
     if (apiErr.code >= 500) req.log.error({ err, url: req.url, method: req.method }, 'request failed');
-    void reply.code(apiErr.code).type('application/json').send(apiErr.toStatus());
+    void reply.code(apiErr.code).type('application/json').send(apiErr.toStatusJson());
   });
   app.setNotFoundHandler((req, reply) => {
     // Kubernetes answers unknown paths with this exact 404 Status.
     const e = new ApiError('NotFound', 'the server could not find the requested resource', { causes: [{ reason: 'UnexpectedServerResponse', message: '404 page not found' }] });
     req.log.debug({ url: req.url }, 'no route');
-    void reply.code(404).type('application/json').send(e.toStatus());
+    void reply.code(404).type('application/json').send(e.toStatusJson());
   });
 
   const metrics = opts.metrics;

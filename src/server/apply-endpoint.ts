@@ -3,7 +3,7 @@ import { ApiError, errors } from '../api/errors.js';
 import { assertObject, decodeDocuments } from '../api/body.js';
 import { applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject } from '../api/types.js';
-import { forbiddenMessage, type Authorizer } from '../auth/authz.js';
+import { forbiddenError, type Authorizer } from '../auth/authz.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
 
@@ -49,7 +49,7 @@ export function registerApplyEndpoint(app: FastifyInstance, opts: { registry: Re
         const verb = (await exists(opts.registry, info, namespace, obj.metadata?.name)) ? 'update' : 'create';
         const attrs = { verb, group: info.group, resource: info.plural, namespace, name: obj.metadata?.name };
         const decision = opts.authorizer.authorize(req.identity!, attrs);
-        if (!decision.allowed) throw errors.forbidden(forbiddenMessage(req.identity!, attrs, decision.reason));
+        if (!decision.allowed) throw forbiddenError(req.identity!, attrs, decision.reason);
         if (verb === 'create') {
           await opts.registry.create(info, namespace, obj, { dryRun, warnings, user: req.identity! });
           item.result = 'created';

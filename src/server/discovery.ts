@@ -232,6 +232,11 @@ function describeSubresource(info: ResourceInfo, name: string): Required<Subreso
   };
 }
 
+/** kube-apiserver lists a resource's subresources in name order (pods/attach … pods/status). */
+function sortedSubresources(info: ResourceInfo): string[] {
+  return [...info.subresources].sort();
+}
+
 /**
  * storageVersionHash as the apiserver computes it: base64 of the first 8 bytes of
  * sha256("<group>/<version>/<kind>"). Clients only compare it for equality.
@@ -255,7 +260,7 @@ function toApiResources(infos: ResourceInfo[]): APIResource[] {
     if (info.categories.length > 0) main.categories = [...info.categories];
     main.storageVersionHash = storageVersionHash(info);
     out.push(main);
-    for (const sub of info.subresources) {
+    for (const sub of sortedSubresources(info)) {
       const d = describeSubresource(info, sub);
       const entry: APIResource = {
         name: `${info.plural}/${sub}`,
@@ -428,7 +433,7 @@ function toResourceDiscovery(info: ResourceInfo): APIResourceDiscovery {
   if (info.shortNames.length > 0) out.shortNames = [...info.shortNames];
   if (info.categories.length > 0) out.categories = [...info.categories];
   if (info.subresources.length > 0) {
-    out.subresources = info.subresources.map((sub) => {
+    out.subresources = sortedSubresources(info).map((sub) => {
       const d = describeSubresource(info, sub);
       return { subresource: sub, responseKind: { ...d.responseKind }, verbs: [...d.verbs] };
     });

@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, errors, isApiError } from '../api/errors.js';
 import type { Container, ContainerStatus, Node, Pod } from '../api/types.js';
-import type { Authorizer } from '../auth/authz.js';
+import { forbiddenError, type Authorizer } from '../auth/authz.js';
 import type { RequestAuthentication } from '../auth/authentication.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
@@ -118,9 +118,9 @@ class PodStreams {
   }
 
   private authorize(who: Identity, verb: string, subresource: string, namespace: string, name: string): void {
-    if (!this.opts.authorizer.authorize(who, { verb, group: '', resource: 'pods', subresource, namespace, name }).allowed) {
-      throw errors.forbidden(`pods "${name}" is forbidden: User "${who.username}" cannot ${verb} resource "pods/${subresource}" in API group "" in the namespace "${namespace}"`);
-    }
+    const attrs = { verb, group: '', resource: 'pods', subresource, namespace, name };
+    const decision = this.opts.authorizer.authorize(who, attrs);
+    if (!decision.allowed) throw forbiddenError(who, attrs, decision.reason);
   }
 
   private async pod(namespace: string, name: string): Promise<Pod> {

@@ -56,7 +56,7 @@ export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions):
     // Refused parameters get a plain error response, not a stream.
     const err = e instanceof ApiError ? e : errors.internal(String(e));
     res.writeHead(err.code, { 'content-type': 'application/json' });
-    res.end(JSON.stringify(err.toStatus()));
+    res.end(err.toStatusJson());
     return;
   }
   res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'cache-control': 'no-cache' });

@@ -140,6 +140,34 @@ describe('API server (HTTPS, SQLite store)', () => {
     assert.equal(mismatch.status, 400);
   });
 
+  it("writes error bodies byte for byte as kube-apiserver, and lists pods' subresources in discovery", async () => {
+    const status = (message: string, reason: string, details: string, code: number) =>
+      `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":${JSON.stringify(message)},"reason":"${reason}","details":${details},"code":${code}}\n`;
+    const missing = await raw('GET', '/api/v1/namespaces/default/pods/nope');
+    assert.equal(missing.body.toString(), status('pods "nope" not found', 'NotFound', '{"name":"nope","kind":"pods"}', 404));
+    const unknown = await raw('POST', '/api/v1/namespaces/default/frobnicators', '{"apiVersion":"v1","kind":"Frobnicator","metadata":{"name":"f"}}', { 'content-type': 'application/json' });
+    assert.equal(unknown.body.toString(), status('the server could not find the requested resource', 'NotFound', '{}', 404));
+
+    const core = JSON.parse((await raw('GET', '/api/v1')).body.toString()) as { resources: Array<{ name: string; kind: string; verbs: string[] }> };
+    assert.deepEqual(core.resources.find((r) => r.name === 'pods/log'), { name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] });
+    for (const sub of ['pods/exec', 'pods/attach', 'pods/portforward', 'pods/eviction', 'pods/binding', 'pods/status']) {
+      assert.ok(core.resources.some((r) => r.name === sub), sub);
+    }
+  });
+
+  it('a merge patch replacing a list stores no nulls from it (Ansible apply sends memory: null)', async () => {
+    const deployment = {
+      apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'nulls' },
+      spec: { selector: { matchLabels: { app: 'nulls' } }, template: { metadata: { labels: { app: 'nulls' } }, spec: { containers: [{ name: 'c', image: 'berth/busybox:test' }] } } },
+    };
+    assert.equal((await raw('POST', '/apis/apps/v1/namespaces/default/deployments', JSON.stringify(deployment), { 'content-type': 'application/json' })).status, 201);
+    const patch = { spec: { template: { spec: { containers: [{ name: 'c', image: 'berth/busybox:test', resources: { requests: { cpu: '10m', memory: null } } }] } } } };
+    const r = await raw('PATCH', '/apis/apps/v1/namespaces/default/deployments/nulls', JSON.stringify(patch), { 'content-type': 'application/merge-patch+json' });
+    assert.equal(r.status, 200, r.body.toString());
+    const patched = JSON.parse(r.body.toString()) as { spec: { template: { spec: { containers: Array<{ resources?: unknown }> } } } };
+    assert.deepEqual(patched.spec.template.spec.containers[0]!.resources, { requests: { cpu: '10m' } });
+  });
+
   it('pages with limit/continue at one consistent revision', async () => {
     for (let i = 0; i < 7; i++) await c.client.create(CORE.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `page-${i}`, namespace: 'default', labels: { page: 'yes' } }, spec: { containers: [{ name: 'c', image: 'x:1' }] } } as Pod);
     const names: string[] = [];

@@ -251,6 +251,21 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
     await remove('hostpath-bad');
   });
 
+  it("mounts a hostPath inside Docker's data root read-only, as log shippers mount its containers directory", async () => {
+    // Docker refuses an explicit private propagation there; with none asked for it picks rslave itself.
+    const containersDir = path.join(await docker(['info', '--format', '{{.DockerRootDir}}']), 'containers');
+    const pod = await run('logship', {
+      volumes: [{ name: 'logs', hostPath: { path: containersDir } }],
+      containers: [sleeper('app', { volumeMounts: [{ name: 'logs', mountPath: '/logs', readOnly: true }] })],
+    });
+    const ownId = pod.status!.containerStatuses![0]!.containerID!.replace(/^docker:\/\//, '');
+    assert.ok((await exec(pod, 'app', ['ls', '/logs'])).split('\n').includes(ownId), 'sees its own container directory');
+    const mount = (await dockerInspect(ownId)).Mounts.find((m: { Destination: string }) => m.Destination === '/logs');
+    assert.equal(mount?.RW, false);
+    assert.equal(mount?.Propagation, 'rslave');
+    await remove('logship');
+  });
+
   it('projects configMap, secret, downwardAPI and projected volumes with items and modes, read-only, secrets on tmpfs', async () => {
     await c.client.create(CONFIGMAPS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'files' }, data: { 'app.conf': 'port=8080\n', other: 'o' } } as KubeObject, { namespace: 'default' });
     await c.client.create(SECRETS, { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds' }, stringData: { password: SECRET_VALUE } } as KubeObject, { namespace: 'default' });

@@ -200,10 +200,8 @@ describe('legacy discovery', () => {
     assert.equal(apiGroup('', MIXED), undefined);
     const apps = groupResourceList('apps', 'v1', MIXED);
     assert.equal(apps.groupVersion, 'apps/v1');
-    assert.deepEqual(
-      apps.resources.map((r) => r.name),
-      ['deployments', 'deployments/status', 'deployments/scale'],
-    );
+    // subresources in name order, as kube-apiserver lists them
+    assert.deepEqual(apps.resources.map((r) => r.name), ['deployments', 'deployments/scale', 'deployments/status']);
     const scale = apps.resources.find((r) => r.name === 'deployments/scale');
     assert.deepEqual([scale?.group, scale?.version, scale?.kind], ['autoscaling', 'v1', 'Scale']);
     assert.equal(servesGroupVersion('apps', 'v1', MIXED), true);
@@ -237,7 +235,9 @@ describe('aggregatedDiscovery', () => {
     assert.deepEqual(pods?.verbs, ALL);
     assert.deepEqual(pods?.shortNames, ['po']);
     assert.deepEqual(pods?.categories, ['all']);
-    assert.deepEqual(pods?.subresources?.[0], {
+    // in name order, as kube-apiserver lists them
+    assert.deepEqual(pods?.subresources?.map((s) => s.subresource), ['eviction', 'exec', 'log', 'status']);
+    assert.deepEqual(pods?.subresources?.[3], {
       subresource: 'status',
       responseKind: { group: '', version: 'v1', kind: 'Pod' },
       verbs: ['get', 'patch', 'update'],
@@ -289,5 +289,29 @@ describe('aggregatedDiscovery', () => {
     const info = resource({ group: '', version: 'v1', kind: 'Pod', plural: 'pods', subresources: ['resize'] });
     const doc = aggregatedDiscovery([info], 'api');
     assert.deepEqual(doc.items[0]?.versions[0]?.resources[0]?.subresources?.[0]?.verbs, ['get', 'patch']);
+  });
+});
+
+describe('subresources the server serves', () => {
+  it('pods list every served subresource with kube-apiserver\'s verbs and kinds, in name order', () => {
+    const list = coreResourceList(BUILTIN_RESOURCES);
+    const pods = list.resources.filter((r) => r.name.startsWith('pods/'));
+    assert.deepEqual(pods, [
+      { name: 'pods/attach', singularName: '', namespaced: true, kind: 'PodAttachOptions', verbs: ['create', 'get'] },
+      { name: 'pods/binding', singularName: '', namespaced: true, kind: 'Binding', verbs: ['create'] },
+      { name: 'pods/eviction', singularName: '', namespaced: true, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] },
+      { name: 'pods/exec', singularName: '', namespaced: true, kind: 'PodExecOptions', verbs: ['create', 'get'] },
+      { name: 'pods/log', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get'] },
+      { name: 'pods/portforward', singularName: '', namespaced: true, kind: 'PodPortForwardOptions', verbs: ['create', 'get'] },
+      { name: 'pods/status', singularName: '', namespaced: true, kind: 'Pod', verbs: ['get', 'patch', 'update'] },
+    ]);
+    const aggregated = aggregatedDiscovery(BUILTIN_RESOURCES, 'api', { version: 'v2beta1' });
+    const podEntry = aggregated.items[0]?.versions[0]?.resources.find((r) => r.resource === 'pods');
+    assert.deepEqual(podEntry?.subresources?.map((s) => s.subresource), ['attach', 'binding', 'eviction', 'exec', 'log', 'portforward', 'status']);
+    assert.deepEqual(podEntry?.subresources?.find((s) => s.subresource === 'log'), {
+      subresource: 'log',
+      responseKind: { group: '', version: 'v1', kind: 'Pod' },
+      verbs: ['get'],
+    });
   });
 });

@@ -202,6 +202,30 @@ test('merge patch results share nothing with the inputs', () => {
   assert.equal(patch.spec.z.w, 1);
 });
 
+test('merge patch: a replacing list is stored without the null members of its objects', () => {
+  // Ansible's apply sends the whole containers list with `memory: null` in it.
+  const doc = { spec: { containers: [{ name: 'web', image: 'nginx', resources: { requests: { cpu: '1' } } }] } };
+  const patch = {
+    spec: {
+      containers: [{ name: 'web', image: 'nginx:2', resources: { requests: { cpu: '2', memory: null }, limits: null } }],
+    },
+  };
+  assert.deepEqual(pure(applyMergePatch, doc, patch), {
+    spec: { containers: [{ name: 'web', image: 'nginx:2', resources: { requests: { cpu: '2' } } }] },
+  });
+});
+
+test('merge patch: new maps lose their nulls at any depth; null array items stay', () => {
+  assert.deepEqual(pure(applyMergePatch, {}, { a: { b: [{ c: null, d: [{ e: null, f: 1 }] }, null] } }), {
+    a: { b: [{ d: [{ f: 1 }] }, null] },
+  });
+  assert.deepEqual(pure(applyMergePatch, { a: 'scalar' }, { a: { b: null, c: 1 } }), { a: { c: 1 } });
+});
+
+test('merge patch: an array replacing an object keeps its nulls, as evanphx/json-patch v4 does', () => {
+  assert.deepEqual(pure(applyMergePatch, { a: { x: 1 } }, { a: [{ b: null }] }), { a: [{ b: null }] });
+});
+
 // ---------- strategic merge patch ----------
 
 function basePod() {
@@ -249,6 +273,18 @@ test("SMP: changing one container's image leaves the others and the order alone"
   assert.equal(result.spec.containers[1]!.image, 'busybox:1.37');
   assert.deepEqual(result.spec.containers[1]!.args, ['sleep', '3600']);
   assert.deepEqual(result.spec.containers[0], basePod().spec.containers[0]);
+});
+
+test('SMP: a replacing list is stored without the null members of its objects', () => {
+  const doc = basePod();
+  const result = smp(doc, {
+    spec: { tolerations: [{ key: 'k2', operator: 'Exists', effect: null, tolerationSeconds: null }] },
+  });
+  assert.deepEqual(result.spec.tolerations, [{ key: 'k2', operator: 'Exists' }]);
+  const added = smp(doc, {
+    spec: { containers: [{ name: 'cache', image: 'redis:7', resources: { requests: { cpu: '1', memory: null } } }] },
+  });
+  assert.deepEqual((added.spec.containers[0] as { resources?: unknown }).resources, { requests: { cpu: '1' } });
 });
 
 test('SMP: $patch: delete removes a container by name', () => {

@@ -14,6 +14,8 @@ import type { Container, Pod } from '../../src/api/types.js';
 import type { ResourceRef } from '../../src/client/client.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
 import { VolumesHook } from '../../agent/prestart/volumes.js';
+import type { BindMount } from '../../agent/runtime/container-options.js';
+import { dockerBindMount } from '../../agent/runtime/docker-options.js';
 import { FakeVolumeRuntime } from '../../agent/runtime/fake-volumes.js';
 import type { VolumeRuntime } from '../../agent/runtime/volumes.js';
 import { ConfigObjects } from '../../agent/volumes/config-objects.js';
@@ -103,6 +105,34 @@ describe('volumes hook', () => {
 
     const missing = podWith([{ name: 'store', persistentVolumeClaim: { claimName: 'nope' } }], {});
     await assert.rejects(hook.prestart(request(missing)), /volume "store" : persistentvolumeclaim "nope" not found/);
+    done();
+  });
+
+  it('asks for a mount propagation only when the volumeMount sets one, and Docker is told nothing otherwise', async () => {
+    const { hook, done } = setUp();
+    const logs = fs.mkdtempSync(path.join(tmp, 'host-'));
+    const pod = podWith([{ name: 'logs', hostPath: { path: logs } }], {
+      volumeMounts: [
+        { name: 'logs', mountPath: '/none', readOnly: true },
+        { name: 'logs', mountPath: '/explicit-none', mountPropagation: 'None' },
+        { name: 'logs', mountPath: '/host-to-container', mountPropagation: 'HostToContainer' },
+        { name: 'logs', mountPath: '/bidirectional', mountPropagation: 'Bidirectional' },
+      ] as Container['volumeMounts'],
+    });
+    await hook.syncPod(pod, () => undefined);
+    const { mounts } = (await hook.prestart(request(pod))) as { mounts: BindMount[] };
+    assert.deepEqual(mounts.map((m) => [m.target, m.propagation]), [
+      ['/none', undefined],
+      ['/explicit-none', undefined],
+      ['/host-to-container', 'rslave'],
+      ['/bidirectional', 'rshared'],
+    ]);
+    // A source inside Docker's data root (a log shipper's /var/lib/docker/containers) must carry no
+    // BindOptions: Docker refuses an explicit rprivate there.
+    assert.deepEqual(dockerBindMount({ source: '/var/lib/docker/containers', target: '/logs', readOnly: true }), {
+      Type: 'bind', Source: '/var/lib/docker/containers', Target: '/logs', ReadOnly: true,
+    });
+    assert.deepEqual(dockerBindMount(mounts[2]!).BindOptions, { Propagation: 'rslave' });
     done();
   });
 

@@ -141,8 +141,60 @@ describe('pod defaults', () => {
     assert.equal(qosClassOf(pod('a')), 'BestEffort');
     assert.equal(qosClassOf(pod('a', { containers: [{ name: 'c', image: 'i:1', resources: { limits: { cpu: '1', memory: '1Gi' } } }] })), 'Guaranteed');
     assert.equal(qosClassOf(pod('a', { containers: [{ name: 'c', image: 'i:1', resources: { requests: { cpu: '1' } } }] })), 'Burstable');
+    // quantities compare by value, and requests and limits sum over the containers
+    const equalByValue = { limits: { cpu: '1', memory: '1Gi' }, requests: { cpu: '1000m', memory: '1024Mi' } };
+    assert.equal(qosClassOf(pod('a', { containers: [{ name: 'c', image: 'i:1', resources: equalByValue }] })), 'Guaranteed');
+    // zero requests count as none: limits of 0 leave the pod BestEffort
+    assert.equal(qosClassOf(pod('a', { containers: [{ name: 'c', image: 'i:1', resources: { requests: { cpu: '0' } } }] })), 'BestEffort');
+    // an init container without limits makes the pod Burstable
+    const limited = { name: 'c', image: 'i:1', resources: { limits: { cpu: '1', memory: '1Gi' } } };
+    assert.equal(qosClassOf(pod('a', { containers: [limited], initContainers: [{ name: 'i', image: 'i:1' }] })), 'Burstable');
+  });
+
+  it('requests default to limits for each resource with a limit and no request, in containers and init containers', async () => {
+    const { registry } = await fresh();
+    const p = (await registry.create(PODS, 'default', pod('a', {
+      containers: [{ name: 'c', image: 'i:1', resources: { limits: { cpu: '500m', memory: '64Mi', 'example.com/gpu': '1' }, requests: { cpu: '100m' } } }],
+      initContainers: [{ name: 'init', image: 'i:1', resources: { limits: { cpu: '1', memory: '1Gi' } } }],
+    }))) as Pod;
+    assert.deepEqual(p.spec.containers[0]!.resources?.requests, { cpu: '100m', memory: '64Mi', 'example.com/gpu': '1' });
+    assert.deepEqual(p.spec.initContainers?.[0]!.resources?.requests, { cpu: '1', memory: '1Gi' });
+    assert.equal(p.status?.qosClass, 'Burstable', 'cpu request below its limit');
+
+    const onlyLimits = (await registry.create(PODS, 'default', pod('b', {
+      containers: [{ name: 'c', image: 'i:1', resources: { limits: { cpu: '250m', memory: '32Mi' } } }],
+    }))) as Pod;
+    assert.deepEqual(onlyLimits.spec.containers[0]!.resources, { limits: { cpu: '250m', memory: '32Mi' }, requests: { cpu: '250m', memory: '32Mi' } });
+    assert.equal(onlyLimits.status?.qosClass, 'Guaranteed');
+
+    const none = (await registry.create(PODS, 'default', pod('c', { containers: [{ name: 'c', image: 'i:1', resources: {} }] }))) as Pod;
+    assert.deepEqual(none.spec.containers[0]!.resources, {}, 'no limits: no requests invented');
+  });
+
+  it('a pod stored before requests were defaulted still takes a label update', async () => {
+    const { registry } = await fresh();
+    const created = (await registry.create(PODS, 'default', pod('a', {
+      containers: [{ name: 'c', image: 'i:1', resources: { limits: { cpu: '1', memory: '1Gi' } } }],
+    }))) as Pod;
+    const asStoredBefore = structuredClone(created);
+    delete asStoredBefore.spec.containers[0]!.resources!.requests;
+    const podStrategy = ALL_STRATEGIES.find((s) => s.info.plural === 'pods' && s.info.group === '')!;
+    assert.deepEqual(podStrategy.validateUpdate!({ ...created, metadata: { ...created.metadata, labels: { x: 'y' } } }, asStoredBefore), []);
+  });
+
+  it('templates are not given requests (Kubernetes defaults them on Pods only)', async () => {
+    const { registry } = await fresh();
+    const rs = await registry.create(servedInfo(registry, 'apps', 'replicasets'), 'default', {
+      apiVersion: 'apps/v1', kind: 'ReplicaSet', metadata: { name: 'r' },
+      spec: { selector: { matchLabels: { a: 'b' } }, template: { metadata: { labels: { a: 'b' } }, spec: { containers: [{ name: 'c', image: 'i:1', resources: { limits: { cpu: '1' } } }] } } },
+    } as KubeObject) as KubeObject & { spec: { template: { spec: Pod['spec'] } } };
+    assert.equal(rs.spec.template.spec.containers[0]!.resources?.requests, undefined);
   });
 });
+
+function servedInfo(registry: Registry, group: string, plural: string) {
+  return registry.lookup(group, plural)!.info;
+}
 
 describe('scheduler fit', () => {
   const node = (name: string, extra: Partial<Node> = {}): Node => ({

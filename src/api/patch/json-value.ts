@@ -36,6 +36,24 @@ export function cloneJson<T>(value: T): T {
   return value;
 }
 
+/**
+ * Copy of a patch value about to be stored where nothing merges into it, with every object
+ * member whose value is null removed at any depth. Null items of arrays stay (they are values, not
+ * deletions), but objects inside arrays are pruned too: a patch that replaces a list of containers
+ * must not store `memory: null` in one of them.
+ */
+export function withoutNullMembers<T>(value: T): T {
+  if (Array.isArray(value)) return value.map((item) => withoutNullMembers(item)) as T;
+  if (isJsonObject(value)) {
+    const out: JsonObject = {};
+    for (const key of Object.keys(value)) {
+      if (value[key] !== null) setOwn(out, key, withoutNullMembers(value[key]));
+    }
+    return out as T;
+  }
+  return value;
+}
+
 /** Structural equality as RFC 6902 `test` defines it: object member order does not matter. */
 export function jsonEqual(a: unknown, b: unknown): boolean {
   if (a === b) return true;

@@ -10,11 +10,13 @@
  * the list come first unless `$setElementOrder` places them (kubectl always sends it).
  *
  * Deliberate differences: values inserted where the original had nothing are themselves run
- * through the patch logic (so directives and nulls inside them are applied, not stored), and
- * malformed patches are 400 where kube-apiserver sometimes answers 500.
+ * through the patch logic (so directives and nulls inside them are applied, not stored), lists
+ * that replace are stored without the null members of their objects (kube-apiserver decodes such
+ * a null into the Go field's zero value, which its serializer then omits), and malformed patches
+ * are 400 where kube-apiserver sometimes answers 500.
  */
 import { assertPatchedDepth, badPatch, patchRejected } from './patch-errors.js';
-import { cloneJson, getOwn, isJsonObject, jsonTypeName, setOwn, type JsonObject } from './json-value.js';
+import { cloneJson, getOwn, isJsonObject, jsonTypeName, setOwn, withoutNullMembers, type JsonObject } from './json-value.js';
 import { mergesLists, type PatchSchema } from './patch-schema.js';
 
 const DIRECTIVE = '$patch';
@@ -102,7 +104,7 @@ class StrategicMerge {
   /** `original` belongs to the working copy; the returned list is new (its items may be reused). */
   mergeList(original: readonly unknown[], patch: readonly unknown[], path: readonly string[]): unknown[] {
     const meta = this.schema(path);
-    if (!mergesLists(meta)) return cloneJson([...patch]);
+    if (!mergesLists(meta)) return withoutNullMembers([...patch]);
     if (original.length === 0 && patch.length === 0) return [];
     if (elementKind(original, patch, path) === 'scalar') {
       const merged = [...new Set([...original, ...patch])];

@@ -5,6 +5,7 @@
  */
 import { validateNamespace, validateNode, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
 import type { Container, ContainerStatus, KubeObject, Namespace, Node, Pod } from '../../api/types.js';
+import { podQosClass, type QosClass } from '../../api/pod-qos.js';
 import { BUILTIN_RESOURCES, type ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
@@ -29,6 +30,21 @@ function defaultContainer(c: Container): void {
   c.terminationMessagePath ??= '/dev/termination-log';
   c.terminationMessagePolicy ??= 'File';
   for (const p of c.ports ?? []) p.protocol ??= 'TCP';
+  defaultRequestsToLimits(c);
+}
+
+/**
+ * Kubernetes' Pod defaulting (not PodTemplate's): each resource with a limit and no request is
+ * requested at its limit, so a pod that only sets limits is scheduled for them and, limiting cpu
+ * and memory, is Guaranteed.
+ */
+function defaultRequestsToLimits(c: Container): void {
+  const resources = c.resources;
+  const limits = resources?.limits;
+  if (!resources || !limits || typeof limits !== 'object' || Object.keys(limits).length === 0) return;
+  const requests = resources.requests && typeof resources.requests === 'object' ? resources.requests : {};
+  for (const [name, limit] of Object.entries(limits)) if (!Object.hasOwn(requests, name)) requests[name] = limit;
+  resources.requests = requests;
 }
 
 /** The tolerations DefaultTolerationSeconds admission adds: evict from a lost node after 300 s. */
@@ -37,25 +53,20 @@ const DEFAULT_TOLERATIONS = [
   { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
 ] as const;
 
-export function qosClassOf(pod: Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  const containers = [...(pod.spec.containers ?? []), ...(pod.spec.initContainers ?? [])];
-  let any = false;
-  let guaranteed = containers.length > 0;
-  for (const c of containers) {
-    const limits = c.resources?.limits ?? {};
-    const requests = c.resources?.requests ?? {};
-    if (Object.keys(limits).length || Object.keys(requests).length) any = true;
-    for (const r of ['cpu', 'memory']) {
-      const l = limits[r];
-      const q = requests[r] ?? l;
-      if (l === undefined || q !== l) guaranteed = false;
-    }
-  }
-  if (!any) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
+/** status.qosClass of a (defaulted) pod, as Kubernetes computes it. */
+export function qosClassOf(pod: Pod): QosClass {
+  return podQosClass(pod.spec ?? { containers: [] });
 }
 
 // ---------- Pod ----------
+
+function withDefaultedRequests(pod: Pod): Pod {
+  const copy = structuredClone(pod);
+  for (const list of [copy.spec?.containers, copy.spec?.initContainers]) {
+    if (Array.isArray(list)) list.forEach(defaultRequestsToLimits);
+  }
+  return copy;
+}
 
 function conditionIsTrue(conditions: Array<{ type: string; status: string }> | undefined, type: string): boolean {
   return (conditions ?? []).some((c) => c.type === type && c.status === 'True');
@@ -240,7 +251,9 @@ export const podStrategy: KindStrategy<Pod> = {
     if (!spec.tolerations) spec.tolerations = DEFAULT_TOLERATIONS.map((t) => ({ ...t }));
   },
   validate: (pod) => validatePod(pod),
-  validateUpdate: (pod, old) => validatePodUpdate(pod, old),
+  // A pod stored before requests were defaulted from limits is compared as Kubernetes would read
+  // it back (defaulted), so an update that only touches labels is not a resources change.
+  validateUpdate: (pod, old) => validatePodUpdate(pod, withDefaultedRequests(old)),
   initialStatus: (pod) => ({ phase: 'Pending', qosClass: qosClassOf(pod) }),
   selectableFields: (pod) => ({
     'spec.nodeName': pod.spec?.nodeName ?? '',
