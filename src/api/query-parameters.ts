@@ -100,15 +100,15 @@ export function queryInt64(query: QuerySource, name: string): number | undefined
   return v === undefined ? undefined : parseInt64(v);
 }
 
+const GO_ESCAPES: Record<string, string> = { '\x07': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' };
+
 /** Go's strconv.Quote for the strings a query carries: printable text kept, the rest escaped. */
 export function goQuote(s: string): string {
   let out = '"';
   for (const ch of s) {
     const c = ch.codePointAt(0)!;
     if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\r') out += '\\r';
+    else if (GO_ESCAPES[ch]) out += GO_ESCAPES[ch];
     else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
     else if (c >= 0x80 && c < 0xa0) out += `\\u${c.toString(16).padStart(4, '0')}`;
     else out += ch;
@@ -161,7 +161,8 @@ function fieldManagerProblems(value: string | undefined): FieldError[] {
     const c = ch.codePointAt(0)!;
     if (!isPrintable(c)) {
       const code = `U+${c.toString(16).toUpperCase().padStart(4, '0')}`;
-      problems.push(fieldErrors.invalid('fieldManager', value, `invalid character ${code} (at position ${position})`));
+      // field.Invalid prints a string value with %q.
+      problems.push({ field: 'fieldManager', type: 'FieldValueInvalid', message: `Invalid value: ${goQuote(value)}: invalid character ${code} (at position ${position})` });
     }
     position += Buffer.byteLength(ch);
   }
