@@ -6,13 +6,13 @@
  */
 import { decodeBody } from '../api/body.js';
 import { errors } from '../api/errors.js';
+import { readWriteOptions } from '../api/query-parameters.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../api/selectors.js';
 import type { KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
 import type { ApiRequest, HandlerResult } from './request.js';
-import { readWriteOptions } from '../api/query-parameters.js';
 import { decodeTypedBody } from './type-meta.js';
 
 

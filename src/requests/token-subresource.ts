@@ -6,6 +6,7 @@
  * A node may only ask for tokens bound to a pod bound to it (NodeRestriction's rule for tokens).
  */
 import { errors, type FieldError } from '../api/errors.js';
+import { readWriteOptions } from '../api/query-parameters.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import { child, fieldErrors, isRecord } from '../api/validation.js';
 import { nodeNameOfUser } from '../admission/plugins/node-restriction.js';
@@ -13,7 +14,6 @@ import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import { TOKENREQUEST_PROTOBUF } from '../registry/kinds/serviceaccounts.js';
 import type { Registry } from '../registry/registry.js';
 import type { ApiRequest, HandlerResult } from './request.js';
-import { readWriteOptions } from '../api/query-parameters.js';
 import { decodeTypedBody } from './type-meta.js';
 
 const TOKEN_REQUEST_API_VERSION = 'authentication.k8s.io/v1';

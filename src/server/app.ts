@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
+import { firstValues, isWatch, queryFlag } from '../api/query-parameters.js';
 import { Authorizer, forbiddenMessage, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import { reviewStrategies } from '../requests/reviews/index.js';
@@ -23,7 +24,6 @@ import { isDashboardPath, registerDashboard } from './dashboard-static.js';
 import { serveWatch } from './watch-stream.js';
 import type { ControlPlaneMetrics } from './metrics.js';
 import { isLongRunningVerb, requestLabels, type RequestLabels } from './metrics-labels.js';
-import { firstValues, isWatch, queryFlag } from '../api/query-parameters.js';
 import { DEFAULT_CONNECTION_LIMITS, InflightLimiter, isMutatingMethod, RETRY_AFTER_SECONDS, type ConnectionLimits } from '../net/connection-hygiene.js';
 
 export interface AppOptions {
