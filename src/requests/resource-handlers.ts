@@ -1,7 +1,9 @@
 /**
  * Request handling below any transport: get, list, create, update, patch and delete of a resolved
  * resource, with body decoding, field validation and the status/binding/scale/eviction subresources.
- * The HTTP server adapts fastify requests to it; the in-process client calls it directly.
+ * The HTTP server adapts fastify requests to it; the in-process client calls it directly. Query
+ * options (dryRun, fieldValidation, DeleteOptions, limit …) are read by src/api/query-parameters.ts,
+ * body type metadata by type-meta.ts.
  */
 export type { ApiRequest, HandlerResult } from './request.js';
 import { errors } from '../api/errors.js';
