@@ -26,6 +26,7 @@ import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocketServer } from 'ws';
 import { ApiError, errors, isApiError } from '../../src/api/errors.js';
+import { readPodStreamOptions } from '../../src/api/query-parameters.js';
 import { guardConnections, resolveConnectionLimits, serverTimeoutOptions, type ConnectionGuard, type ConnectionLimits } from '../../src/net/connection-hygiene.js';
 import { identityFromLabels } from '../labels.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
@@ -276,11 +277,12 @@ export class AgentServer {
       if (!parsed || (parsed.route !== 'exec' && parsed.route !== 'attach')) return refuseUpgrade(socket, new ApiError('NotFound', 'the server could not find the requested resource'));
       if (req.method !== 'GET' && req.method !== 'POST') return refuseUpgrade(socket, errors.methodNotAllowed(`${req.method} is not allowed`));
       const q = url.searchParams;
-      const flag = (n: string) => q.get(n) === 'true' || q.get(n) === '1';
+      // The API server's rules for these parameters (src/api/query-parameters.ts), whoever calls.
+      const streamOptions = readPodStreamOptions(q);
       const exec = parsed.route === 'exec';
-      const command = q.getAll('command');
+      const command = streamOptions.command;
       if (exec && command.length === 0) return refuseUpgrade(socket, errors.badRequest('you must specify at least 1 command'));
-      const io = { stdin: flag('stdin'), stdout: flag('stdout'), stderr: flag('stderr'), tty: flag('tty') };
+      const io = { stdin: streamOptions.stdin, stdout: streamOptions.stdout, stderr: streamOptions.stderr, tty: streamOptions.tty };
       if (!io.stdin && !io.stdout && !io.stderr) return refuseUpgrade(socket, errors.badRequest('you must specify at least 1 of stdin, stdout, stderr'));
       if (io.tty && io.stderr) io.stderr = false; // a terminal merges stderr into stdout
       const streams = this.opts.runtime.streams;

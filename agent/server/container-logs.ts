@@ -7,6 +7,7 @@
 import type http from 'node:http';
 import type { Logger } from 'pino';
 import { errors } from '../../src/api/errors.js';
+import { readPodLogOptions } from '../../src/api/query-parameters.js';
 import type { ContainerRuntime, LogStreamOptions } from '../runtime/runtime.js';
 import { findContainer } from './container-lookup.js';
 
@@ -30,34 +31,17 @@ export interface LogQuery extends LogStreamOptions {
   containerID?: string;
 }
 
-function flag(q: URLSearchParams, name: string): boolean {
-  const v = q.get(name);
-  return v === 'true' || v === '1';
-}
-
-function nonNegativeInt(q: URLSearchParams, name: string, min: number): number | undefined {
-  const v = q.get(name);
-  if (v === null || v === '') return undefined;
-  if (!/^\d+$/.test(v) || Number(v) < min || !Number.isSafeInteger(Number(v))) throw errors.badRequest(`${name} must be an integer of at least ${min}`);
-  return Number(v);
-}
-
-/** Parses the kubelet's log query; throws BadRequest on malformed values. */
-export function parseLogQuery(q: URLSearchParams, now: number = Date.now()): LogQuery {
-  const out: LogQuery = { follow: flag(q, 'follow'), timestamps: flag(q, 'timestamps'), previous: flag(q, 'previous') };
-  const tail = nonNegativeInt(q, 'tailLines', 0);
-  if (tail !== undefined) out.tailLines = tail;
-  const sinceSeconds = nonNegativeInt(q, 'sinceSeconds', 1);
-  const sinceTime = q.get('sinceTime');
-  if (sinceSeconds !== undefined && sinceTime) throw errors.badRequest('at most one of sinceTime or sinceSeconds may be specified');
-  if (sinceSeconds !== undefined) out.sinceMs = now - sinceSeconds * 1000;
-  if (sinceTime) {
-    const t = Date.parse(sinceTime);
-    if (!Number.isFinite(t)) throw errors.badRequest(`sinceTime "${sinceTime}" is not an RFC 3339 time`);
-    out.sinceMs = t;
-  }
-  const limit = nonNegativeInt(q, 'limitBytes', 1);
-  if (limit !== undefined) out.limitBytes = limit;
+/**
+ * Parses the kubelet's log query by the API server's rules (src/api/query-parameters.ts): 400 for
+ * values that do not decode, 422 for values out of range.
+ */
+export function parseLogQuery(q: URLSearchParams, now: number = Date.now(), podName = ''): LogQuery {
+  const opts = readPodLogOptions(q, podName);
+  const out: LogQuery = { follow: opts.follow, timestamps: opts.timestamps, previous: opts.previous };
+  if (opts.tailLines !== undefined) out.tailLines = opts.tailLines;
+  if (opts.sinceSeconds !== undefined) out.sinceMs = now - opts.sinceSeconds * 1000;
+  if (opts.sinceTime !== undefined) out.sinceMs = opts.sinceTime;
+  if (opts.limitBytes !== undefined) out.limitBytes = opts.limitBytes;
   const podUID = q.get('podUID');
   if (podUID) out.podUID = podUID;
   const containerID = q.get('containerID');
@@ -67,7 +51,7 @@ export function parseLogQuery(q: URLSearchParams, now: number = Date.now()): Log
 
 /** Serves one log request; errors before the first byte are thrown (the caller answers with a Status). */
 export async function serveContainerLogs(ctx: ContainerLogsContext, target: ContainerTarget, query: URLSearchParams, res: http.ServerResponse): Promise<void> {
-  const q = parseLogQuery(query);
+  const q = parseLogQuery(query, Date.now(), target.pod);
   const streams = ctx.runtime.streams;
   if (!streams) throw errors.unavailable('this node\'s container runtime cannot stream logs');
   const lookup: Parameters<typeof findContainer>[1] = { nodeName: ctx.nodeName, ...target, previous: q.previous };

@@ -1,7 +1,7 @@
 /**
  * The Kubernetes remote-command protocol over WebSocket (what `kubectl exec` / `kubectl attach` speak since
  * 1.30), server side; the same protocol over SPDY (older clients) is remote-command-spdy.ts, which shares the
- * Status and resize formats defined here. Every binary message starts with a channel byte:
+ * Status and resize formats defined here. Every message, binary or text, starts with a channel byte:
  *   0 stdin (client → server), 1 stdout, 2 stderr, 3 error (one metav1.Status JSON, then the server closes),
  *   4 resize (client → server, JSON {"Width","Height"}), and in v5 only 255 close: [255, channel] half-closes
  *   that channel — how a client says "stdin is at EOF" (`echo x | kubectl exec -i pod -- cat`).
@@ -155,8 +155,9 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
     }
   };
 
-  ws.on('message', (data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean) => {
-    if (!isBinary) return;
+  // Text messages carry the same frames as binary ones (channel byte first): Kubernetes' wsstream
+  // reads both alike, and the Python client sends text. Their bytes are taken as they arrived.
+  ws.on('message', (data: Buffer | ArrayBuffer | Buffer[]) => {
     const msg = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
     if (proc) handle(msg);
     else {

@@ -2,10 +2,13 @@
  * The read-consistency parameters of get, list and watch — `resourceVersion`,
  * `resourceVersionMatch`, `sendInitialEvents`, `allowWatchBookmarks` — decoded from the query and
  * checked the way kube-apiserver checks its ListOptions (invalid combinations are 422 Invalid on
- * `ListOptions.meta.k8s.io`, unparseable booleans 400).
+ * `ListOptions.meta.k8s.io`), with `limit` and `timeoutSeconds`: every parameter read by the shared
+ * rules of src/api/query-parameters.ts (booleans as Kubernetes converts them, integers 400 when
+ * strconv.ParseInt would refuse them).
  */
 import { ApiError, errors, type FieldError } from '../api/errors.js';
 import { fieldErrors } from '../api/validation/field-errors.js';
+import { optionsInvalid, queryBool, queryInt64, queryLimit } from '../api/query-parameters.js';
 
 export type ResourceVersionMatch = 'NotOlderThan' | 'Exact';
 
@@ -16,14 +19,21 @@ export interface ReadConsistency {
   sendInitialEvents?: boolean;
   /** watch only: the client accepts BOOKMARK events */
   allowWatchBookmarks: boolean;
+  /** list only: page size; unset for none (zero and negative values ask for none) */
+  limit?: number;
+  /** watch only: end the stream after this long; unset or ≤ 0 for never */
+  timeoutSeconds?: number;
 }
 
 /** Reads and validates the consistency parameters of a list (watch=false) or watch request. */
 export function readConsistency(query: Record<string, string | undefined>, opts: { watch: boolean }): ReadConsistency {
   const resourceVersion = query.resourceVersion || undefined;
   const match = query.resourceVersionMatch || undefined;
-  const sendInitialEvents = parseBool(query.sendInitialEvents, 'sendInitialEvents');
-  const allowWatchBookmarks = parseBool(query.allowWatchBookmarks, 'allowWatchBookmarks') ?? false;
+  // Decoding (400) comes before validation (422), as in the ListResource handler.
+  const limit = queryLimit(query);
+  const timeoutSeconds = queryInt64(query, 'timeoutSeconds');
+  const sendInitialEvents = queryBool(query, 'sendInitialEvents');
+  const allowWatchBookmarks = queryBool(query, 'allowWatchBookmarks') ?? false;
   const problems: FieldError[] = [];
   if (!opts.watch) {
     if (match !== undefined) {
@@ -43,9 +53,12 @@ export function readConsistency(query: Record<string, string | undefined>, opts:
       if (query.continue) problems.push(fieldErrors.forbidden('resourceVersionMatch', 'resourceVersionMatch is forbidden when continue is provided'));
     }
   }
-  if (problems.length) throw listOptionsInvalid(problems);
+  if (problems.length) throw optionsInvalid('ListOptions', problems);
   if (resourceVersion !== undefined) parseResourceVersion(resourceVersion);
-  return { resourceVersion, resourceVersionMatch: match as ResourceVersionMatch | undefined, sendInitialEvents, allowWatchBookmarks };
+  const out: ReadConsistency = { resourceVersion, resourceVersionMatch: match as ResourceVersionMatch | undefined, sendInitialEvents, allowWatchBookmarks };
+  if (limit !== undefined) out.limit = limit;
+  if (timeoutSeconds !== undefined && timeoutSeconds > 0) out.timeoutSeconds = timeoutSeconds;
+  return out;
 }
 
 /** A resourceVersion as the store's revision number; anything else is 400 as upstream. */
@@ -61,22 +74,4 @@ export function parseResourceVersion(rv: string): number {
  */
 export function tooLargeResourceVersion(requested: number, current: number): ApiError {
   return new ApiError('Timeout', `Too large resource version: ${requested}, current: ${current}`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 });
-}
-
-function parseBool(v: string | undefined, name: string): boolean | undefined {
-  if (v === undefined || v === '') return undefined;
-  if (v === 'true' || v === '1') return true;
-  if (v === 'false' || v === '0') return false;
-  throw errors.badRequest(`strconv.ParseBool: parsing ${JSON.stringify(v)}: invalid syntax (${name})`);
-}
-
-function listOptionsInvalid(problems: FieldError[]): ApiError {
-  const list = problems.map((e) => `${e.field}: ${e.message}`);
-  const summary = list.length === 1 ? list[0] : `[${list.join(', ')}]`;
-  return new ApiError('Invalid', `ListOptions.meta.k8s.io "" is invalid: ${summary}`, {
-    group: 'meta.k8s.io',
-    kind: 'ListOptions',
-    name: '',
-    causes: problems.map((e) => ({ reason: e.type, message: e.message, field: e.field })),
-  });
 }

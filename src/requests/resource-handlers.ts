@@ -1,7 +1,9 @@
 /**
  * Request handling below any transport: get, list, create, update, patch and delete of a resolved
  * resource, with body decoding, field validation and the status/binding/scale/eviction subresources.
- * The HTTP server adapts fastify requests to it; the in-process client calls it directly.
+ * The HTTP server adapts fastify requests to it; the in-process client calls it directly. Query
+ * options (dryRun, fieldValidation, DeleteOptions, limit …) are read by src/api/query-parameters.ts,
+ * body type metadata by type-meta.ts.
  */
 export type { ApiRequest, HandlerResult } from './request.js';
 import { errors } from '../api/errors.js';
@@ -22,6 +24,8 @@ import { handleTokenRequest } from './token-subresource.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import { handleVirtualCreate } from './virtual-create.js';
 import { readConsistency } from '../registry/list-options.js';
+import { readDeleteOptionsBody, readDeleteOptionsQuery, readWriteOptions, resolveDeleteOptions, type DeleteOptionsInput } from '../api/query-parameters.js';
+import { defaultTypeMeta } from './type-meta.js';
 
 const STREAMING_SUBRESOURCES = new Set(['attach', 'exec', 'log', 'portforward']);
 
@@ -32,7 +36,6 @@ const STREAMING_SUBRESOURCES = new Set(['attach', 'exec', 'log', 'portforward'])
 export async function handleResourceRequest(registry: Registry, req: ApiRequest, services: { serviceAccountTokens?: ServiceAccountTokens } = {}): Promise<HandlerResult> {
   const { target, query } = req;
   const { info, namespace, name, subresource } = target;
-  const dryRun = query.dryRun === 'All';
 
   if (info.kind === 'Pod' && info.group === '' && subresource === 'eviction') return handleEvictionRequest(registry, req);
   if (info.kind === 'ServiceAccount' && info.group === '' && subresource === 'token') return handleTokenRequest(registry, services.serviceAccountTokens, req);
@@ -54,7 +57,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
           body: await registry.list(info, namespace, {
             labelSelector: query.labelSelector,
             fieldSelector: query.fieldSelector,
-            limit: query.limit ? parseLimit(query.limit) : undefined,
+            limit: consistency.limit,
             continue: query.continue,
             resourceVersion: consistency.resourceVersion,
             resourceVersionMatch: consistency.resourceVersionMatch,
@@ -64,7 +67,8 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
       return { code: 200, body: await registry.get(info, namespace, name, { resourceVersion: query.resourceVersion || undefined }) };
     }
     case 'POST': {
-      if (name !== undefined && subresource === 'binding') return bindPod(registry, req);
+      const { dryRun } = readWriteOptions(query, 'CreateOptions');
+      if (name !== undefined && subresource === 'binding') return bindPod(registry, req, dryRun);
       if (name !== undefined) throw errors.methodNotAllowed(`POST is not supported on a named ${info.kind}`);
       const decoded = decodeObject(registry, req);
       const warnings = checkFields(registry, req, decoded);
@@ -74,6 +78,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
     }
     case 'PUT': {
       if (name === undefined) throw errors.methodNotAllowed(`PUT requires a name`);
+      const { dryRun } = readWriteOptions(query, 'UpdateOptions');
       const decoded = decodeObject(registry, req);
       const warnings = checkFields(registry, req, decoded);
       const obj = toStoredVersion(registry, req, decoded);
@@ -82,6 +87,8 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
     }
     case 'PATCH': {
       if (name === undefined) throw errors.methodNotAllowed(`PATCH requires a name`);
+      const apply = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase() === 'application/apply-patch+yaml';
+      const { dryRun } = readWriteOptions(query, 'PatchOptions', { apply });
       return patchObject(registry, req, name, dryRun);
     }
     case 'DELETE': {
@@ -102,8 +109,8 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
  * carried: the object of a create/update/apply, or a merge or strategic-merge patch.
  */
 function checkFields(registry: Registry, req: ApiRequest, body: KubeObject, options: UnknownFieldOptions = {}): string[] {
-  const mode = req.query.fieldValidation ?? 'Warn';
-  if (!['Strict', 'Warn', 'Ignore'].includes(mode)) throw errors.badRequest(`fieldValidation must be one of Ignore, Warn or Strict, not "${mode}"`);
+  // The value was validated with the rest of the request's options (readWriteOptions).
+  const mode = req.query.fieldValidation || 'Warn';
   if (!req.body) return [];
   // Walked in every mode: unknown fields of built-in kinds are dropped whether or not anyone is told.
   const unknown = unknownFields(registry, req, body, { ...options, prune: true });
@@ -140,36 +147,12 @@ function decodeObject(registry: Registry, req: ApiRequest): KubeObject {
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) assertObject(doc);
   const obj = doc as KubeObject;
   // Subresource bodies (Binding, Eviction, Scale) are other kinds; their handlers check them.
-  if (!req.target.subresource || req.target.subresource === 'status') defaultTypeMeta(req, obj);
+  if (!req.target.subresource || req.target.subresource === 'status') {
+    const { info } = req.target;
+    defaultTypeMeta(obj, { group: info.group, versions: [req.version ?? info.version], kind: info.kind });
+  }
   if (typeof obj.metadata !== 'object' || obj.metadata === null) obj.metadata = {};
   return obj;
-}
-
-function defaultTypeMeta(req: ApiRequest, obj: KubeObject): void {
-  const { info } = req.target;
-  const version = req.version ?? info.version;
-  const expected = info.group ? `${info.group}/${version}` : version;
-  const apiVersion = typeof obj.apiVersion === 'string' && obj.apiVersion !== '' ? obj.apiVersion : expected;
-  const kind = typeof obj.kind === 'string' && obj.kind !== '' ? obj.kind : info.kind;
-  const slash = apiVersion.lastIndexOf('/');
-  const group = slash < 0 ? '' : apiVersion.slice(0, slash);
-  const dataVersion = slash < 0 ? apiVersion : apiVersion.slice(slash + 1);
-  if (group !== info.group) {
-    // The decoder knows no such kind in another group.
-    throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: no kind ${JSON.stringify(kind)} is registered for version ${JSON.stringify(apiVersion)} in scheme "pkg/api/legacyscheme/scheme.go:30"`);
-  }
-  if (kind !== info.kind) {
-    // Another kind of the same group decodes, then cannot be converted to this one.
-    const internalPackage = info.group === '' ? 'core' : info.group.split('.')[0];
-    throw errors.badRequest(`${kind} in version ${JSON.stringify(dataVersion)} cannot be handled as a ${info.kind}: converting (${dataVersion}.${kind}) to (${internalPackage}.${info.kind}): unknown conversion`);
-  }
-  // Same group and kind at another version (apps/v1beta1, a CRD's other served version) decodes,
-  // then the handler refuses a version other than the path's.
-  if (apiVersion !== expected) {
-    throw errors.badRequest(`the API version in the data (${apiVersion}) does not match the expected API version (${expected})`);
-  }
-  obj.apiVersion = apiVersion;
-  obj.kind = kind;
 }
 
 async function patchObject(registry: Registry, req: ApiRequest, name: string, dryRun: boolean): Promise<HandlerResult> {
@@ -228,15 +211,15 @@ async function serverSideApplyRequest(registry: Registry, req: ApiRequest, name:
   const { info, namespace, subresource } = req.target;
   assertObject(patch);
   const applied = patch as KubeObject;
-  const manager = req.query.fieldManager;
-  if (!manager) throw errors.badRequest('PATCH, application/apply-patch+yaml requests must supply a fieldManager (the fieldManager query parameter)');
+  // readWriteOptions has refused an apply without a fieldManager.
+  const manager = req.query.fieldManager!;
   if (applied.metadata?.name && applied.metadata.name !== name) throw errors.badRequest(`the name of the object (${applied.metadata.name}) does not match the name on the URL (${name})`);
   const warnings = checkFields(registry, req, applied);
   applied.metadata = { ...(applied.metadata ?? {}), name };
   // Fields are owned in the stored version's terms; a configuration applied at another served
   // version is converted to it first.
   if (req.version && req.version !== info.version && typeof applied.apiVersion === 'string') Object.assign(applied, toStoredVersion(registry, req, applied));
-  const common = { applied, manager, force: req.query.force === 'true', schema: builtinPatchSchema(info.kind), apiVersion: `${info.group ? info.group + '/' : ''}${info.version}`, now: isoSeconds(Date.now()) };
+  const common = { applied, manager, force: readWriteOptions(req.query, 'PatchOptions', { apply: true }).force ?? false, schema: builtinPatchSchema(info.kind), apiVersion: `${info.group ? info.group + '/' : ''}${info.version}`, now: isoSeconds(Date.now()) };
   let exists = true;
   try {
     await registry.get(info, namespace, name);
@@ -280,22 +263,25 @@ function fromStoredVersion(registry: Registry, req: ApiRequest, obj: KubeObject)
   return conversion.fromStored(obj, version);
 }
 
+/**
+ * DeleteOptions of a DELETE: from its body when it has one, else from its query (as the
+ * DeleteResource handler reads them: a body's options replace the query's), validated as
+ * ValidateDeleteOptions does.
+ */
 function deleteOptions(req: ApiRequest): DeleteOptions {
-  const opts: DeleteOptions = { dryRun: req.query.dryRun === 'All', user: req.user };
+  let input: DeleteOptionsInput;
   if (req.body && req.body.length > 0) {
-    const body = decodeBody(req.body, req.contentType) as Record<string, unknown> | null;
-    if (body && typeof body === 'object') {
-      if (typeof body.gracePeriodSeconds === 'number') opts.gracePeriodSeconds = body.gracePeriodSeconds;
-      if (typeof body.propagationPolicy === 'string') opts.propagationPolicy = body.propagationPolicy;
-      if (body.preconditions && typeof body.preconditions === 'object') opts.preconditions = body.preconditions as DeleteOptions['preconditions'];
-      if (Array.isArray(body.dryRun) && body.dryRun.includes('All')) opts.dryRun = true;
-    }
+    const body = decodeBody(req.body, req.contentType);
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.badRequest('the body of a delete must be a DeleteOptions object');
+    input = readDeleteOptionsBody(body as Record<string, unknown>);
+  } else {
+    input = readDeleteOptionsQuery(req.query);
   }
-  if (req.query.gracePeriodSeconds !== undefined) opts.gracePeriodSeconds = parseNonNegative(req.query.gracePeriodSeconds, 'gracePeriodSeconds');
-  if (req.query.propagationPolicy) opts.propagationPolicy = req.query.propagationPolicy;
-  if (opts.gracePeriodSeconds !== undefined && (!Number.isInteger(opts.gracePeriodSeconds) || opts.gracePeriodSeconds < 0)) {
-    throw errors.badRequest('gracePeriodSeconds must be a non-negative integer');
-  }
+  const resolved = resolveDeleteOptions(input);
+  const opts: DeleteOptions = { dryRun: resolved.dryRun, user: req.user };
+  if (resolved.gracePeriodSeconds !== undefined) opts.gracePeriodSeconds = resolved.gracePeriodSeconds;
+  if (resolved.propagationPolicy !== undefined) opts.propagationPolicy = resolved.propagationPolicy;
+  if (resolved.preconditions) opts.preconditions = resolved.preconditions as DeleteOptions['preconditions'];
   return opts;
 }
 
@@ -314,9 +300,10 @@ async function deleteCollection(registry: Registry, req: ApiRequest): Promise<Ha
 }
 
 /** pods/binding: the scheduler's way of assigning a node — only once, only to an unbound pod. */
-async function bindPod(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
+async function bindPod(registry: Registry, req: ApiRequest, dryRun: boolean): Promise<HandlerResult> {
   const { info, namespace, name } = req.target;
   const binding = decodeObject(registry, req) as KubeObject & { target?: { name?: string } };
+  defaultTypeMeta(binding, { group: '', versions: ['v1'], kind: 'Binding' });
   const nodeName = binding.target?.name;
   if (!nodeName) throw errors.invalid({ resource: 'bindings', kind: 'Binding', name }, [{ field: 'target.name', type: 'FieldValueRequired', message: 'Required value' }]);
   const pod = (await registry.modify(info, namespace, name!, (cur) => {
@@ -326,7 +313,7 @@ async function bindPod(registry: Registry, req: ApiRequest): Promise<HandlerResu
     if (binding.metadata.uid && binding.metadata.uid !== p.metadata.uid) throw errors.conflict({ resource: 'pods', name }, 'UID mismatch');
     p.spec.nodeName = nodeName;
     return p;
-  })) as Pod;
+  }, { dryRun })) as Pod;
   // The PodScheduled condition is status; set it through the status path so both writes are ordinary updates.
   await registry.modify(info, namespace, name!, (cur) => {
     const p = cur as Pod;
@@ -335,20 +322,8 @@ async function bindPod(registry: Registry, req: ApiRequest): Promise<HandlerResu
     conditions.unshift({ type: 'PodScheduled', status: 'True', lastProbeTime: null, lastTransitionTime: isoSeconds(Date.now()) });
     status.conditions = conditions;
     return p;
-  }, { subresource: 'status' });
+  }, { subresource: 'status', dryRun });
   return { code: 201, body: { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Success', code: 201, details: { name: pod.metadata.name, kind: 'pods' } } };
-}
-
-function parseLimit(s: string): number {
-  const n = Number(s);
-  if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid limit "${s}"`);
-  return n;
-}
-
-function parseNonNegative(s: string, field: string): number {
-  const n = Number(s);
-  if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid ${field} "${s}"`);
-  return n;
 }
 
 /**

@@ -4,14 +4,16 @@
  * `status.replicas` and the selector. GET reads it; PUT and PATCH (JSON, merge, strategic) change
  * only spec.replicas of the parent object — what `kubectl scale` and autoscalers use.
  */
-import { assertObject, decodeBody } from '../api/body.js';
+import { decodeBody } from '../api/body.js';
 import { errors } from '../api/errors.js';
+import { readWriteOptions } from '../api/query-parameters.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../api/selectors.js';
 import type { KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import type { ResourceInfo } from '../registry/resource-info.js';
 import type { ApiRequest, HandlerResult } from './request.js';
+import { decodeTypedBody } from './type-meta.js';
 
 
 export interface ScaleObject extends KubeObject {
@@ -95,16 +97,14 @@ function validateReplicas(info: ResourceInfo, name: string, scale: unknown): num
 export async function handleScaleRequest(registry: Registry, req: ApiRequest): Promise<HandlerResult> {
   const { info, namespace, name } = req.target;
   if (name === undefined) throw errors.methodNotAllowed('the scale subresource needs a name');
-  const dryRun = req.query.dryRun === 'All';
   const paths = pathsOf(registry, info);
   switch (req.method) {
     case 'GET':
       return { code: 200, body: toScale(await registry.get(info, namespace, name), paths) };
     case 'PUT': {
-      if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
-      const body = decodeBody(req.body, req.contentType);
-      assertObject(body);
-      const scale = body as KubeObject;
+      const { dryRun } = readWriteOptions(req.query, 'UpdateOptions');
+      // A Scale without apiVersion/kind is an autoscaling/v1 Scale, as the decoder defaults it.
+      const scale = decodeTypedBody(req.body, req.contentType, { group: 'autoscaling', versions: ['v1'], kind: 'Scale' });
       if (scale.metadata?.name && scale.metadata.name !== name) {
         throw errors.badRequest(`the name of the object (${scale.metadata.name}) does not match the name on the URL (${name})`);
       }
@@ -117,6 +117,7 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
       return { code: 200, body: toScale(updated, paths) };
     }
     case 'PATCH': {
+      const { dryRun } = readWriteOptions(req.query, 'PatchOptions');
       if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
       const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
       const patch = decodeBody(req.body, type);

@@ -5,8 +5,8 @@
  * status.expirationTimestamp. What `kubectl create token` and a kubelet's projected volumes use.
  * A node may only ask for tokens bound to a pod bound to it (NodeRestriction's rule for tokens).
  */
-import { assertObject, decodeBody } from '../api/body.js';
 import { errors, type FieldError } from '../api/errors.js';
+import { readWriteOptions } from '../api/query-parameters.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import { child, fieldErrors, isRecord } from '../api/validation.js';
 import { nodeNameOfUser } from '../admission/plugins/node-restriction.js';
@@ -14,6 +14,7 @@ import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import { TOKENREQUEST_PROTOBUF } from '../registry/kinds/serviceaccounts.js';
 import type { Registry } from '../registry/registry.js';
 import type { ApiRequest, HandlerResult } from './request.js';
+import { decodeTypedBody } from './type-meta.js';
 
 const TOKEN_REQUEST_API_VERSION = 'authentication.k8s.io/v1';
 /** TokenRequestSpec.expirationSeconds when the request gives none. */
@@ -81,10 +82,11 @@ export async function handleTokenRequest(registry: Registry, tokens: ServiceAcco
   if (req.method !== 'POST') throw errors.methodNotAllowed(`${req.method} is not supported on serviceaccounts/token`);
   if (name === undefined || namespace === undefined) throw errors.notFound({ resource: 'serviceaccounts/token', name: '' });
   if (!tokens) throw errors.notFound({ resource: 'serviceaccounts/token', name });
-  if (!req.body || req.body.length === 0) throw errors.badRequest('the request body is empty');
-  const doc = decodeBody(req.body, req.contentType, { protobufKinds: [{ apiVersion: TOKEN_REQUEST_API_VERSION, kind: 'TokenRequest', messages: TOKENREQUEST_PROTOBUF }] });
-  assertObject(doc);
-  if (doc.kind !== 'TokenRequest') throw errors.badRequest(`the kind of the provided object (${String(doc.kind)}) is not TokenRequest`);
+  readWriteOptions(req.query, 'CreateOptions');
+  // A body without apiVersion/kind is an authentication.k8s.io/v1 TokenRequest, as the decoder defaults it.
+  const doc = decodeTypedBody(req.body, req.contentType, { group: 'authentication.k8s.io', versions: ['v1'], kind: 'TokenRequest' }, {
+    protobufKinds: [{ apiVersion: TOKEN_REQUEST_API_VERSION, kind: 'TokenRequest', messages: TOKENREQUEST_PROTOBUF }],
+  });
   const { spec, errs } = specOf(doc, tokens);
   if (errs.length) throw errors.invalid({ resource: 'tokenrequests', group: 'authentication.k8s.io', kind: 'TokenRequest', name: '' }, errs);
 

@@ -6,6 +6,7 @@
  * other verb is 405, as kube-apiserver answers for a resource that only implements create.
  */
 import { errors } from '../api/errors.js';
+import { readWriteOptions } from '../api/query-parameters.js';
 import type { KubeObject } from '../api/types.js';
 import type { KindStrategy } from '../registry/strategy.js';
 import type { ApiRequest, HandlerResult } from './request.js';
@@ -16,6 +17,7 @@ export async function handleVirtualCreate(strategy: KindStrategy, req: ApiReques
   if (req.method !== 'POST' || name !== undefined || subresource !== undefined) {
     throw errors.methodNotAllowed(`${req.method} is not supported on ${info.plural}.${info.group}: the resource only implements create`);
   }
+  const { dryRun } = readWriteOptions(req.query, 'CreateOptions');
   const obj = decode();
   const meta = (obj.metadata ??= {});
   if (info.namespaced) {
@@ -25,6 +27,6 @@ export async function handleVirtualCreate(strategy: KindStrategy, req: ApiReques
   }
   const problems = strategy.validate(obj);
   if (problems.length > 0) throw errors.invalid({ resource: info.plural, group: info.group, kind: info.kind, name: meta.name ?? '' }, problems);
-  const body = await strategy.virtualCreate!(obj, { namespace, user: req.user, dryRun: req.query.dryRun === 'All' });
+  const body = await strategy.virtualCreate!(obj, { namespace, user: req.user, dryRun });
   return { code: 201, body };
 }

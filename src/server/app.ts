@@ -2,6 +2,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';
 import type { KubeObject } from '../api/types.js';
+import { firstValues, isWatch, queryFlag } from '../api/query-parameters.js';
 import { Authorizer, forbiddenError, nonResourceAttributes, type RequestAttributes } from '../auth/authz.js';
 import { NodeGraph } from '../auth/node-graph.js';
 import { reviewStrategies } from '../requests/reviews/index.js';
@@ -205,7 +206,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
 
   const handler = (group: string, version: string, rest: string) => async (req: FastifyRequest, reply: FastifyReply) => {
     const target = resolveResourcePath(group, version, rest, (g, p) => opts.registry.lookup(g, p)?.info);
-    const query = flatQuery(req.query);
+    const query = firstValues(req.query);
     const verb = verbOf(req.method, target.name, query);
     authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined });
     // A verb the resource does not implement (GET on a create-only review, deletecollection of namespaces).
@@ -266,7 +267,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
 }
 
 function verbOf(method: string, name: string | undefined, query: Record<string, string | undefined>): string {
-  const watch = query.watch === 'true' || query.watch === '1';
+  const watch = isWatch(query);
   switch (method) {
     case 'GET':
     case 'HEAD':
@@ -282,14 +283,6 @@ function verbOf(method: string, name: string | undefined, query: Record<string, 
     default:
       return method.toLowerCase();
   }
-}
-
-function flatQuery(q: unknown): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const [k, v] of Object.entries((q ?? {}) as Record<string, unknown>)) {
-    out[k] = Array.isArray(v) ? String(v[v.length - 1]) : v === undefined ? undefined : String(v);
-  }
-  return out;
 }
 
 function parseJoinBody(body: Buffer | undefined): JoinRequest {
@@ -338,6 +331,5 @@ function isLongRunning(url: string): boolean {
   const path = q < 0 ? url : url.slice(0, q);
   if (path.includes('/watch/')) return true;
   const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
-  const flag = (name: string) => query.get(name) === 'true' || query.get(name) === '1';
-  return flag('watch') || (path.endsWith('/log') && flag('follow'));
+  return isWatch(query) || (path.endsWith('/log') && queryFlag(query, 'follow'));
 }

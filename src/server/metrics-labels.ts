@@ -9,6 +9,7 @@
  *    collection, `cluster` for a cluster-wide one, '' for non-resource paths;
  *  - no names, namespaces or paths: the label set stays bounded by the set of resources.
  */
+import { isWatch } from '../api/query-parameters.js';
 
 export interface RequestLabels {
   verb: string;
@@ -30,11 +31,6 @@ export const APISERVER_COMPONENT = 'apiserver';
 
 function nonResource(method: string): RequestLabels {
   return { verb: method.toUpperCase(), group: '', version: '', resource: '', subresource: '', scope: '', component: APISERVER_COMPONENT };
-}
-
-function flag(query: URLSearchParams, name: string): boolean {
-  const v = query.get(name);
-  return v === 'true' || v === '1';
 }
 
 /** Labels for a request; `url` is the request target (path and query). */
@@ -75,7 +71,7 @@ export function requestLabels(method: string, url: string, contentType?: string)
   const upper = method.toUpperCase();
   let verb = upper === 'HEAD' ? 'GET' : upper;
   if (upper === 'GET' || upper === 'HEAD') {
-    if (legacyWatch || (!hasName && flag(query, 'watch'))) verb = 'WATCH';
+    if (legacyWatch || (!hasName && isWatch(query))) verb = 'WATCH';
     else if (!hasName) verb = 'LIST';
   } else if (upper === 'PATCH' && (contentType ?? '').split(';')[0]!.trim().toLowerCase() === APPLY_CONTENT_TYPE) {
     verb = 'APPLY';

@@ -19,6 +19,7 @@ import { forbiddenError, type Authorizer } from '../auth/authz.js';
 import type { RequestAuthentication } from '../auth/authentication.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
+import { podLogOptionsQuery, podStreamOptionsQuery, readPodLogOptions, readPodStreamOptions } from '../api/query-parameters.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
@@ -32,10 +33,6 @@ export interface PodStreamsOptions {
   authorizer: Authorizer;
 }
 
-/** Log query parameters passed through to the agent (it validates them). */
-const LOG_PARAMS = ['follow', 'tailLines', 'sinceSeconds', 'sinceTime', 'timestamps', 'previous', 'limitBytes'];
-/** Exec / attach query parameters passed through to the agent. */
-const STREAM_PARAMS = ['command', 'stdin', 'stdout', 'stderr', 'tty'];
 const STREAM_PATH = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/;
 
 export function registerPodStreams(app: FastifyInstance, opts: PodStreamsOptions): void {
@@ -61,13 +58,14 @@ class PodStreams {
     const { namespace, name } = req.params as { namespace: string; name: string };
     this.authorize(req.identity!, 'get', 'log', namespace, name);
     const query = new URLSearchParams(req.url.slice(req.url.indexOf('?') + 1 || req.url.length));
+    // Decoded and validated here, as kube-apiserver does before it calls the kubelet; the agent
+    // gets one spelling of each value.
+    const logOptions = readPodLogOptions(query, name);
     const pod = await this.pod(namespace, name);
-    const container = pickContainer(pod, query.get('container'));
-    const previous = query.get('previous') === 'true' || query.get('previous') === '1';
-    const containerID = logContainerID(pod, container, previous);
+    const container = pickContainer(pod, logOptions.container ?? null);
+    const containerID = logContainerID(pod, container, logOptions.previous);
     const target = await this.agentTarget(pod);
-    const forward = new URLSearchParams();
-    for (const p of LOG_PARAMS) for (const v of query.getAll(p)) forward.append(p, v);
+    const forward = podLogOptionsQuery(logOptions);
     forward.set('podUID', pod.metadata.uid ?? '');
     forward.set('containerID', containerID);
     const upstream = await agentGet(target, `${agentPath('containerLogs', namespace, name, container)}?${forward}`);
@@ -106,10 +104,10 @@ class PodStreams {
       }
       const phase = pod.status?.phase;
       if (phase === 'Succeeded' || phase === 'Failed') throw errors.badRequest(`cannot ${subresource} into a container in a completed pod; current phase is ${phase}`);
-      const container = pickContainer(pod, url.searchParams.get('container'));
+      const streamOptions = readPodStreamOptions(url.searchParams);
+      const container = pickContainer(pod, streamOptions.container ?? null);
       const target = await this.agentTarget(pod);
-      const forward = new URLSearchParams();
-      for (const p of STREAM_PARAMS) for (const v of url.searchParams.getAll(p)) forward.append(p, v);
+      const forward = podStreamOptionsQuery(streamOptions);
       forward.set('podUID', pod.metadata.uid ?? '');
       proxyUpgrade(target, req, socket, head, `${agentPath(subresource, namespace, name, container)}?${forward}`);
     } catch (err) {

@@ -88,8 +88,8 @@ export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions):
     end();
   };
 
-  const timeoutSeconds = query.timeoutSeconds ? Number(query.timeoutSeconds) : 0;
-  if (timeoutSeconds > 0) timer = setTimeout(end, timeoutSeconds * 1000);
+  // Node timers hold at most 2^31-1 ms; a longer timeout is as good as none.
+  if (consistency.timeoutSeconds !== undefined && consistency.timeoutSeconds < 2_147_483) timer = setTimeout(end, consistency.timeoutSeconds * 1000);
 
   const bookmark = (revision: number, annotations?: Record<string, string>) => {
     send({ type: 'BOOKMARK', object: { kind: target.info.kind, apiVersion: opts.apiVersion, metadata: { resourceVersion: String(revision), ...(annotations ? { annotations } : {}) } } });

@@ -68,9 +68,27 @@ describe('pods/eviction bodies', () => {
     assert.equal((await podOf(registry)).metadata.deletionGracePeriodSeconds, 3);
   });
 
+  it('takes a body without apiVersion and kind as a policy/v1 Eviction, as the decoder defaults it from the endpoint', async () => {
+    const registry = await clusterWithPod();
+    const body = Buffer.from(JSON.stringify({ metadata: { name: 'web-0', namespace: 'default' }, deleteOptions: { gracePeriodSeconds: 4 } }));
+    assert.equal((await evict(registry, body, 'application/json')).code, 201);
+    assert.equal((await podOf(registry)).metadata.deletionGracePeriodSeconds, 4);
+  });
+
+  it('a negative deleteOptions grace period is one second, as rest.BeforeDelete makes it', async () => {
+    const registry = await clusterWithPod();
+    const body = Buffer.from(JSON.stringify({ metadata: { name: 'web-0' }, deleteOptions: { gracePeriodSeconds: -5 } }));
+    assert.equal((await evict(registry, body, 'application/json')).code, 201);
+    assert.equal((await podOf(registry)).metadata.deletionGracePeriodSeconds, 1);
+  });
+
   it('refuses bodies that are not an Eviction for this pod, naming why', async () => {
     const registry = await clusterWithPod();
-    await rejected(evict(registry, envelope('v1', 'Pod', msg(1, str(1, 'web-0'))), PROTOBUF), 400, /the kind of the provided object \(Pod\) is not Eviction/);
+    await rejected(evict(registry, envelope('v1', 'Pod', msg(1, str(1, 'web-0'))), PROTOBUF), 400, /^Pod in version "v1" cannot be handled as a Eviction: /);
+    const json = (doc: unknown) => Buffer.from(JSON.stringify(doc));
+    await rejected(evict(registry, json({ kind: 'Pod', metadata: { name: 'web-0' } }), 'application/json'), 400, /^Pod in version "v1" cannot be handled as a Eviction: converting \(v1\.Pod\) to \(policy\.Eviction\): unknown conversion$/);
+    await rejected(evict(registry, json({ apiVersion: 'policy/v2', metadata: { name: 'web-0' } }), 'application/json'), 400, /^the API version in the data \(policy\/v2\) does not match the expected API version \(policy\/v1\)$/);
+    await rejected(evict(registry, json({ metadata: { name: 'web-0' }, deleteOptions: { propagationPolicy: 'Sideways' } }), 'application/json'), 422, /^DeleteOptions\.meta\.k8s\.io "" is invalid: propagationPolicy: Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil"$/);
     await rejected(evict(registry, envelope('policy/v1', 'Eviction', evictionProto('other')), PROTOBUF), 400, /name in URL does not match/);
     await rejected(evict(registry, Buffer.from('not protobuf at all'), PROTOBUF), 400, /k8s/);
     await rejected(evict(registry, Buffer.from('{"apiVersion":"policy/v1","kind":"Eviction"'), 'application/json'), 400, /JSON/);

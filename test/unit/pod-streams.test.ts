@@ -71,7 +71,10 @@ describe('remote-command protocol details', () => {
     assert.throws(() => parseLogQuery(new URLSearchParams('tailLines=-1')), /tailLines/);
     assert.throws(() => parseLogQuery(new URLSearchParams('sinceSeconds=0')), /sinceSeconds/);
     assert.throws(() => parseLogQuery(new URLSearchParams('sinceSeconds=5&sinceTime=2024-01-01T00:00:00Z')), /at most one/);
-    assert.throws(() => parseLogQuery(new URLSearchParams('sinceTime=yesterday')), /RFC 3339/);
+    assert.throws(() => parseLogQuery(new URLSearchParams('sinceTime=yesterday')), /parsing time "yesterday" as "2006-01-02T15:04:05Z07:00": cannot parse "yesterday" as "2006"/);
+    // Booleans as kube-apiserver converts them: any spelling but 0/false is true.
+    assert.deepEqual(parseLogQuery(new URLSearchParams('follow=True&timestamps=T&previous=FALSE'), 0), { follow: true, timestamps: true, previous: false });
+    assert.throws(() => parseLogQuery(new URLSearchParams('limitBytes=1e3')), /strconv.ParseInt: parsing "1e3": invalid syntax/);
   });
 });
 
@@ -197,7 +200,12 @@ describe('agent endpoint', () => {
     assert.equal((await get('/anything', 'nope')).status, 401);
     assert.deepEqual(await get('/containerLogs/default/web/c', SECRET), { status: 200, body: 'hello from the log\n' });
     assert.equal((await get('/containerLogs/default/web/missing', SECRET)).status, 404);
-    assert.equal((await get('/containerLogs/default/web/c?tailLines=x', SECRET)).status, 400);
+    const bad = await get('/containerLogs/default/web/c?tailLines=x', SECRET);
+    assert.equal(bad.status, 400);
+    assert.equal((JSON.parse(bad.body) as { message: string }).message, 'strconv.ParseInt: parsing "x": invalid syntax');
+    const negative = await get('/containerLogs/default/web/c?tailLines=-1', SECRET);
+    assert.equal(negative.status, 422);
+    assert.equal((JSON.parse(negative.body) as { message: string }).message, 'PodLogOptions "web" is invalid: tailLines: Invalid value: -1: must be greater than or equal to 0');
   });
 
   const openExec = (o: { token?: string; protocols?: string[]; query?: string; host?: number }) =>
@@ -227,6 +235,25 @@ describe('agent endpoint', () => {
     const status = JSON.parse(r.channels[3]!) as { status: string; reason: string; details: { causes: Array<{ reason: string; message: string }> } };
     assert.equal(status.reason, 'NonZeroExitCode');
     assert.deepEqual(status.details.causes, [{ reason: 'ExitCode', message: '7' }]);
+    assert.deepEqual(execs.at(-1), { command: ['cat'], stdin: true, stdout: true, stderr: true, tty: false });
+  });
+
+  it('reads stdin from text messages as from binary ones, and every boolean spelling of the streams', async () => {
+    const ws = openExec({ token: SECRET, query: 'command=cat&stdin=True&stdout=T&stderr=TRUE' });
+    const r = await new Promise<{ channels: Record<number, string> }>((resolve, reject) => {
+      const channels: Record<number, string> = {};
+      // As the Python client writes: the channel byte as the first character of a text message.
+      ws.on('open', () => {
+        ws.send('\u0000hello ');
+        ws.send('\u0000text');
+        ws.send(Buffer.from([255, 0]));
+      });
+      ws.on('message', (d: Buffer) => (channels[d[0]!] = (channels[d[0]!] ?? '') + d.subarray(1).toString()));
+      ws.on('close', () => resolve({ channels }));
+      ws.on('error', reject);
+    });
+    assert.equal(r.channels[1], 'hello text');
+    assert.equal(r.channels[2], 'read 10\n');
     assert.deepEqual(execs.at(-1), { command: ['cat'], stdin: true, stdout: true, stderr: true, tty: false });
   });
 
