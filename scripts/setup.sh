@@ -101,6 +101,8 @@ if [ "$for_tests" -eq 1 ]; then
   berth_have chromium || packages+=(chromium)
   # The certificate tests make CSRs and forged client certificates with the openssl tool.
   berth_have openssl || packages+=(openssl)
+  # The official Python client drives port-forward over WebSocket channels (port-forward-websocket.test.js).
+  /usr/bin/python3 -c 'import kubernetes' 2>/dev/null || packages+=(python3-kubernetes)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"

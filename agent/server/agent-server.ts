@@ -10,12 +10,13 @@
  *   GET /containerLogs/{namespace}/{pod}/{container}?follow&tailLines&sinceSeconds&sinceTime&timestamps&previous&limitBytes
  *   GET|POST (upgrade) /exec/{namespace}/{pod}/{container}?command=…&stdin&stdout&stderr&tty
  *   GET|POST (upgrade) /attach/{namespace}/{pod}/{container}?stdin&stdout&stderr&tty
- *   GET|POST (upgrade) /portForward/{namespace}/{pod}
+ *   GET|POST (upgrade) /portForward/{namespace}/{pod}[?port=P1,P2…] (`port` only for WebSocket channels)
  *   GET /metrics/resource (the kubelet's resource metrics, Prometheus text; agent/metrics/)
  * Exec and attach are served over WebSocket (v5 / v4.channel.k8s.io, remote-command.ts) and over SPDY/3.1
  * (v4.channel.k8s.io, remote-command-spdy.ts), as the kubelet serves both. Port-forward is SPDY/3.1
  * (portforward.k8s.io, port-forward.ts), upgraded directly or tunnelled in WebSocket messages
- * (`SPDY/3.1+portforward.k8s.io`, what kubectl 1.31+ tries first).
+ * (`SPDY/3.1+portforward.k8s.io`, what kubectl 1.31+ tries first), and WebSocket channels
+ * (v4.channel.k8s.io / v4.base64.channel.k8s.io, port-forward-websocket.ts, what the Python client speaks).
  * (plus podUID / containerID hints from the control plane, see container-lookup.ts).
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -35,6 +36,7 @@ import { serveContainerLogs, type ContainerTarget } from './container-logs.js';
 import { chooseProtocol, runRemoteCommand } from './remote-command.js';
 import { runSpdyRemoteCommand, SPDY_REMOTE_COMMAND_PROTOCOLS } from './remote-command-spdy.js';
 import { runPortForward, SPDY_PORT_FORWARD_PROTOCOLS, WEBSOCKET_PORT_FORWARD_TUNNEL } from './port-forward.js';
+import { choosePortForwardChannelProtocol, parsePortsQuery, PORT_FORWARD_CHANNEL_PROTOCOLS, PORTS_QUERY_PARAMETER, runWebSocketPortForward } from './port-forward-websocket.js';
 import { acceptWebSocketTunnel, handshakeProblem, offeredSubprotocols } from './websocket-tunnel.js';
 import { isSpdyUpgrade, negotiateStreamProtocol, SPDY_PROTOCOL, SpdySession, spdyUpgradeResponse, STREAM_PROTOCOL_HEADER } from './spdy.js';
 
@@ -333,6 +335,12 @@ export class AgentServer {
    */
   private async portForward(req: http.IncomingMessage, socket: Duplex, head: Buffer, target: { namespace: string; pod: string }, q: URLSearchParams): Promise<void> {
     if (req.method !== 'GET' && req.method !== 'POST') return refuseUpgrade(socket, errors.methodNotAllowed(`${req.method} is not allowed`));
+    const webSocket = !isSpdyUpgrade(req.headers) && /\bwebsocket\b/i.test(req.headers.upgrade ?? '');
+    const offered = offeredSubprotocols(req.headers);
+    const channels = webSocket && !offered.includes(WEBSOCKET_PORT_FORWARD_TUNNEL);
+    // As the kubelet: WebSocket channel requests name their ports, checked before anything else.
+    const ports = channels ? parsePortsQuery(q.getAll(PORTS_QUERY_PARAMETER)) : [];
+    if (typeof ports === 'string') return refuseUpgrade(socket, errors.badRequest(ports));
     const streams = this.opts.runtime.streams;
     if (!streams) return refuseUpgrade(socket, new ApiError('ServiceUnavailable', "this node's container runtime cannot forward ports"));
     const lookup: Parameters<typeof findInfraContainer>[1] = { nodeName: this.opts.nodeName, ...target };
@@ -340,7 +348,9 @@ export class AgentServer {
     if (podUID) lookup.podUID = podUID;
     const infra = await findInfraContainer(this.opts.runtime, lookup);
     const log = this.log.child({ pod: `${target.namespace}/${target.pod}`, route: 'portForward' });
-    const serve = async (session: SpdySession, transport: string) => {
+    const pod = { sandboxId: infra.id, podUID: identityFromLabels(infra.labels)?.podUid ?? '', log };
+    /** Runs a session with a dialer into the pod's network namespace, made at once and released at the end. */
+    const serve = async (transport: string, run: (dial: (port: number) => Promise<Duplex>) => Promise<void>) => {
       log.debug({ transport }, 'port-forward session opened');
       let dialer: Awaited<ReturnType<typeof streams.portDialer>> | undefined;
       let dialerFailure: Error | undefined;
@@ -353,31 +363,44 @@ export class AgentServer {
         if (!dialer) throw dialerFailure ?? new Error('no dialer');
         return dialer.dial(port);
       };
-      await runPortForward({ session, dial, sandboxId: infra.id, podUID: identityFromLabels(infra.labels)?.podUid ?? '', log, streamCreationTimeoutMs: this.opts.streamCreationTimeoutMs });
+      await run(dial);
       await dialerReady;
       dialer?.close();
       log.debug('port-forward session closed');
     };
+    const serveSpdy = (session: SpdySession, transport: string) =>
+      serve(transport, (dial) => runPortForward({ session, dial, ...pod, streamCreationTimeoutMs: this.opts.streamCreationTimeoutMs }));
     if (isSpdyUpgrade(req.headers)) {
       const protocol = negotiateStreamProtocol(req.headers, SPDY_PORT_FORWARD_PROTOCOLS);
       if (!protocol) {
-        const offered = String(req.headers[STREAM_PROTOCOL_HEADER.toLowerCase()] ?? '');
-        return refuseUpgrade(socket, errors.forbidden(`unable to upgrade: unable to negotiate protocol: client supports [${offered}], server accepts [${SPDY_PORT_FORWARD_PROTOCOLS.join(' ')}]`));
+        const offeredSpdy = String(req.headers[STREAM_PROTOCOL_HEADER.toLowerCase()] ?? '');
+        return refuseUpgrade(socket, errors.forbidden(`unable to upgrade: unable to negotiate protocol: client supports [${offeredSpdy}], server accepts [${SPDY_PORT_FORWARD_PROTOCOLS.join(' ')}]`));
       }
       socket.write(spdyUpgradeResponse(protocol));
-      void serve(new SpdySession({ socket, head }), 'SPDY');
+      void serveSpdy(new SpdySession({ socket, head }), 'SPDY');
       return;
     }
-    if (!/\bwebsocket\b/i.test(req.headers.upgrade ?? '')) {
+    if (!webSocket) {
       return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: the Upgrade header must be websocket or ${SPDY_PROTOCOL}`));
-    }
-    if (!offeredSubprotocols(req.headers).includes(WEBSOCKET_PORT_FORWARD_TUNNEL)) {
-      return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: no supported WebSocket subprotocol: offer ${WEBSOCKET_PORT_FORWARD_TUNNEL}`));
     }
     const problem = handshakeProblem(req.headers);
     if (problem) return refuseUpgrade(socket, errors.badRequest(`unable to upgrade: ${problem}`));
-    const tunnel = acceptWebSocketTunnel({ socket, head, key: String(req.headers['sec-websocket-key']), subprotocol: WEBSOCKET_PORT_FORWARD_TUNNEL });
-    void serve(new SpdySession({ socket: tunnel }), 'WebSocket');
+    if (!channels) {
+      const tunnel = acceptWebSocketTunnel({ socket, head, key: String(req.headers['sec-websocket-key']), subprotocol: WEBSOCKET_PORT_FORWARD_TUNNEL });
+      void serveSpdy(new SpdySession({ socket: tunnel }), 'WebSocket');
+      return;
+    }
+    const protocol = choosePortForwardChannelProtocol(offered);
+    if (protocol === undefined) {
+      // The kubelet's WebSocket handshake refuses unknown subprotocols with 403.
+      const served = [WEBSOCKET_PORT_FORWARD_TUNNEL, ...PORT_FORWARD_CHANNEL_PROTOCOLS].join(' ');
+      return refuseUpgrade(socket, errors.forbidden(`unable to upgrade: requested protocol(s) are not supported: [${offered.join(' ')}]; supports [${served}]`));
+    }
+    const wss = await this.webSocketServer();
+    if (protocol) this.chosenSubprotocols.set(req, protocol);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      void serve(`WebSocket channels ${protocol || '(no subprotocol)'}`, (dial) => runWebSocketPortForward({ ws, protocol, ports, dial, ...pod }));
+    });
   }
 
   /** `ws` is loaded on the first session: most agents never serve one, and it stays out of their heap. */

@@ -59,6 +59,11 @@ export function requestIdOf(stream: { id: number; header(name: string): string |
   return String(stream.header(HEADER_STREAM_TYPE) === 'data' ? stream.id - 2 : stream.id);
 }
 
+/** A forwarding failure in the kubelet's words (kubectl and the Python client print it as it is). */
+export function portForwardFailure(o: { port: number; sandboxId: string; podUID: string; why: string }): string {
+  return `error forwarding port ${o.port} to pod ${o.sandboxId}, uid ${o.podUID}: ${o.why}`;
+}
+
 interface StreamPair {
   requestId: string;
   data?: SpdyStream;
@@ -85,7 +90,7 @@ export function runPortForward(o: PortForwardSessionOptions): Promise<void> {
     pausedConnections.clear();
   });
 
-  const failure = (port: number, why: string) => `error forwarding port ${port} to pod ${o.sandboxId}, uid ${o.podUID}: ${why}`;
+  const failure = (port: number, why: string) => portForwardFailure({ port, sandboxId: o.sandboxId, podUID: o.podUID, why });
 
   const forward = (pair: Required<Pick<StreamPair, 'data' | 'error'>> & StreamPair) => {
     const { data, error } = pair;

@@ -412,3 +412,30 @@ export function podStreamOptionsQuery(opts: PodStreamOptions): URLSearchParams {
   for (const name of ['stdin', 'stdout', 'stderr', 'tty'] as const) if (opts[name]) q.set(name, '1');
   return q;
 }
+
+/**
+ * PodPortForwardOptions: `ports`, repeatable, each value a comma list (runtime.Convert_Slice_string_To_Slice_int32,
+ * strconv.ParseUint(v, 10, 16); a failure is a 400 in the Go error's words). Only WebSocket clients send it.
+ */
+export interface PodPortForwardOptions {
+  ports: number[];
+}
+
+export function readPodPortForwardOptions(query: QuerySource): PodPortForwardOptions {
+  const ports: number[] = [];
+  for (const value of queryValues(query, 'ports')) {
+    for (const item of value.split(',')) {
+      if (!/^\d+$/.test(item)) throw errors.badRequest(`cannot convert to []int32: strconv.ParseUint: parsing ${goQuote(item)}: invalid syntax`);
+      if (Number(item) > 65535) throw errors.badRequest(`cannot convert to []int32: strconv.ParseUint: parsing ${goQuote(item)}: value out of range`);
+      ports.push(Number(item));
+    }
+  }
+  return { ports };
+}
+
+/** The query forwarded to a node: the kubelet reads one `port` parameter, a comma list (pod.PortForwardLocation). */
+export function podPortForwardOptionsQuery(opts: PodPortForwardOptions): URLSearchParams {
+  const q = new URLSearchParams();
+  if (opts.ports.length) q.set('port', opts.ports.join(','));
+  return q;
+}

@@ -4,8 +4,8 @@
  * and authorizes the caller (verb `get` on pods/log, `create` on pods/exec, pods/attach and pods/portforward —
  * the WebSocket GET included, as Kubernetes does since 1.30), checks the pod and container the way the
  * kubelet would, and then proxies to the agent of the pod's node (agent-proxy.ts), which speaks every
- * streaming protocol itself (port-forward's WebSocket tunnel of SPDY included), so the API server splices
- * bytes and never translates. Users never talk to agents directly.
+ * streaming protocol itself (port-forward's WebSocket tunnel of SPDY and its WebSocket channels included), so
+ * the API server splices bytes and never translates. Users never talk to agents directly.
  *
  * Upgrade requests bypass fastify's routing (Node hands them to the server's 'upgrade' event, which listen.ts
  * forwards to `app.server`), so this module authenticates those itself.
@@ -19,7 +19,7 @@ import { forbiddenError, type Authorizer } from '../auth/authz.js';
 import type { RequestAuthentication } from '../auth/authentication.js';
 import type { Identity, TokenAuthenticator } from '../auth/tokens.js';
 import type { Registry } from '../registry/registry.js';
-import { podLogOptionsQuery, podStreamOptionsQuery, readPodLogOptions, readPodStreamOptions } from '../api/query-parameters.js';
+import { podLogOptionsQuery, podPortForwardOptionsQuery, podStreamOptionsQuery, readPodLogOptions, readPodPortForwardOptions, readPodStreamOptions } from '../api/query-parameters.js';
 import { agentGet, proxyUpgrade, refuseUpgrade, type AgentTarget } from './agent-proxy.js';
 
 export interface PodStreamsOptions {
@@ -98,8 +98,10 @@ class PodStreams {
       const pod = await this.pod(namespace, name);
       if (subresource === 'portforward') {
         // As kube-apiserver: the pod must be on a node; whether it runs is the agent's (the kubelet's) call.
+        // `ports` (WebSocket channel clients) is decoded here, as kube-apiserver decodes PodPortForwardOptions.
+        const forward = podPortForwardOptionsQuery(readPodPortForwardOptions(url.searchParams));
         const target = await this.agentTarget(pod);
-        const forward = new URLSearchParams({ podUID: pod.metadata.uid ?? '' });
+        forward.set('podUID', pod.metadata.uid ?? '');
         return proxyUpgrade(target, req, socket, head, `/portForward/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}?${forward}`);
       }
       const phase = pod.status?.phase;

@@ -14,12 +14,14 @@ import path from 'node:path';
 import { Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
+import { WebSocket } from 'ws';
 import { sha256Hex } from '../../agent/join.js';
 import { labelsFor } from '../../agent/labels.js';
 import type { ContainerInfo, ContainerRuntime, PodPortDialer } from '../../agent/runtime/runtime.js';
 import { NetnsDialer } from '../../agent/runtime/netns-dialer.js';
 import { AgentServer } from '../../agent/server/agent-server.js';
 import { parsePortHeader, requestIdOf } from '../../agent/server/port-forward.js';
+import { choosePortForwardChannelProtocol, decodeChannelMessage, encodeChannelMessage, parsePortsQuery, portPrefix } from '../../agent/server/port-forward-websocket.js';
 import { CloseCode, encodeFrame, FrameDecoder, FrameError, handshakeProblem, handshakeResponse, Opcode } from '../../agent/server/websocket-tunnel.js';
 import { ensurePki, issueNodeServingCert } from '../../src/auth/pki.js';
 import { spdyUpgrade, TestSpdyClient } from './spdy-client.js';
@@ -103,6 +105,36 @@ describe('port-forward stream headers', () => {
  * A client-side WebSocket tunnel over a raw upgraded socket, as client-go's TunnelingConnection: every write
  * goes out as one masked binary message; every binary message's payload comes back as bytes.
  */
+describe('port-forward WebSocket channel framing', () => {
+  it('picks the first offered subprotocol it serves; none offered is binary; others are refused', () => {
+    assert.equal(choosePortForwardChannelProtocol([]), '');
+    assert.equal(choosePortForwardChannelProtocol(['v4.channel.k8s.io']), 'v4.channel.k8s.io');
+    assert.equal(choosePortForwardChannelProtocol(['x', 'v4.base64.channel.k8s.io', 'v4.channel.k8s.io']), 'v4.base64.channel.k8s.io');
+    assert.equal(choosePortForwardChannelProtocol(['v5.channel.k8s.io', 'portforward.k8s.io']), undefined);
+  });
+
+  it('reads the ports as the kubelet does: repeated, comma lists, each 1–65535', () => {
+    assert.deepEqual(parsePortsQuery(['80', '8080,9090']), [80, 8080, 9090]);
+    assert.equal(parsePortsQuery([]), 'query parameter "port" is required');
+    assert.equal(parsePortsQuery(['']), 'query parameter "port" cannot be empty');
+    assert.equal(parsePortsQuery(['80,http']), 'unable to parse "80,http" as a port');
+    assert.equal(parsePortsQuery(['65536']), 'unable to parse "65536" as a port');
+    assert.equal(parsePortsQuery(['80,']), 'unable to parse "80," as a port');
+    assert.equal(parsePortsQuery(['0']), 'port "0" must be > 0');
+  });
+
+  it('frames channels in binary, and in base64 text with the channel as a digit', () => {
+    assert.deepEqual(portPrefix(8080), Buffer.from([0x90, 0x1f]));
+    assert.deepEqual(encodeChannelMessage(false, 3, Buffer.from('hi')), Buffer.from([3, 0x68, 0x69]));
+    assert.equal(encodeChannelMessage(true, 3, Buffer.from('hi')), '3aGk=');
+    assert.equal(encodeChannelMessage(true, 0, portPrefix(8080)), '0kB8=');
+    assert.deepEqual(decodeChannelMessage(false, Buffer.from([2, 0x61])), { channel: 2, payload: Buffer.from('a') });
+    assert.deepEqual(decodeChannelMessage(true, Buffer.from('2YQ==')), { channel: 2, payload: Buffer.from('a') });
+    assert.equal(decodeChannelMessage(false, Buffer.alloc(0)), undefined);
+    assert.deepEqual(decodeChannelMessage(false, Buffer.from([0])), { channel: 0, payload: Buffer.alloc(0) });
+  });
+});
+
 function clientTunnel(socket: Duplex, head: Buffer): { stream: Duplex; frames: Array<{ opcode: number; payload: Buffer }> } {
   const decoder = new FrameDecoder();
   const frames: Array<{ opcode: number; payload: Buffer }> = [];
@@ -319,6 +351,77 @@ describe('agent port-forward endpoint', () => {
     upgraded.socket.write(encodeFrame(Opcode.CLOSE, closing, { maskKey: randomBytes(4) }));
     await until(() => tunnel.frames.some((f) => f.opcode === Opcode.CLOSE), 'the close answer');
     await client.closed;
+  });
+
+  /** A WebSocket channel session: every message in order, the close code, or the refusal. */
+  const channelSession = (query: string, protocols: string[]) => {
+    // ws hands `servername` on to tls.connect; its option types leave it out, hence the separate object.
+    const options = { ca, servername: NODE, headers: { authorization: `Bearer ${SECRET}` } };
+    const ws = new WebSocket(`wss://127.0.0.1:${port}/portForward/default/web?podUID=u1&${query}`, protocols, options);
+    const messages: Array<{ channel: number; payload: Buffer; binary: boolean }> = [];
+    const result = new Promise<{ code?: number; status?: number; body?: string }>((resolve, reject) => {
+      ws.on('message', (d: Buffer, binary: boolean) => {
+        const text = binary ? '' : d.toString();
+        messages.push(binary ? { channel: d[0]!, payload: d.subarray(1), binary } : { channel: text.charCodeAt(0) - 48, payload: Buffer.from(text.slice(1), 'base64'), binary });
+      });
+      ws.on('close', (code) => resolve({ code }));
+      ws.on('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      ws.on('error', (e) => (e.message.startsWith('Unexpected server response') ? undefined : reject(e)));
+    });
+    const channel = (n: number) => messages.filter((m) => m.channel === n).map((m) => m.payload);
+    const text = (n: number) => Buffer.concat(channel(n).slice(1)).toString();
+    return { ws, messages, result, channel, text };
+  };
+
+  it('WebSocket channels: each channel opens with its port, two ports at once, the client close drops the pod connections', async () => {
+    const made = dialersMade;
+    const s = channelSession(`port=${echoPort},${bannerPort}`, ['v4.channel.k8s.io']);
+    await new Promise((resolve) => s.ws.once('open', resolve));
+    assert.equal(s.ws.protocol, 'v4.channel.k8s.io');
+    s.ws.send(Buffer.concat([Buffer.from([0]), Buffer.from('hello ')]));
+    s.ws.send('\u0000text frames count too', { binary: false });
+    s.ws.send(Buffer.from([1, 0x78])); // the error channel is not read
+    s.ws.send(Buffer.from([9, 0x78])); // nor a channel no port has
+    await until(() => s.text(0) === 'HELLO TEXT FRAMES COUNT TOO' && s.text(2) === 'banner\n', 'the echo and the banner');
+    for (const [n, p] of [[0, echoPort], [1, echoPort], [2, bannerPort], [3, bannerPort]] as const) assert.deepEqual(s.channel(n)[0], portPrefix(p), `channel ${n} opens with port ${p}`);
+    assert.ok(s.messages.every((m) => m.binary));
+    assert.equal(s.text(1) + s.text(3), '', 'no errors');
+    assert.equal(dialersMade - made, 1, 'one dialer for the whole session');
+    // The echo connection is still open: the session lasts until the client leaves.
+    s.ws.close(1000);
+    assert.equal((await s.result).code, 1000);
+    await until(() => dialersOpen === 0, 'the dialer to be closed with the session');
+  });
+
+  it('WebSocket channels in base64: a refused dial on the error channel, and a normal close once every port is done', async () => {
+    const s = channelSession(`port=${closedPort}&port=${bannerPort}`, ['v4.base64.channel.k8s.io']);
+    const r = await s.result;
+    assert.equal(r.code, 1000);
+    assert.ok(s.messages.every((m) => !m.binary), 'text messages only');
+    assert.deepEqual(s.channel(1)[0], portPrefix(closedPort));
+    assert.match(s.text(1), new RegExp(`^error forwarding port ${closedPort} to pod b{64}, uid u1: .*ECONNREFUSED`));
+    assert.equal(s.text(0), '');
+    assert.equal(s.text(2), 'banner\n');
+  });
+
+  it('WebSocket channels: no subprotocol is binary; missing or bad ports are 400s, unknown subprotocols 403', async () => {
+    const plain = channelSession(`port=${bannerPort}`, []);
+    assert.equal((await plain.result).code, 1000);
+    assert.equal(plain.ws.protocol, '');
+    assert.equal(plain.text(0), 'banner\n');
+    for (const [query, protocols, status, message] of [
+      ['', ['v4.channel.k8s.io'], 400, 'query parameter \\"port\\" is required'],
+      ['port=0', ['v4.channel.k8s.io'], 400, 'port \\"0\\" must be > 0'],
+      [`port=${echoPort}`, ['portforward.k8s.io'], 403, 'requested protocol(s) are not supported: [portforward.k8s.io]'],
+    ] as const) {
+      const r = await channelSession(query, [...protocols]).result;
+      assert.equal(r.status, status, query);
+      assert.ok(r.body?.includes(message), `${query}: ${r.body}`);
+    }
   });
 
   it('WebSocket: a text message or an unmasked frame ends the tunnel; other subprotocols are refused', async () => {

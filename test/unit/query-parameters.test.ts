@@ -18,12 +18,14 @@ import {
   parseQueryBool,
   parseStrictBool,
   podLogOptionsQuery,
+  podPortForwardOptionsQuery,
   podStreamOptionsQuery,
   queryBool,
   queryLimit,
   readDeleteOptionsBody,
   readDeleteOptionsQuery,
   readPodLogOptions,
+  readPodPortForwardOptions,
   readPodStreamOptions,
   readWriteOptions,
   resolveDeleteOptions,
@@ -181,6 +183,28 @@ describe('pods/log and exec options', () => {
     const off = readPodStreamOptions(new URLSearchParams('command=ls&stdout=1&stderr=False&stdin=0'));
     assert.deepEqual(off, { stdin: false, stdout: true, stderr: false, tty: false, command: ['ls'] });
     assert.equal(podStreamOptionsQuery(off).toString(), 'command=ls&stdout=1');
+  });
+
+  it('port-forward ports (runtime.Convert_Slice_string_To_Slice_int32): repeated and comma lists, forwarded as one `port`', () => {
+    const o = readPodPortForwardOptions(new URLSearchParams('ports=80&ports=8080,9090'));
+    assert.deepEqual(o, { ports: [80, 8080, 9090] });
+    assert.equal(podPortForwardOptionsQuery(o).toString(), 'port=80%2C8080%2C9090');
+    assert.deepEqual(readPodPortForwardOptions(new URLSearchParams('')), { ports: [] });
+    assert.equal(podPortForwardOptionsQuery({ ports: [] }).toString(), '');
+    // 0 decodes (the kubelet refuses it); what does not parse as a uint16 is a 400 in Go's words.
+    assert.deepEqual(readPodPortForwardOptions(new URLSearchParams('ports=0')), { ports: [0] });
+    for (const [query, message] of [
+      ['ports=http', 'cannot convert to []int32: strconv.ParseUint: parsing "http": invalid syntax'],
+      ['ports=80,', 'cannot convert to []int32: strconv.ParseUint: parsing "": invalid syntax'],
+      ['ports=-1', 'cannot convert to []int32: strconv.ParseUint: parsing "-1": invalid syntax'],
+      ['ports=65536', 'cannot convert to []int32: strconv.ParseUint: parsing "65536": value out of range'],
+    ]) {
+      assert.throws(
+        () => readPodPortForwardOptions(new URLSearchParams(query)),
+        (e: unknown) => e instanceof ApiError && e.code === 400 && e.message === message,
+        query,
+      );
+    }
   });
 });
 
