@@ -55,7 +55,7 @@ set -euo pipefail
 #          service proxy uses; runtime-docker.test.js the Docker engine itself; etcd-store.test.js
 #          etcd-server; prometheus.test.js Debian's prometheus and dashboard.test.js Debian's
 #          chromium (both setup.sh --for-tests); port-forward-websocket.test.js Debian's
-#          python3-kubernetes (setup.sh --for-tests).
+#          python3-kubernetes and certificates.test.js openssl (both setup.sh --for-tests).
 # Every other file exercises Berth's own code against the same engine, and ran in the normal suite.
 FRESH_TESTS=(
   dist/test/unit/backend-contract-etcd.test.js
@@ -69,6 +69,7 @@ FRESH_TESTS=(
   dist/test/e2e/openapi-v2.test.js
   dist/test/e2e/port-forward.test.js
   dist/test/e2e/port-forward-websocket.test.js
+  dist/test/e2e/certificates.test.js
   dist/test/e2e/runtime-docker.test.js
   dist/test/e2e/services.test.js
   dist/test/e2e/etcd-store.test.js
