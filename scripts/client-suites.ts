@@ -66,7 +66,7 @@ test (python) or target (ansible), with totals per pass.
   --pod-security LIST   Pod Security enforce levels, one pass (one fresh cluster) each;
                         default: baseline,privileged (Berth's default, then Kubernetes')
   --only NAMES          comma-separated python test names or ansible targets to run (others are left out)
-  --test-timeout S      seconds one python test may take (default 240)
+  --test-timeout S      seconds one python test may take (default 150)
   --target-timeout S    seconds one ansible target may take (default 900)
   --json FILE           also write every result as JSON
   --keep                keep the temp dir (cluster logs, suite copies, outputs)
@@ -100,7 +100,7 @@ const { values } = parseArgs({
     ansible: { type: 'string' },
     'pod-security': { type: 'string', default: 'baseline,privileged' },
     only: { type: 'string' },
-    'test-timeout': { type: 'string', default: '240' },
+    'test-timeout': { type: 'string', default: '150' },
     'target-timeout': { type: 'string', default: '900' },
     json: { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -300,8 +300,39 @@ function planImages(refs: string[], opts: { dryRun: boolean }): ImagePlan {
   return plan;
 }
 
+/**
+ * Runs of this script alive on this host, one file per process id, so runs side by side (one per
+ * Pod Security level, say) share the stand-in tags and only the last one to finish removes them.
+ */
+const RUNS_DIR = path.join(os.tmpdir(), 'berth-client-suites.runs');
+
+function registerRun(): void {
+  fs.mkdirSync(RUNS_DIR, { recursive: true });
+  fs.writeFileSync(path.join(RUNS_DIR, String(process.pid)), '');
+}
+
+function otherLiveRuns(): number[] {
+  const pids = fs.existsSync(RUNS_DIR) ? fs.readdirSync(RUNS_DIR).map(Number).filter((pid) => pid > 0 && pid !== process.pid) : [];
+  return pids.filter((pid) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      fs.rmSync(path.join(RUNS_DIR, String(pid)), { force: true });
+      return false;
+    }
+  });
+}
+
+/** Removes the stand-in names (tagged by this run or an earlier one) unless another run still uses them. */
 async function untag(plan: ImagePlan): Promise<void> {
-  for (const ref of plan.tagged.keys()) {
+  fs.rmSync(path.join(RUNS_DIR, String(process.pid)), { force: true });
+  const others = otherLiveRuns();
+  if (others.length > 0) {
+    console.error(`image stand-in tags left for the run(s) still going: pid ${others.join(', ')}`);
+    return;
+  }
+  for (const ref of [...plan.tagged.keys(), ...plan.alreadyPresent]) {
     // Only the name goes; the image stays under its own name.
     await run('docker', ['image', 'rm', withDefaultTag(ref)], { timeoutMs: 30_000 });
   }
@@ -312,7 +343,7 @@ function describeImages(plan: ImagePlan): string[] {
   const bySource = new Map<string, string[]>();
   for (const [ref, source] of plan.tagged) bySource.set(source, [...(bySource.get(source) ?? []), ref]);
   for (const [source, refs] of bySource) lines.push(`images retagged from ${source}: ${refs.join(', ')}`);
-  if (plan.alreadyPresent.length) lines.push(`images already tagged from the project's images: ${plan.alreadyPresent.join(', ')}`);
+  if (plan.alreadyPresent.length) lines.push(`images already tagged from the project's images (by a run beside this one or an earlier one): ${plan.alreadyPresent.join(', ')}`);
   if (plan.foreign.length) lines.push(`images left alone (another local image has the name): ${plan.foreign.join(', ')}`);
   if (plan.pulledAlways.length) lines.push(`pulled with policy Always unless a test sets imagePullPolicy, so the local tag cannot serve them offline: ${plan.pulledAlways.join(', ')}`);
   if (plan.unsubstitutable.length) lines.push(`images with no local stand-in (their tests can only pass if they never run them): ${plan.unsubstitutable.join(', ')}`);
@@ -506,7 +537,12 @@ function missingProgram(facts: TargetFacts, texts: string): string | undefined {
 /** The failing task's header and message in an ansible-playbook transcript. */
 function failingTask(output: string): { task: string; message: string } | undefined {
   const lines = output.split('\n');
-  const fatal = lines.findIndex((l) => /^(fatal|failed): \[/.test(l));
+  // The last failure the play did not ignore (`...ignoring` follows an ignored one): a block's
+  // rescue may have handled earlier ones, and the cleanup after the real one usually succeeds.
+  let fatal = -1;
+  lines.forEach((l, i) => {
+    if (/^(fatal|failed): \[/.test(l) && !/^\.\.\.ignoring/.test(lines[i + 1] ?? '')) fatal = i;
+  });
   if (fatal < 0) return undefined;
   let task = '';
   for (let i = fatal; i >= 0; i--) {
@@ -516,10 +552,10 @@ function failingTask(output: string): { task: string; message: string } | undefi
       break;
     }
   }
-  const body = lines[fatal]!.replace(/^(fatal|failed): \[[^\]]*\]: FAILED! => /, '');
+  const body = lines[fatal]!.replace(/^(fatal|failed): \[[^\]]*\]:? (FAILED! )?(\([^)]*\) )?=> /, '');
   let message = body;
   try {
-    const parsed = JSON.parse(body.replace(/^\([^)]*\) => /, '')) as { msg?: unknown; module_stderr?: string; stderr?: string };
+    const parsed = JSON.parse(body) as { msg?: unknown; module_stderr?: string; stderr?: string };
     message = [parsed.msg, parsed.module_stderr?.trim().split('\n').pop(), parsed.stderr].filter((x) => x !== undefined && x !== '').map(String).join(' | ');
   } catch {
     // not JSON (an item loop prints the item first)
@@ -647,6 +683,7 @@ async function main(): Promise<number> {
   const refs = [python ? filesUnder(path.join(python.dir, 'e2e_test'), ['.py', '.yaml', '.yml', '.json']) : [], ansible ? filesUnder(ansible.targetsDir, ['.yml', '.yaml', '.j2', '.sh', '.py']) : []]
     .flat()
     .flatMap((f) => imagesIn(fs.readFileSync(f, 'utf8')));
+  if (!values['dry-run']) registerRun();
   const plan = planImages(refs, { dryRun: values['dry-run'] });
   if (!values['dry-run']) cleanups.push(() => untag(plan));
   for (const l of describeImages(plan)) log(values['dry-run'] ? l.replace('retagged', 'to retag') : l);
