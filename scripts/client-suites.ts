@@ -25,7 +25,10 @@
  * alpine (a busybox userland) → berth/busybox:test, pause → berth/pause:3.9. A name that already
  * exists locally as another image is left alone. A reference without a tag or with :latest is
  * pulled with policy Always unless the test sets imagePullPolicy (as the kubelet does), so a local
- * tag cannot serve it offline; the report says which names those are.
+ * tag cannot serve it offline. So each cluster gets a mutating admission webhook, served by this
+ * script, that sets imagePullPolicy IfNotPresent on pod containers whose image has a stand-in (and
+ * only those): the cluster is configured as an air-gapped one would be; the suites are unchanged.
+ * `--no-pull-policy-webhook` leaves it out, and those tests then fail on the pull (outside Berth).
  *
  * Outcomes, one line per test or target:
  *   PASS / FAIL
@@ -48,11 +51,15 @@
  */
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { PAUSE_IMAGE } from '../agent/runtime/pause-image.js';
+import type { KubeObject, Pod } from '../src/api/types.js';
+import { ensurePki } from '../src/auth/pki.js';
 import { imageTag, withDefaultTag } from '../agent/runtime/runtime.js';
 import { REPO_ROOT, startCluster, TEST_IMAGE, type Cluster } from '../test/e2e/harness.js';
 
@@ -70,9 +77,16 @@ test (python) or target (ansible), with totals per pass.
   --target-timeout S    seconds one ansible target may take (default 900)
   --json FILE           also write every result as JSON
   --keep                keep the temp dir (cluster logs, suite copies, outputs)
+  --no-pull-policy-webhook
+                        leave pods with stood-in images at pull policy Always (see below)
   --dry-run             only list the tests, the targets that cannot run here and the images
                         (no cluster, no image tags)
   -h, --help            this text
+
+Offline, a :latest or untagged image (busybox, alpine) is pulled on every container start (policy
+Always) and fails, as on any Kubernetes node without registry access. So each cluster gets a
+mutating webhook, served by this script, that sets imagePullPolicy IfNotPresent on pod containers
+whose image has a local stand-in; every other image is left as the test wrote it.
 
 Extract a suite without touching this repository, e.g.
   git -C MIRROR archive v22.6.0 kubernetes/e2e_test | tar -x -C /tmp/k8s-python
@@ -105,6 +119,7 @@ const { values } = parseArgs({
     json: { type: 'string' },
     keep: { type: 'boolean', default: false },
     'dry-run': { type: 'boolean', default: false },
+    'no-pull-policy-webhook': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -345,9 +360,71 @@ function describeImages(plan: ImagePlan): string[] {
   for (const [source, refs] of bySource) lines.push(`images retagged from ${source}: ${refs.join(', ')}`);
   if (plan.alreadyPresent.length) lines.push(`images already tagged from the project's images (by a run beside this one or an earlier one): ${plan.alreadyPresent.join(', ')}`);
   if (plan.foreign.length) lines.push(`images left alone (another local image has the name): ${plan.foreign.join(', ')}`);
-  if (plan.pulledAlways.length) lines.push(`pulled with policy Always unless a test sets imagePullPolicy, so the local tag cannot serve them offline: ${plan.pulledAlways.join(', ')}`);
+  if (plan.pulledAlways.length) lines.push(`untagged or :latest, so pulled on every start (policy Always) unless imagePullPolicy is set — the pull-policy webhook sets IfNotPresent: ${plan.pulledAlways.join(', ')}`);
   if (plan.unsubstitutable.length) lines.push(`images with no local stand-in (their tests can only pass if they never run them): ${plan.unsubstitutable.join(', ')}`);
   return lines;
+}
+
+// ---- the pull-policy webhook ----
+
+/** One form per image: without docker.io/library/, with an explicit tag. */
+function normalImage(ref: string): string {
+  return withDefaultTag(ref.replace(/^docker\.io\/(library\/)?/, ''));
+}
+
+interface PullPolicyWebhook {
+  /** pod containers set to IfNotPresent so far */
+  mutated(): number;
+  close(): void;
+}
+
+/**
+ * Serves a mutating admission webhook that sets imagePullPolicy IfNotPresent on the containers of
+ * new pods whose image is one of `images`, and registers it with the cluster (failurePolicy Ignore:
+ * a webhook fault leaves the pod as written).
+ */
+async function startPullPolicyWebhook(cluster: Cluster, images: Set<string>): Promise<PullPolicyWebhook> {
+  const pki = await ensurePki({ dataDir: path.join(cluster.dir, 'pull-policy-webhook-pki'), altNames: ['127.0.0.1'] });
+  let mutated = 0;
+  const server = https.createServer({ cert: pki.serverCert, key: pki.serverKey }, (req, res) => {
+    let body = '';
+    req.on('data', (d: Buffer) => (body += d.toString()));
+    req.on('end', () => {
+      const review = JSON.parse(body) as { request: { uid: string; object?: Pod } };
+      const spec = review.request.object?.spec;
+      const ops: Array<{ op: 'add'; path: string; value: string }> = [];
+      for (const field of ['initContainers', 'containers'] as const) {
+        (spec?.[field] ?? []).forEach((c, i) => {
+          const policy = (c as { imagePullPolicy?: string }).imagePullPolicy;
+          if (c.image && images.has(normalImage(c.image)) && policy !== 'IfNotPresent' && policy !== 'Never') {
+            ops.push({ op: 'add', path: `/spec/${field}/${i}/imagePullPolicy`, value: 'IfNotPresent' });
+          }
+        });
+      }
+      mutated += ops.length;
+      const response = ops.length
+        ? { uid: review.request.uid, allowed: true, patchType: 'JSONPatch', patch: Buffer.from(JSON.stringify(ops)).toString('base64') }
+        : { uid: review.request.uid, allowed: true };
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response }));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  const url = `https://127.0.0.1:${(server.address() as AddressInfo).port}/pull-policy`;
+  await cluster.client.create({ group: 'admissionregistration.k8s.io', plural: 'mutatingwebhookconfigurations', namespaced: false }, {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: 'MutatingWebhookConfiguration',
+    metadata: { name: 'offline-pull-policy' },
+    webhooks: [{
+      name: 'offline-pull-policy.client-suites.berth.dev',
+      clientConfig: { url, caBundle: Buffer.from(pki.caCert).toString('base64') },
+      rules: [{ operations: ['CREATE'], apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] }],
+      failurePolicy: 'Ignore',
+      sideEffects: 'None',
+      admissionReviewVersions: ['v1'],
+    }],
+  } as KubeObject);
+  return { mutated: () => mutated, close: () => server.close() };
 }
 
 // ---- image pulls seen by the agent ----
@@ -706,6 +783,10 @@ async function main(): Promise<number> {
     const stop = () => cluster.stop();
     cleanups.push(stop);
     log(`cluster ${cluster.url}, node ${cluster.nodeNames[0]}, logs in ${path.join(cluster.dir, 'logs')}`);
+    const webhook = values['no-pull-policy-webhook']
+      ? undefined
+      : await startPullPolicyWebhook(cluster, new Set([...plan.tagged.keys(), ...plan.alreadyPresent].map(normalImage)));
+    if (webhook) log('webhook offline-pull-policy: pod containers with a stood-in image get imagePullPolicy IfNotPresent');
     const pulls = new PullFailures(path.join(cluster.dir, 'logs', `agent-${cluster.nodeNames[0]}.log`));
     const pass: Pass = { podSecurity: level, results: [] };
     passes.push(pass);
@@ -721,6 +802,10 @@ async function main(): Promise<number> {
         log(`   ansible: ${totals(pass.results.filter((r) => r.suite === 'ansible'))}`);
       }
     } finally {
+      if (webhook) {
+        log(`webhook offline-pull-policy: ${webhook.mutated()} pod containers set to IfNotPresent in this pass`);
+        webhook.close();
+      }
       cleanups.splice(cleanups.indexOf(stop), 1);
       await cluster.stop();
     }
