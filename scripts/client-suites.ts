@@ -10,7 +10,8 @@
  *                  the name the tests import their helpers by. One pytest run per test.
  *   --ansible DIR  ansible-collections/kubernetes.core (2.4.0 was the tag used): its integration
  *                  targets, run the way the collection's Makefile runs them, `ansible-test
- *                  integration TARGET`, with Debian's ansible-core (2.14) from a copy laid out as
+ *                  integration --diff --no-temp-workdir TARGET` (runme.sh targets find sibling
+ *                  roles through ../ only in the collection itself), with Debian's ansible-core (2.14) from a copy laid out as
  *                  ansible_collections/NAMESPACE/NAME. ansible-test passes only a few environment
  *                  variables to the playbooks, so the cluster is handed over as $HOME/.kube/config
  *                  with HOME set to a temp dir. One ansible-test run per target.
@@ -144,6 +145,8 @@ const TARGET_TIMEOUT_MS = Number(values['target-timeout']) * 1000;
 
 /** Debian's interpreter, which Debian's python3-kubernetes and python3-pytest belong to (not a pyenv or venv python on PATH). */
 const PYTHON = '/usr/bin/python3';
+/** pytest under it; -P keeps the working directory off sys.path, so nothing there shadows Debian's packages. */
+const PYTEST = ['-P', '-m', 'pytest', '-p', 'no:cacheprovider'];
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-client-suites-'));
 const log = (line: string) => console.log(line);
 
@@ -482,16 +485,18 @@ function preparePython(checkout: string): { dir: string; ids: string[] } {
   const candidates = [path.join(checkout, 'kubernetes', 'e2e_test'), path.join(checkout, 'e2e_test'), checkout];
   const source = candidates.find((d) => fs.existsSync(path.join(d, 'test_client.py')));
   if (!source) throw new Error(`--python ${checkout}: no kubernetes/e2e_test/test_client.py in it`);
+  // The tests open their YAML files as kubernetes/e2e_test/test_yaml/… from the working directory.
   const dir = path.join(work, 'python');
-  fs.mkdirSync(dir);
-  fs.cpSync(source, path.join(dir, 'e2e_test'), { recursive: true });
+  fs.mkdirSync(path.join(dir, 'kubernetes'), { recursive: true });
+  fs.cpSync(source, path.join(dir, 'kubernetes', 'e2e_test'), { recursive: true });
   fs.writeFileSync(path.join(dir, 'pytest.ini'), '[pytest]\n');
-  // The tests import their helpers as kubernetes.e2e_test; Debian's package has no such subpackage.
+  // They import their helpers as kubernetes.e2e_test; Debian's package has no such subpackage. The
+  // copy's kubernetes/ has no __init__.py, so `import kubernetes` still finds Debian's package.
   fs.writeFileSync(
     path.join(dir, 'conftest.py'),
-    'import os\nimport kubernetes\nkubernetes.__path__.append(os.path.dirname(os.path.abspath(__file__)))\n',
+    "import os\nimport kubernetes\nkubernetes.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kubernetes'))\n",
   );
-  const collected = execFileSync(PYTHON, ['-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider', 'e2e_test'], { cwd: dir, encoding: 'utf8' });
+  const collected = execFileSync(PYTHON, [...PYTEST, '--collect-only', '-q', 'kubernetes/e2e_test'], { cwd: dir, encoding: 'utf8' });
   const ids = collected.split('\n').filter((l) => l.includes('::'));
   return { dir, ids };
 }
@@ -500,13 +505,13 @@ async function runPython(prepared: { dir: string; ids: string[] }, cluster: Clus
   const results: Result[] = [];
   const env = { ...process.env, KUBECONFIG: cluster.kubeconfig, PYTHONDONTWRITEBYTECODE: '1' };
   for (const id of prepared.ids) {
-    const name = id.replace(/^e2e_test\//, '');
+    const name = id.replace(/^kubernetes\/e2e_test\//, '');
     const shortName = id.split('::').pop()!;
     if (ONLY && !ONLY.has(shortName) && !ONLY.has(name)) continue;
     const junit = path.join(work, `junit-${results.length}.xml`);
     pulls.since();
     const started = Date.now();
-    const outcome = await run(PYTHON, ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--junitxml=${junit}`, id], {
+    const outcome = await run(PYTHON, [...PYTEST, '-q', `--junitxml=${junit}`, id], {
       cwd: prepared.dir,
       env,
       timeoutMs: TEST_TIMEOUT_MS,
@@ -562,7 +567,7 @@ function targetFacts(targetsDir: string, target: string, seen = new Set<string>(
   const facts: TargetFacts = { aliases, dependencies: [], files: filesUnder(dir, ['.yml', '.yaml', '.j2', '.sh', '.py']), tasks: new Map() };
   const meta = path.join(dir, 'meta', 'main.yml');
   if (fs.existsSync(meta)) {
-    const deps = ((YAML.parse(fs.readFileSync(meta, 'utf8')) as { dependencies?: Array<string | { role?: string }> } | null)?.dependencies ?? [])
+    const deps = ((YAML.parse(fs.readFileSync(meta, 'utf8'), { logLevel: 'silent' }) as { dependencies?: Array<string | { role?: string }> } | null)?.dependencies ?? [])
       .map((d) => (typeof d === 'string' ? d : d.role ?? ''))
       .filter(Boolean);
     for (const dep of deps) {
@@ -576,7 +581,7 @@ function targetFacts(targetsDir: string, target: string, seen = new Set<string>(
   for (const file of facts.files.filter((f) => f.endsWith('.yml') || f.endsWith('.yaml'))) {
     let doc: unknown;
     try {
-      doc = YAML.parse(fs.readFileSync(file, 'utf8'));
+      doc = YAML.parse(fs.readFileSync(file, 'utf8'), { logLevel: 'silent', mapAsMap: false });
     } catch {
       continue;
     }
@@ -703,7 +708,7 @@ async function runAnsible(prepared: { collection: string; targetsDir: string; ta
       fs.rmSync(path.join(prepared.collection, 'tests', 'output'), { recursive: true, force: true });
       pulls.since();
       const started = Date.now();
-      const outcome = await run('ansible-test', ['integration', target, '--color', 'no', '--python-interpreter', PYTHON], {
+      const outcome = await run('ansible-test', ['integration', target, '--diff', '--no-temp-workdir', '--color', 'no', '--python-interpreter', PYTHON], {
         cwd: prepared.collection,
         env,
         timeoutMs: TARGET_TIMEOUT_MS,
