@@ -762,7 +762,7 @@ async function main(): Promise<number> {
   if (python) log(`python: ${commandOutput(PYTHON, ['-c', 'import kubernetes, pytest; print("kubernetes", kubernetes.__version__, "from", kubernetes.__file__, "| pytest", pytest.__version__)'])}`);
   if (ansible) log(`ansible: ${commandOutput('ansible', ['--version']).split('\n')[0]}; collection under test: ${path.relative(work, ansible.collection)}`);
 
-  const refs = [python ? filesUnder(path.join(python.dir, 'e2e_test'), ['.py', '.yaml', '.yml', '.json']) : [], ansible ? filesUnder(ansible.targetsDir, ['.yml', '.yaml', '.j2', '.sh', '.py']) : []]
+  const refs = [python ? filesUnder(path.join(python.dir, 'kubernetes', 'e2e_test'), ['.py', '.yaml', '.yml', '.json']) : [], ansible ? filesUnder(ansible.targetsDir, ['.yml', '.yaml', '.j2', '.sh', '.py']) : []]
     .flat()
     .flatMap((f) => imagesIn(fs.readFileSync(f, 'utf8')));
   if (!values['dry-run']) registerRun();
