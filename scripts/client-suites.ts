@@ -441,6 +441,41 @@ class PullFailures {
   private readonly seenPods = new Set<string>();
   constructor(private readonly file: string) {}
 
+  /** images whose first failed pull for a pod not seen before fell in [startMs, endMs], read to the end of the log */
+  within(startMs: number, endMs: number): string[] {
+    this.read();
+    return [...new Set(this.firstFailures.filter((f) => f.time >= startMs && f.time <= endMs).map((f) => f.image))];
+  }
+
+  private readonly firstFailures: Array<{ pod: string; image: string; time: number }> = [];
+  private readOffset = 0;
+  private readonly firstSeen = new Set<string>();
+  private read(): void {
+    let text = '';
+    try {
+      const fd = fs.openSync(this.file, 'r');
+      const size = fs.fstatSync(fd).size;
+      const buf = Buffer.alloc(size - this.readOffset);
+      fs.readSync(fd, buf, 0, buf.length, this.readOffset);
+      fs.closeSync(fd);
+      this.readOffset = size;
+      text = buf.toString('utf8');
+    } catch {
+      return;
+    }
+    for (const line of text.split('\n')) {
+      if (!line.includes('image pull failed')) continue;
+      try {
+        const entry = JSON.parse(line) as { pod?: string; image?: string; time?: number };
+        if (!entry.image || !entry.pod || entry.time === undefined || this.firstSeen.has(entry.pod)) continue;
+        this.firstSeen.add(entry.pod);
+        this.firstFailures.push({ pod: entry.pod, image: entry.image, time: entry.time });
+      } catch {
+        // not a JSON line
+      }
+    }
+  }
+
   /** images whose pulls failed (for new pods) since the last call */
   since(): string[] {
     let text = '';
@@ -494,45 +529,106 @@ function preparePython(checkout: string): { dir: string; ids: string[] } {
   // copy's kubernetes/ has no __init__.py, so `import kubernetes` still finds Debian's package.
   fs.writeFileSync(
     path.join(dir, 'conftest.py'),
-    "import os\nimport kubernetes\nkubernetes.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kubernetes'))\n",
+    "import os\nimport kubernetes\nkubernetes.__path__.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'kubernetes'))\n" + PYTEST_PLUGIN,
   );
   const collected = execFileSync(PYTHON, [...PYTEST, '--collect-only', '-q', 'kubernetes/e2e_test'], { cwd: dir, encoding: 'utf8' });
   const ids = collected.split('\n').filter((l) => l.includes('::'));
   return { dir, ids };
 }
 
+/**
+ * Ours, not the suite's: pytest hooks that record when each test ran (to charge failed image pulls
+ * to it) and end a test that outlives the timeout (a test waiting for a pod that never starts loops
+ * forever) with a TimeoutError, so the rest of the session still runs.
+ */
+const PYTEST_PLUGIN = `
+import json, signal, time
+import pytest
+
+_TIMES = os.environ.get('BERTH_SUITE_TIMES')
+_TIMEOUT = int(os.environ.get('BERTH_SUITE_TEST_TIMEOUT', '0'))
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    start = time.time()
+    yield
+    if _TIMES:
+        with open(_TIMES, 'a') as f:
+            f.write(json.dumps({'nodeid': item.nodeid, 'start': start * 1000, 'end': time.time() * 1000}) + '\\n')
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    def expire(signum, frame):
+        raise TimeoutError('no result after %ds (ended by the runner)' % _TIMEOUT)
+    if _TIMEOUT:
+        previous = signal.signal(signal.SIGALRM, expire)
+        signal.alarm(_TIMEOUT)
+    try:
+        yield
+    finally:
+        if _TIMEOUT:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+`;
+
+/**
+ * One pytest session over the selected tests, as the project runs its suite (setUpClass and
+ * tearDownClass once per class: a class's namespace is not re-created while the last one terminates).
+ */
 async function runPython(prepared: { dir: string; ids: string[] }, cluster: Cluster, pulls: PullFailures, print: (r: Result) => void): Promise<Result[]> {
+  const tag = path.basename(cluster.dir);
+  const times = path.join(work, `python-${tag}.times.jsonl`);
+  const junit = path.join(work, `python-${tag}.junit.xml`);
+  const selected = prepared.ids.filter((id) => !ONLY || ONLY.has(id.split('::').pop()!) || ONLY.has(displayName(id)));
+  const testTimeoutS = Math.round(TEST_TIMEOUT_MS / 1000);
+  const env = { ...process.env, KUBECONFIG: cluster.kubeconfig, PYTHONDONTWRITEBYTECODE: '1', BERTH_SUITE_TIMES: times, BERTH_SUITE_TEST_TIMEOUT: String(testTimeoutS) };
+  const outcome = await run(PYTHON, [...PYTEST, '-q', `--junitxml=${junit}`, ...selected], {
+    cwd: prepared.dir,
+    env,
+    // Each test has its own timeout; this only bounds a session that hangs outside any test.
+    timeoutMs: TEST_TIMEOUT_MS * (selected.length + 2),
+    outputFile: path.join(work, `python-${tag}.log`),
+  });
+  const windows = new Map<string, { start: number; end: number }>();
+  if (fs.existsSync(times)) {
+    for (const l of fs.readFileSync(times, 'utf8').split('\n').filter(Boolean)) {
+      const t = JSON.parse(l) as { nodeid: string; start: number; end: number };
+      windows.set(t.nodeid, { start: t.start, end: t.end });
+    }
+  }
+  const xml = fs.existsSync(junit) ? fs.readFileSync(junit, 'utf8') : '';
+  const cases = new Map<string, { seconds: number; body: string }>();
+  for (const m of xml.matchAll(/<testcase ([^>]*?)(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
+    const attr = (name: string) => new RegExp(`\\b${name}="([^"]*)"`).exec(m[1]!)?.[1] ?? '';
+    const parts = attr('classname').split('.');
+    const id = `${parts.slice(0, -1).join('/')}.py::${parts.at(-1)}::${attr('name')}`;
+    cases.set(id, { seconds: Math.round(Number(attr('time'))), body: m[2] ?? '' });
+  }
   const results: Result[] = [];
-  const env = { ...process.env, KUBECONFIG: cluster.kubeconfig, PYTHONDONTWRITEBYTECODE: '1' };
-  for (const id of prepared.ids) {
-    const name = id.replace(/^kubernetes\/e2e_test\//, '');
-    const shortName = id.split('::').pop()!;
-    if (ONLY && !ONLY.has(shortName) && !ONLY.has(name)) continue;
-    const junit = path.join(work, `junit-${results.length}.xml`);
-    pulls.since();
-    const started = Date.now();
-    const outcome = await run(PYTHON, [...PYTEST, '-q', `--junitxml=${junit}`, id], {
-      cwd: prepared.dir,
-      env,
-      timeoutMs: TEST_TIMEOUT_MS,
-      outputFile: path.join(work, `python-${shortName}.log`),
-    });
-    const seconds = Math.round((Date.now() - started) / 1000);
-    const xml = fs.existsSync(junit) ? fs.readFileSync(junit, 'utf8') : '';
-    const failure = /<(failure|error) message="([^"]*)"[^>]*>([\s\S]*?)<\/\1>/.exec(xml);
-    const skipped = /<skipped[^>]*message="([^"]*)"/.exec(xml);
+  for (const id of selected) {
+    const name = displayName(id);
+    const found = cases.get(id);
     let result: Result;
-    if (outcome.timedOut) result = { suite: 'python', name, status: 'FAIL', detail: `no result after ${TEST_TIMEOUT_MS / 1000}s (timed out)`, seconds };
-    else if (failure) result = { suite: 'python', name, status: 'FAIL', detail: firstLines(decodeXml(failure[2]!), 3), seconds };
-    else if (skipped) result = { suite: 'python', name, status: 'SKIP', detail: decodeXml(skipped[1]!), seconds };
-    else if (outcome.code === 0) result = { suite: 'python', name, status: 'PASS', seconds };
-    else result = { suite: 'python', name, status: 'FAIL', detail: `pytest exited ${outcome.code}: ${firstLines(outcome.output.slice(-600), 3)}`, seconds };
-    const failedPulls = pulls.since();
+    if (!found) {
+      result = { suite: 'python', name, status: 'FAIL', detail: outcome.timedOut ? 'the pytest session timed out before this test' : `no result (pytest exited ${outcome.code}: ${firstLines(outcome.output.slice(-600), 3)})`, seconds: 0 };
+    } else {
+      const failure = /<(failure|error) message="([^"]*)"/.exec(found.body);
+      const skipped = /<skipped[^>]*message="([^"]*)"/.exec(found.body);
+      if (failure) result = { suite: 'python', name, status: 'FAIL', detail: firstLines(decodeXml(failure[2]!), 3), seconds: found.seconds };
+      else if (skipped) result = { suite: 'python', name, status: 'SKIP', detail: decodeXml(skipped[1]!), seconds: found.seconds };
+      else result = { suite: 'python', name, status: 'PASS', seconds: found.seconds };
+    }
+    const window = windows.get(id);
+    const failedPulls = window ? pulls.within(window.start, window.end) : [];
     if (result.status === 'FAIL' && failedPulls.length > 0) result.outside = `image ${failedPulls.join(', ')} could not be pulled (no registry access)`;
     print(result);
     results.push(result);
   }
   return results;
+}
+
+function displayName(id: string): string {
+  return id.replace(/^kubernetes\/e2e_test\//, '');
 }
 
 // ---- the ansible suite ----
