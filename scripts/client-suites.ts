@@ -51,6 +51,7 @@
  *          [--target-timeout S] [--json FILE] [--keep]
  */
 import { spawn, execFileSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -60,7 +61,7 @@ import { parseArgs } from 'node:util';
 import YAML from 'yaml';
 import { PAUSE_IMAGE } from '../agent/runtime/pause-image.js';
 import type { KubeObject, Pod } from '../src/api/types.js';
-import { ensurePki } from '../src/auth/pki.js';
+import { ensurePki, issueClientCertificate } from '../src/auth/pki.js';
 import { imageTag, withDefaultTag } from '../agent/runtime/runtime.js';
 import { REPO_ROOT, startCluster, TEST_IMAGE, type Cluster } from '../test/e2e/harness.js';
 
@@ -368,6 +369,42 @@ function describeImages(plan: ImagePlan): string[] {
   return lines;
 }
 
+// ---- the kubeconfig the suites get ----
+
+/**
+ * A kubeconfig that authenticates with a client certificate (CN client-suites-admin, O
+ * system:masters) signed by the cluster CA, as kind's and minikube's admin kubeconfigs do: some
+ * targets read the client certificate and key files out of the kubeconfig (inventory_k8s's
+ * setup_kubeconfig), which a token kubeconfig has none of.
+ */
+async function certificateKubeconfig(cluster: Cluster): Promise<string> {
+  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const certPem = await issueClientCertificate({
+    dataDir: path.join(cluster.dir, 'server'),
+    subject: [{ oid: '2.5.4.10', value: 'system:masters' }, { oid: '2.5.4.3', value: 'client-suites-admin' }],
+    publicKeyPem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    notBefore: new Date(Date.now() - 60_000),
+    notAfter: new Date(Date.now() + 24 * 3600_000),
+    usages: ['digital signature', 'key encipherment', 'client auth'],
+  });
+  const b64 = (text: string) => Buffer.from(text).toString('base64');
+  const caPem = fs.readFileSync(path.join(cluster.dir, 'server', 'pki', 'ca.crt'), 'utf8');
+  const file = path.join(cluster.dir, 'client-suites-kubeconfig.yaml');
+  fs.writeFileSync(
+    file,
+    YAML.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'berth', cluster: { server: cluster.url, 'certificate-authority-data': b64(caPem) } }],
+      users: [{ name: 'client-suites-admin', user: { 'client-certificate-data': b64(certPem), 'client-key-data': b64(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()) } }],
+      contexts: [{ name: 'berth', context: { cluster: 'berth', user: 'client-suites-admin', namespace: 'default' } }],
+      'current-context': 'berth',
+    }),
+    { mode: 0o600 },
+  );
+  return file;
+}
+
 // ---- the pull-policy webhook ----
 
 /** One form per image: without docker.io/library/, with an explicit tag. */
@@ -575,13 +612,13 @@ def pytest_runtest_call(item):
  * One pytest session over the selected tests, as the project runs its suite (setUpClass and
  * tearDownClass once per class: a class's namespace is not re-created while the last one terminates).
  */
-async function runPython(prepared: { dir: string; ids: string[] }, cluster: Cluster, pulls: PullFailures, print: (r: Result) => void): Promise<Result[]> {
+async function runPython(prepared: { dir: string; ids: string[] }, cluster: Cluster, kubeconfig: string, pulls: PullFailures, print: (r: Result) => void): Promise<Result[]> {
   const tag = path.basename(cluster.dir);
   const times = path.join(work, `python-${tag}.times.jsonl`);
   const junit = path.join(work, `python-${tag}.junit.xml`);
   const selected = prepared.ids.filter((id) => !ONLY || ONLY.has(id.split('::').pop()!) || ONLY.has(displayName(id)));
   const testTimeoutS = Math.round(TEST_TIMEOUT_MS / 1000);
-  const env = { ...process.env, KUBECONFIG: cluster.kubeconfig, PYTHONDONTWRITEBYTECODE: '1', BERTH_SUITE_TIMES: times, BERTH_SUITE_TEST_TIMEOUT: String(testTimeoutS) };
+  const env = { ...process.env, KUBECONFIG: kubeconfig, PYTHONDONTWRITEBYTECODE: '1', BERTH_SUITE_TIMES: times, BERTH_SUITE_TEST_TIMEOUT: String(testTimeoutS) };
   const outcome = await run(PYTHON, [...PYTEST, '-q', `--junitxml=${junit}`, ...selected], {
     cwd: prepared.dir,
     env,
@@ -787,10 +824,10 @@ function prepareAnsible(checkout: string): { collection: string; targetsDir: str
   return { collection, targetsDir, targets };
 }
 
-async function runAnsible(prepared: { collection: string; targetsDir: string; targets: string[] }, cluster: Cluster, pulls: PullFailures, print: (r: Result) => void): Promise<Result[]> {
+async function runAnsible(prepared: { collection: string; targetsDir: string; targets: string[] }, cluster: Cluster, kubeconfig: string, pulls: PullFailures, print: (r: Result) => void): Promise<Result[]> {
   const home = path.join(work, `home-${path.basename(cluster.dir)}`);
   fs.mkdirSync(path.join(home, '.kube'), { recursive: true });
-  fs.copyFileSync(cluster.kubeconfig, path.join(home, '.kube', 'config'));
+  fs.copyFileSync(kubeconfig, path.join(home, '.kube', 'config'));
   const env = { ...process.env, HOME: home, ANSIBLE_NOCOLOR: '1' };
   const results: Result[] = [];
   for (const target of prepared.targets) {
@@ -884,6 +921,8 @@ async function main(): Promise<number> {
     const stop = () => cluster.stop();
     cleanups.push(stop);
     log(`cluster ${cluster.url}, node ${cluster.nodeNames[0]}, logs in ${path.join(cluster.dir, 'logs')}`);
+    const kubeconfig = await certificateKubeconfig(cluster);
+    log(`kubeconfig ${kubeconfig}: client certificate CN=client-suites-admin, O=system:masters`);
     const webhook = values['no-pull-policy-webhook']
       ? undefined
       : await startPullPolicyWebhook(cluster, new Set([...plan.tagged.keys(), ...plan.alreadyPresent].map(normalImage)));
@@ -894,12 +933,12 @@ async function main(): Promise<number> {
     try {
       if (python) {
         log(`-- kubernetes-client/python e2e_test (${python.ids.length} tests)`);
-        pass.results.push(...(await runPython(python, cluster, pulls, (r) => log(line(r)))));
+        pass.results.push(...(await runPython(python, cluster, kubeconfig, pulls, (r) => log(line(r)))));
         log(`   python: ${totals(pass.results.filter((r) => r.suite === 'python'))}`);
       }
       if (ansible) {
         log(`-- kubernetes.core integration targets (${ansible.targets.length} targets)`);
-        pass.results.push(...(await runAnsible(ansible, cluster, pulls, (r) => log(line(r)))));
+        pass.results.push(...(await runAnsible(ansible, cluster, kubeconfig, pulls, (r) => log(line(r)))));
         log(`   ansible: ${totals(pass.results.filter((r) => r.suite === 'ansible'))}`);
       }
     } finally {
