@@ -37,8 +37,9 @@
  *                                  pytest skipped it
  *   SKIP (outside Berth: reason)   not run: it needs a program this machine lacks (helm, kustomize)
  *   FAIL (outside Berth: reason)   ran and failed for a reason outside Berth, found by the script:
- *                                  the agent logged a failed image pull for a pod created while it
- *                                  ran, the failing task installs from PyPI or downloads a URL, or
+ *                                  it failed waiting for a pod (timeout, Pending, not ready) while
+ *                                  the agent logged a failed image pull for a pod created in that
+ *                                  time, the failing task installs from PyPI or downloads a URL, or
  *                                  ansible-core lacks a module the task names
  * Exit status 1 when any test failed for a reason not classified as outside Berth.
  *
@@ -657,11 +658,23 @@ async function runPython(prepared: { dir: string; ids: string[] }, cluster: Clus
     }
     const window = windows.get(id);
     const failedPulls = window ? pulls.within(window.start, window.end) : [];
-    if (result.status === 'FAIL' && failedPulls.length > 0) result.outside = `image ${failedPulls.join(', ')} could not be pulled (no registry access)`;
+    chargePulls(result, failedPulls, result.detail ?? '');
     print(result);
     results.push(result);
   }
   return results;
+}
+
+/**
+ * A failed pull explains a failure that waited for a pod (a timeout, a pod still Pending or not
+ * ready) and nothing else: a test that created a pod with a missing image and then failed on an
+ * unrelated answer stays a failure, with the pull noted.
+ */
+function chargePulls(result: Result, failedPulls: string[], message: string): void {
+  if (result.status !== 'FAIL' || failedPulls.length === 0) return;
+  const images = `image ${failedPulls.join(', ')} could not be pulled (no registry access)`;
+  if (/timed? ?out|timeout|ImagePull|ErrImage|Pending|not (yet )?ready|ContainerCreating/i.test(message)) result.outside = images;
+  else result.detail = `${result.detail ?? ''} (also: ${images})`;
 }
 
 function displayName(id: string): string {
@@ -860,7 +873,7 @@ async function runAnsible(prepared: { collection: string; targetsDir: string; ta
         const cause = failed ? outsideCause(facts, failed.task, failed.message) : undefined;
         const failedPulls = pulls.since();
         if (cause) result.outside = cause;
-        else if (failedPulls.length > 0) result.outside = `image ${failedPulls.join(', ')} could not be pulled (no registry access)`;
+        else chargePulls(result, failedPulls, outcome.timedOut ? 'timed out' : failed?.message ?? '');
       }
     }
     print(result);
