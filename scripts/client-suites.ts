@@ -795,6 +795,9 @@ function failingTask(output: string): { task: string; message: string } | undefi
 function outsideCause(facts: TargetFacts, task: string, message: string): string | undefined {
   const unresolved = /couldn't resolve module\/action '([^']+)'/.exec(message);
   if (unresolved) return `ansible-core 2.14 has no module ${unresolved[1]}`;
+  // A task that starts a container on the host's Docker itself (`docker run`), not in the cluster.
+  const hostImage = /Unable to find image '([^']+)' locally/.exec(message);
+  if (hostImage) return `the task runs image ${hostImage[1]} on the host's Docker, which cannot pull it (no registry access)`;
   const name = task.replace(/^[^:]*: /, '');
   const found = facts.tasks.get(name) ?? facts.tasks.get(task);
   if (!found) return undefined;
