@@ -795,6 +795,11 @@ function failingTask(output: string): { task: string; message: string } | undefi
 function outsideCause(facts: TargetFacts, task: string, message: string): string | undefined {
   const unresolved = /couldn't resolve module\/action '([^']+)'/.exec(message);
   if (unresolved) return `ansible-core 2.14 has no module ${unresolved[1]}`;
+  // ansible-core 2.14.11+ refuses to template conditionals from unsafe values (CVE-2023-5764), which
+  // tests written for earlier releases do.
+  if (/Conditional is marked as unsafe, and cannot be evaluated/.test(message)) {
+    return 'this ansible-core refuses templated conditionals on unsafe values (since 2.14.11, CVE-2023-5764); the test was written for earlier releases';
+  }
   // A task that starts a container on the host's Docker itself (`docker run`), not in the cluster.
   const hostImage = /Unable to find image '([^']+)' locally/.exec(message);
   if (hostImage) return `the task runs image ${hostImage[1]} on the host's Docker, which cannot pull it (no registry access)`;
