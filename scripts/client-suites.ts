@@ -156,11 +156,16 @@ const log = (line: string) => console.log(line);
 
 const cleanups: Array<() => Promise<void>> = [];
 let running: { pid?: number } | undefined;
-async function cleanup(): Promise<void> {
-  if (running?.pid) killGroup(running.pid);
-  while (cleanups.length > 0) await cleanups.pop()!().catch((err: unknown) => console.error(`cleanup: ${String(err)}`));
-  if (!values.keep) fs.rmSync(work, { recursive: true, force: true });
-  else console.error(`kept ${work}`);
+let cleaning: Promise<void> | undefined;
+/** Once, however many paths ask (a signal and the main flow's own end): stop, untag, remove. */
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    if (running?.pid) killGroup(running.pid);
+    while (cleanups.length > 0) await cleanups.pop()!().catch((err: unknown) => console.error(`cleanup: ${String(err)}`));
+    if (!values.keep) fs.rmSync(work, { recursive: true, force: true });
+    else console.error(`kept ${work}`);
+  })();
+  return cleaning;
 }
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
@@ -852,6 +857,7 @@ async function runAnsible(prepared: { collection: string; targetsDir: string; ta
   const env = { ...process.env, HOME: home, ANSIBLE_NOCOLOR: '1' };
   const results: Result[] = [];
   for (const target of prepared.targets) {
+    if (cleaning) break;
     if (ONLY && !ONLY.has(target)) continue;
     const facts = targetFacts(prepared.targetsDir, target);
     let result: Result;
