@@ -107,7 +107,8 @@ Flags:
                           --data-dir already holds credentials from an earlier join)
   --data-dir DIR          agent state (default: /var/lib/berth/agent as root, else ~/.berth/agent)
   --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
-  --node-ip ADDR          address other hosts reach this node on (default: first non-loopback IPv4)
+  --node-ip ADDR          address other hosts reach this node on (default: an IPv4 address of the
+                          default route's interface, never link-local, as the kubelet chooses)
   --agent-port PORT       HTTPS port of the agent's endpoint for logs and exec, which only the control
                           plane may call (default 10250, or a free port if taken; 0 = any free port)
   --cluster-dns IP[,IP]   nameservers of ClusterFirst pods; the node-local resolver answers on the first

@@ -121,7 +121,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     }
   };
 
-  await startServer();
+  try {
+    await startServer();
+  } catch (err) {
+    // A server that came up too late would keep this test process alive until its file times out.
+    server?.kill('SIGKILL');
+    throw err;
+  }
   const kubeconfig = path.join(dir, 'server', 'kubeconfig.yaml');
   const url = `https://127.0.0.1:${port}`;
   const adminToken = fs.readFileSync(path.join(dir, 'server', 'admin-token'), 'utf8').trim();
@@ -159,8 +165,6 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     await Promise.race([exited, sleep(15_000).then(() => child.kill('SIGKILL'))]);
     await exited;
   };
-
-  for (const n of nodeNames) await startAgent(n);
 
   const cluster: Cluster = {
     dir,
@@ -207,6 +211,13 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       }
     },
   };
+  try {
+    for (const n of nodeNames) await startAgent(n);
+  } catch (err) {
+    // As for the server: what was started must not outlive a cluster the caller never got.
+    await cluster.stop().catch(() => undefined);
+    throw err;
+  }
   return cluster;
 }
 
