@@ -68,8 +68,10 @@ export function serviceProxyTable(nodeName: string): string {
 
 let portCounter = 0;
 function freePortGuess(): number {
-  // Spread over a range so parallel runs (and TIME_WAIT leftovers) rarely collide.
-  return 20000 + ((process.pid * 7 + portCounter++ * 13) % 20000);
+  // Spread so parallel runs (and TIME_WAIT leftovers) rarely collide, and kept below NodePorts
+  // (30000–32767) and the kernel's ephemeral range (from 32768), which agents on port 0 and every
+  // outgoing connection draw from. startCluster guesses again when the port is taken all the same.
+  return 20000 + ((process.pid * 7 + portCounter++ * 13) % 10000);
 }
 
 /**
@@ -94,7 +96,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-e2e-'));
   const suffix = randomBytes(3).toString('hex');
   const nodeNames = (opts.agents ?? ['node']).map((n) => `${n}-${suffix}`);
-  const port = freePortGuess();
+  let port = freePortGuess();
   // Clusters on this machine share one Docker engine: give each its own pod address range so their
   // node bridges never overlap (an overlapping bridge cannot be created).
   const clusterCidr = opts.clusterCidr ?? freeClusterCidr();
@@ -111,7 +113,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
   const startServer = async () => {
     fs.rmSync(path.join(dir, 'server', 'kubeconfig.yaml'), { force: true });
     server = spawnLogged('server', ['server', '--data-dir', path.join(dir, 'server'), '--port', String(port), '--bind-address', '127.0.0.1', '--log-level', 'warn', '--cluster-cidr', clusterCidr, ...(opts.serverArgs ?? [])]);
-    await waitFor(() => fs.existsSync(path.join(dir, 'server', 'kubeconfig.yaml')), 20_000, () => `server did not start; log:\n${readLog('server')}`);
+    const started = server;
+    await waitFor(() => fs.existsSync(path.join(dir, 'server', 'kubeconfig.yaml')) || started.exitCode !== null, 20_000, () => `server did not start; log:\n${readLog('server')}`);
+    if (started.exitCode !== null) throw new Error(`server exited with ${started.exitCode}; log:\n${readLog('server')}`);
   };
   const readLog = (name: string) => {
     try {
@@ -121,12 +125,21 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     }
   };
 
-  try {
-    await startServer();
-  } catch (err) {
-    // A server that came up too late would keep this test process alive until its file times out.
-    server?.kill('SIGKILL');
-    throw err;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await startServer();
+      break;
+    } catch (err) {
+      // A server that came up too late would keep this test process alive until its file times out.
+      server?.kill('SIGKILL');
+      // Another process holds the guessed port: guess again.
+      if (attempt < 5 && /EADDRINUSE/.test(readLog('server'))) {
+        port = freePortGuess();
+        fs.writeFileSync(path.join(logs, 'server.log'), '');
+        continue;
+      }
+      throw err;
+    }
   }
   const kubeconfig = path.join(dir, 'server', 'kubeconfig.yaml');
   const url = `https://127.0.0.1:${port}`;
