@@ -2,12 +2,12 @@
  * Owns the agent's options: what callers may pass (AgentOptions) and the one place defaults are applied
  * (resolveAgentOptions). Everything else in the agent reads ResolvedAgentOptions only.
  */
-import fs from 'node:fs';
 import os from 'node:os';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_CLUSTER_DOMAIN } from '../src/api/services.js';
 import type { Client } from '../src/client/client.js';
 import { DEFAULT_CHECK_INTERVAL_MS, DEFAULT_CHECK_TIMEOUT_MS, parseServerList } from '../src/client/endpoints.js';
+import { hostAddress } from '../src/net/host-address.js';
 import { systemClock, type Clock } from './clock.js';
 import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
@@ -134,38 +134,6 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   metricsSampleMs: 15_000,
 };
 
-/**
- * The address a node reports as InternalIP, chosen as the kubelet's ChooseHostInterface does: an
- * IPv4 address of the interface that holds the default route, else the first IPv4 address of any
- * interface; never loopback, never link-local. Link-local matters here: every cluster on the host
- * puts its node-local DNS address (169.254.x.y) on one dummy interface, and in a container that
- * interface can be listed before eth0.
- */
-export function detectNodeIP(): string {
-  let routes = '';
-  try {
-    routes = fs.readFileSync('/proc/net/route', 'utf8');
-  } catch {
-    // Not Linux: no route table to read.
-  }
-  return chooseNodeIP({ interfaces: os.networkInterfaces(), procNetRoute: routes });
-}
-
-/** detectNodeIP's choice from an interface list and the text of /proc/net/route. */
-export function chooseNodeIP(o: { interfaces: NodeJS.Dict<os.NetworkInterfaceInfo[]>; procNetRoute: string }): string {
-  const usable = (name: string) => (o.interfaces[name] ?? []).filter((a) => a.family === 'IPv4' && !a.internal && !a.address.startsWith('169.254.'));
-  // /proc/net/route: Iface, Destination (hex), Gateway, Flags, …; the default route has destination 0.
-  const defaultRouteInterfaces = o.procNetRoute.split('\n').slice(1).map((line) => line.trim().split(/\s+/)).filter((f) => f[1] === '00000000').map((f) => f[0]!);
-  for (const name of defaultRouteInterfaces) {
-    const first = usable(name)[0];
-    if (first) return first.address;
-  }
-  for (const name of Object.keys(o.interfaces)) {
-    const first = usable(name)[0];
-    if (first) return first.address;
-  }
-  return '127.0.0.1';
-}
 
 // Kubernetes node names are DNS subdomains.
 const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -195,7 +163,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     tokenFile: o.tokenFile,
     dataDir: o.dataDir,
     dockerSocket: o.dockerSocket ?? '/var/run/docker.sock',
-    nodeIP: o.nodeIP ?? detectNodeIP(),
+    nodeIP: o.nodeIP ?? hostAddress(),
     hostname: os.hostname(),
     podNetwork: o.podNetwork ?? 'bridge',
     intervals: { ...DEFAULT_INTERVALS, ...definedOnly(o.intervals) },

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
+import { hostAddress } from './net/host-address.js';
 import type http from 'node:http';
 import path from 'node:path';
 import { isIP, type AddressInfo } from 'node:net';
@@ -436,30 +437,11 @@ export async function ensureSystemNamespaces(registry: Registry): Promise<void> 
 
 /**
  * The address pods reach the API server at when --advertise-address is not given: a specific bind
- * address itself, else the IPv4 address of the interface holding the host's default route (as
- * kube-apiserver picks it), else the first non-internal IPv4 address.
+ * address itself, else this host's address as kube-apiserver picks it (src/net/host-address.ts).
  */
 export function defaultAdvertiseAddress(bind: string): string {
   if (bind !== '0.0.0.0' && bind !== '::') return bind;
-  const interfaces = os.networkInterfaces();
-  const ipv4Of = (name: string) => interfaces[name]?.find((a) => a.family === 'IPv4' && !a.internal)?.address;
-  try {
-    // /proc/net/route: Iface Destination Gateway ...; the default route has destination 00000000.
-    for (const line of fs.readFileSync('/proc/net/route', 'utf8').split('\n').slice(1)) {
-      const [iface, destination] = line.trim().split(/\s+/);
-      if (iface && destination === '00000000') {
-        const ip = ipv4Of(iface);
-        if (ip) return ip;
-      }
-    }
-  } catch {
-    // not Linux, or no /proc: fall through to any address
-  }
-  for (const name of Object.keys(interfaces)) {
-    const ip = ipv4Of(name);
-    if (ip) return ip;
-  }
-  return '127.0.0.1';
+  return hostAddress();
 }
 
 function isLoopback(addr: string): boolean {
