@@ -18,6 +18,8 @@ import { podManifest, serviceAccountToken, startCluster, TEST_IMAGE, waitForPod,
 
 /** Two HTTP servers, each with its own page. */
 const SERVE = ['mkdir -p /a /b', 'echo "page on 8080" > /a/index.html', 'echo "page on 8081" > /b/index.html', 'httpd -f -p 8080 -h /a & httpd -f -p 8081 -h /b & wait'].join('; ');
+/** Both servers answer: the pod's readiness. */
+const SERVING = 'wget -q -O /dev/null http://127.0.0.1:8080/ && wget -q -O /dev/null http://127.0.0.1:8081/';
 /** Debian's interpreter, which python3-kubernetes (scripts/setup.sh --for-tests) installs the client for. */
 const DEBIAN_PYTHON = '/usr/bin/python3';
 /** Nobody listens here in the pod. */
@@ -82,8 +84,9 @@ describe('port-forward over WebSocket channels (Python client, raw WebSocket)', 
     token = fs.readFileSync(path.join(c.dir, 'server', 'admin-token'), 'utf8').trim();
     ca = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8');
     url = new URL(c.url);
-    await c.client.create(CORE.pods, podManifest('web', { nodeName: c.nodeNames[0], terminationGracePeriodSeconds: 1, containers: [{ name: 'httpd', image: TEST_IMAGE, command: ['sh', '-c', SERVE] }] }), { namespace: 'default' });
-    pod = await waitForPod(c.client, 'default', 'web', (p) => p.status?.phase === 'Running', 45_000);
+    await c.client.create(CORE.pods, podManifest('web', { nodeName: c.nodeNames[0], terminationGracePeriodSeconds: 1, containers: [{ name: 'httpd', image: TEST_IMAGE, command: ['sh', '-c', SERVE], readinessProbe: { exec: { command: ['sh', '-c', SERVING] }, periodSeconds: 1 } }] }), { namespace: 'default' });
+    // Running only says the shell started; Ready says both servers answer, so no test races their start.
+    pod = await waitForPod(c.client, 'default', 'web', (p) => !!p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'), 45_000);
   });
   after(async () => {
     await c?.stop();
@@ -127,7 +130,7 @@ describe('port-forward over WebSocket channels (Python client, raw WebSocket)', 
   it("Debian's kubernetes Python client reads two ports and the error of a closed one", async () => {
     const script = c.writeFile('pf.py', PYTHON_CLIENT);
     const out = await new Promise<string>((resolve, reject) =>
-      execFile(DEBIAN_PYTHON, [script, c.kubeconfig, 'web'], { timeout: 30_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
+      execFile(DEBIAN_PYTHON, [script, c.kubeconfig, 'web'], { timeout: 60_000 }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout))),
     );
     const result = JSON.parse(out) as Record<string, unknown>;
     assert.match(String(result['8080']), /^HTTP\/1\.[01] 200[\s\S]*\r\n\r\npage on 8080\n$/);
