@@ -12,6 +12,7 @@ import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plug
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
 import { serviceAccountAdmission, type ServiceAccountLike } from './admission/plugins/service-account.js';
+import { certificateApproval, certificateSigning } from './admission/plugins/certificate-signers.js';
 import { rbacEscalation } from './admission/plugins/rbac-escalation.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
@@ -249,6 +250,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const rbac = new RbacAuthorizer({ registry });
   const authorizer = new Authorizer({ graph: nodeGraph, rbac });
   admission.register(rbacEscalation({ authorizer }));
+  admission.register(certificateApproval({ authorizer }));
+  admission.register(certificateSigning({ authorizer }));
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));

@@ -14,7 +14,8 @@ import { promisify } from 'node:util';
 import { kubeconfigText } from '../../src/kubeconfig-text.js';
 import forge from 'node-forge';
 import { NODE_FLAGS } from '../../src/node-flags.js';
-import { BERTH_BIN, runKubectl, startCluster, waitFor, type Cluster } from './harness.js';
+import { HttpClient } from '../../src/client/http-client.js';
+import { BERTH_BIN, runKubectl, serviceAccountToken, startCluster, waitFor, type Cluster } from './harness.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -110,6 +111,40 @@ describe('x509 client certificates and CertificateSigningRequests', () => {
     const res = await c.kubectl(['create', '-f', c.writeFile('root-csr.yaml', csrManifest('root', csrPem))], { allowFail: true });
     assert.notEqual(res.code, 0);
     assert.match(res.stderr, /system:masters group is not allowed/);
+  });
+
+  it("approving needs `approve` on the CSR's signer and issuing a certificate needs `sign`, as CertificateApproval and CertificateSigning admit", async () => {
+    // A ServiceAccount with every CSR right but none on signers: before these plugins it approved its
+    // own request for a node's client certificate.
+    await c.kubectl(['create', 'serviceaccount', 'csr-bot', '-n', 'default']);
+    await c.kubectl(['create', 'clusterrole', 'csr-writer', '--verb=create,get,list,watch', '--resource=certificatesigningrequests']);
+    await c.kubectl(['create', 'clusterrole', 'csr-approval-writer', '--verb=update', '--resource=certificatesigningrequests/approval,certificatesigningrequests/status']);
+    for (const role of ['csr-writer', 'csr-approval-writer']) await c.kubectl(['create', 'clusterrolebinding', `bot-${role}`, `--clusterrole=${role}`, '--serviceaccount=default:csr-bot']);
+    const token = await serviceAccountToken(c.client, 'default', 'csr-bot');
+    const caCert = fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8');
+    const bot = c.writeFile('bot.kubeconfig', kubeconfigText({ server: c.url, caCert, userName: 'bot', contextName: 'c', credential: { token } }));
+
+    const { csrPem } = openssl(c.dir, 'node2', '/CN=system:node:node2/O=system:nodes');
+    await runKubectl(bot, ['create', '-f', c.writeFile('node2-csr.yaml', csrManifest('node2', csrPem))]);
+    const refused = await runKubectl(bot, ['certificate', 'approve', 'node2'], { allowFail: true });
+    assert.notEqual(refused.code, 0, refused.stdout);
+    assert.match(refused.stderr, /certificatesigningrequests\.certificates\.k8s\.io "node2" is forbidden: user not permitted to approve requests with signerName "kubernetes\.io\/kube-apiserver-client"/);
+    const canI = await runKubectl(bot, ['auth', 'can-i', 'approve', 'signers.certificates.k8s.io/kubernetes.io/kube-apiserver-client'], { allowFail: true });
+    assert.equal(canI.stdout.trim(), 'no');
+    // Nor may it write a certificate of its own making into the status.
+    const botClient = new HttpClient({ server: c.url, token, ca: caCert });
+    const csrPath = '/apis/certificates.k8s.io/v1/certificatesigningrequests/node2';
+    const current = await botClient.request<Csr & { metadata: Record<string, unknown> }>({ method: 'GET', path: csrPath });
+    const forgedStatus = { ...current, status: { certificate: Buffer.from('-----BEGIN CERTIFICATE-----\nAA==\n-----END CERTIFICATE-----\n').toString('base64') } };
+    await assert.rejects(botClient.request({ method: 'PUT', path: `${csrPath}/status`, body: forgedStatus }), /user not permitted to sign requests with signerName "kubernetes\.io\/kube-apiserver-client"/);
+    assert.equal((await c.client.request<Csr>({ method: 'GET', path: csrPath })).status?.certificate, undefined);
+
+    // Upstream's approver role for the signer, bound: the same approval succeeds and the signer issues.
+    await c.kubectl(['create', 'clusterrolebinding', 'bot-approver', '--clusterrole=system:certificates.k8s.io:kube-apiserver-client-approver', '--serviceaccount=default:csr-bot']);
+    await waitFor(async () => (await runKubectl(bot, ['auth', 'can-i', 'approve', 'signers.certificates.k8s.io/kubernetes.io/kube-apiserver-client'], { allowFail: true })).stdout.trim() === 'yes', 10_000, 'the binding to take effect');
+    const approved = await runKubectl(bot, ['certificate', 'approve', 'node2']);
+    assert.match(approved.stdout, /approved/);
+    await waitFor(async () => !!(await c.client.request<Csr>({ method: 'GET', path: csrPath })).status?.certificate, 20_000, () => 'no certificate issued');
   });
 
   it('an expired certificate from the cluster CA gives 401; a forged one too', async () => {

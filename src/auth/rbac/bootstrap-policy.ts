@@ -4,13 +4,15 @@
  * from the system:aggregate-to-* roles (view cannot read Secrets, edit cannot touch roles or
  * bindings, admin can in its namespace); system:basic-user, system:discovery and
  * system:public-info-viewer bound to their groups; system:service-account-issuer-discovery bound to
- * every ServiceAccount; system:monitoring for /metrics and health.
+ * every ServiceAccount; system:monitoring for /metrics and health; the approver roles of the
+ * well-known CSR signers, bound to nobody.
  *
  * Reconciling adds what is missing (rules, aggregation selectors, subjects, labels and annotations)
  * and keeps what users added; an object annotated `rbac.authorization.kubernetes.io/autoupdate: "false"`
  * is left alone, and a deleted one is created again.
  */
 import type { Logger } from 'pino';
+import { CERTIFICATES_GROUP } from '../../api/certificates.js';
 import { ApiError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import type { Registry } from '../../registry/registry.js';
@@ -54,6 +56,14 @@ function clusterRoleBinding(name: string, roleName: string, subjects: Subject[])
 }
 
 /** The default ClusterRoles (upstream's bootstrap rule lists, the resources of the groups Berth and kubectl know). */
+/** upstream's approver ClusterRoles, each for one well-known signer */
+const APPROVER_ROLES: Array<[string, string]> = [
+  ['system:certificates.k8s.io:kube-apiserver-client-approver', 'kubernetes.io/kube-apiserver-client'],
+  ['system:certificates.k8s.io:kube-apiserver-client-kubelet-approver', 'kubernetes.io/kube-apiserver-client-kubelet'],
+  ['system:certificates.k8s.io:kubelet-serving-approver', 'kubernetes.io/kubelet-serving'],
+  ['system:certificates.k8s.io:legacy-unknown-approver', 'kubernetes.io/legacy-unknown'],
+];
+
 export function bootstrapClusterRoles(): ClusterRole[] {
   return [
     clusterRole('cluster-admin', [rule(['*'], ['*'], ['*']), urls(['*'], ['*'])]),
@@ -65,6 +75,9 @@ export function bootstrapClusterRoles(): ClusterRole[] {
     ]),
     clusterRole('system:public-info-viewer', [urls(['get'], ['/healthz', '/livez', '/readyz', '/version', '/version/'])]),
     clusterRole('system:service-account-issuer-discovery', [urls(['get'], ['/.well-known/openid-configuration', '/.well-known/openid-configuration/', '/openid/v1/jwks', '/openid/v1/jwks/'])]),
+    // Approving a CSR needs `approve` on its signer (the CertificateApproval admission plugin); upstream's
+    // roles to bind for each well-known signer.
+    ...APPROVER_ROLES.map(([name, signer]) => clusterRole(name, [rule(['approve'], [CERTIFICATES_GROUP], ['signers'], [signer])])),
     clusterRole('admin', [], { aggregateFrom: AGGREGATE_TO_ADMIN }),
     clusterRole('edit', [], { aggregateFrom: AGGREGATE_TO_EDIT, labels: { [AGGREGATE_TO_ADMIN]: 'true' } }),
     clusterRole('view', [], { aggregateFrom: AGGREGATE_TO_VIEW, labels: { [AGGREGATE_TO_EDIT]: 'true' } }),
