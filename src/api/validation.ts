@@ -67,6 +67,6 @@ export {
   validateVolumes,
 } from './validation/pod.js';
 export { POD_UPDATE_FORBIDDEN_MESSAGE, validatePodSpecUpdate, validatePodUpdate } from './validation/pod-update.js';
-export { validateNode, validateTaints } from './validation/node.js';
+export { validateNode, validateNodeUpdate, validateTaints } from './validation/node.js';
 export { STANDARD_FINALIZERS, validateNamespace } from './validation/namespace.js';
 export { validateLabelSelectorObject } from './validation/selector.js';

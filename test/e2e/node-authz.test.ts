@@ -159,6 +159,18 @@ describe('node credentials reach only their own node', () => {
     await expectStatus(call('GET', `/api/v1/nodes/${nodeA}`), 200, 'read its own Node');
   });
 
+  it("may not move its own pod range, nor may the admin: 422 naming spec.podCIDRs, and the range stays", async () => {
+    const before = (await c.client.get<KubeObject & { spec?: { podCIDR?: string } }>(CORE.nodes, { name: nodeA })).spec?.podCIDR;
+    assert.ok(before, 'node IPAM gave node A a pod range');
+    // The service range: routed to this node, it would take the cluster's Service traffic.
+    const move = { spec: { podCIDR: '10.96.0.0/24', podCIDRs: ['10.96.0.0/24'] } };
+    for (const [who, send] of [['node A', call], ['the admin', (method: string, p: string, body?: unknown, contentType?: string) => c.client.raw({ method, path: p, body: JSON.stringify(body), headers: { 'content-type': contentType ?? 'application/json' } })]] as const) {
+      const r = await expectStatus(send('PATCH', `/api/v1/nodes/${nodeA}`, move, 'application/merge-patch+json'), 422, `${who} moves the pod range`);
+      assert.match(r.body.toString(), /spec\.podCIDRs: Forbidden: node updates may not change podCIDR except from \\"\\" to valid/, who);
+    }
+    assert.equal((await c.client.get<KubeObject & { spec?: { podCIDR?: string } }>(CORE.nodes, { name: nodeA })).spec?.podCIDR, before);
+  });
+
   it('still does what an agent needs: its pod status, its Lease, events, and live secret/configmap volume updates', async () => {
     await expectStatus(call('GET', '/api/v1/namespaces/default/pods/pod-a'), 200, 'get its own pod');
     await expectStatus(call('GET', `/api/v1/pods?fieldSelector=spec.nodeName%3D${nodeA}`), 200, 'list its own pods');

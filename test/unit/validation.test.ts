@@ -12,6 +12,7 @@ import {
   validateLabelSelectorObject,
   validateNamespace,
   validateNode,
+  validateNodeUpdate,
   validateObjectMeta,
   validatePod,
   validatePodUpdate,
@@ -560,6 +561,25 @@ describe('validateNode', () => {
       type: 'FieldValueInvalid',
       message: `Invalid value: "four": ${QUANTITY_MSG}`,
     });
+  });
+});
+
+describe('validateNodeUpdate', () => {
+  const node = (spec: Record<string, unknown> = {}): Node => ({ apiVersion: 'v1', kind: 'Node', metadata: { name: 'node-1' }, spec });
+  const FIXED = { field: 'spec.podCIDRs', type: 'FieldValueForbidden', message: 'Forbidden: node updates may not change podCIDR except from "" to valid' };
+
+  it('pod CIDRs go from unset to a value (node IPAM), and stay', () => {
+    assert.deepEqual(validateNodeUpdate(node({ podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] }), node()), []);
+    assert.deepEqual(validateNodeUpdate(node({ podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'], unschedulable: true }), node({ podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] })), []);
+  });
+
+  it('a set pod CIDR may not be changed, dropped or joined by another, in either field', () => {
+    const set = node({ podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24'] });
+    assert.deepEqual(one(validateNodeUpdate(node({ podCIDR: '10.96.0.0/24', podCIDRs: ['10.96.0.0/24'] }), set)), FIXED);
+    assert.deepEqual(one(validateNodeUpdate(node({ podCIDR: '10.96.0.0/24', podCIDRs: ['10.244.1.0/24'] }), set)), FIXED);
+    assert.deepEqual(one(validateNodeUpdate(node(), set)), FIXED);
+    assert.deepEqual(one(validateNodeUpdate(node({ podCIDR: '10.244.1.0/24', podCIDRs: ['10.244.1.0/24', 'fd00::/64'] }), set)), FIXED);
+    assert.deepEqual(one(validateNodeUpdate(node({ podCIDR: '10.96.0.0/24' }), node({ podCIDR: '10.244.1.0/24' }))), FIXED);
   });
 });
 

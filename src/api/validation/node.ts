@@ -1,4 +1,4 @@
-/** Node validation: metadata, taints, pod CIDRs and reported resource quantities. */
+/** Node validation: metadata, taints, pod CIDRs (fixed once set) and reported resource quantities. */
 import { isIP } from 'node:net';
 import type { FieldError } from '../errors.js';
 import type { Node } from '../types.js';
@@ -20,6 +20,29 @@ export function validateNode(node: Node): FieldError[] {
     errs.push(...validateNodeResourceList(node.status.allocatable, 'status.allocatable'));
   }
   return errs;
+}
+
+/**
+ * An update: everything a create checks, and the pod CIDRs fixed once set (they may only go from
+ * unset to a value, as kube-apiserver's ValidateNodeUpdate allows node IPAM). Other nodes route that
+ * range to this node, so a node moving it could take over another's or the services' addresses.
+ */
+export function validateNodeUpdate(node: Node, old: Node): FieldError[] {
+  const errs = validateNode(node);
+  const before = podCIDRsOf(old);
+  if (before.length) {
+    const after = podCIDRsOf(node);
+    const moved = before.length !== after.length || before.some((cidr, i) => cidr !== after[i]) || (old.spec?.podCIDR ?? '') !== (node.spec?.podCIDR ?? '');
+    if (moved) errs.push(fieldErrors.forbidden('spec.podCIDRs', 'node updates may not change podCIDR except from "" to valid'));
+  }
+  return errs;
+}
+
+/** spec.podCIDRs, or the single spec.podCIDR when only that is set (as the v1 conversion reads them). */
+function podCIDRsOf(node: Node): string[] {
+  const list = node.spec?.podCIDRs;
+  if (Array.isArray(list) && list.length) return list.map(String);
+  return typeof node.spec?.podCIDR === 'string' && node.spec.podCIDR ? [node.spec.podCIDR] : [];
 }
 
 /** Taints: key a qualified name, value a label value, effect required; unique per (key, effect). */

@@ -3,7 +3,7 @@
  * identity, defaults, validation, field selectors and `kubectl get` columns (which follow
  * Kubernetes' printers in pkg/printers/internalversion).
  */
-import { validateNamespace, validateNode, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
+import { validateNamespace, validateNode, validateNodeUpdate, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
 import type { Container, ContainerStatus, KubeObject, Namespace, Node, Pod } from '../../api/types.js';
 import { podQosClass, type QosClass } from '../../api/pod-qos.js';
 import { BUILTIN_RESOURCES, type ResourceInfo } from '../resource-info.js';
@@ -338,6 +338,7 @@ export const nodeStrategy: KindStrategy<Node> = {
   info: infoOf('nodes'),
   hasStatus: true,
   validate: (node) => validateNode(node),
+  validateUpdate: (node, old) => validateNodeUpdate(node, old),
   selectableFields: (node) => ({ 'spec.unschedulable': String(!!node.spec?.unschedulable) }),
 };
 
