@@ -35,6 +35,8 @@ Flags:
   --cluster-cidr CIDR     pod addresses of the cluster; each node gets a subnet (default 10.244.0.0/16)
   --node-cidr-mask-size N prefix length of each node's pod subnet (default 24)
   --default-toleration-seconds S  how long new pods tolerate a not-ready/unreachable node (default 300)
+  --deny-service-external-ips     refuse every new Service externalIP (kube-apiserver's DenyServiceExternalIPs
+                          admission plugin); without it, externalIPs in the service or pod range are refused
   --compact-interval-seconds S   how often old revisions are compacted (default 300)
   --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
   --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
@@ -148,6 +150,7 @@ Flags:
                           as for 'berth server'
   --encryption-provider-config FILE     as for 'berth server'
   --bind-address ADDR, --cluster-cidr CIDR         as for 'berth server'
+  --deny-service-external-ips                      as for 'berth server'
   --agent-port PORT, --cluster-dns IP, --service-proxy-table NAME   as for 'berth agent'
                           (several clusters on one host each need their own)
   --log-level LEVEL       pino level (default info)
@@ -261,6 +264,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'cluster-cidr': { type: 'string' },
       'node-cidr-mask-size': { type: 'string' },
       'default-toleration-seconds': { type: 'string' },
+      'deny-service-external-ips': { type: 'boolean' },
       'compact-interval-seconds': { type: 'string' },
       'compact-keep-revisions': { type: 'string' },
       'watch-bookmark-interval-seconds': { type: 'string' },
@@ -334,6 +338,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     clusterCidr: values['cluster-cidr'],
     nodeCidrMaskSize: num(values['node-cidr-mask-size'], 'node-cidr-mask-size'),
     defaultTolerationSeconds: num(values['default-toleration-seconds'], 'default-toleration-seconds'),
+    denyServiceExternalIPs: values['deny-service-external-ips'],
     compactIntervalMs: mul(num(values['compact-interval-seconds'], 'compact-interval-seconds'), 1000),
     compactKeepRevisions: num(values['compact-keep-revisions'], 'compact-keep-revisions'),
     watchBookmarkIntervalMs: mul(num(values['watch-bookmark-interval-seconds'], 'watch-bookmark-interval-seconds'), 1000),
@@ -567,6 +572,7 @@ async function runUp(argv: string[]): Promise<void> {
       ...POD_SECURITY_FLAGS,
       'bind-address': { type: 'string' },
       'cluster-cidr': { type: 'string' },
+      'deny-service-external-ips': { type: 'boolean' },
       'agent-port': { type: 'string' },
       'cluster-dns': { type: 'string' },
       'service-proxy-table': { type: 'string' },
@@ -592,6 +598,7 @@ async function runUp(argv: string[]): Promise<void> {
     encryptionProviderConfig: values['encryption-provider-config'],
     bindAddress: values['bind-address'],
     clusterCidr: values['cluster-cidr'],
+    denyServiceExternalIPs: values['deny-service-external-ips'],
     logger: log,
     onStartupStep: (s) => {
       if (s.step === 'store-opened') progress.step('store opened', s.store);

@@ -8,6 +8,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
+import { denyServiceExternalIPs } from './admission/plugins/deny-service-external-ips.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
@@ -102,6 +103,8 @@ export interface ControlPlaneOptions {
   nodeCidrMaskSize?: number;
   /** tolerationSeconds of the not-ready/unreachable tolerations new pods get (default 300) */
   defaultTolerationSeconds?: number;
+  /** refuse every new Service externalIP, as kube-apiserver's DenyServiceExternalIPs admission plugin */
+  denyServiceExternalIPs?: boolean;
   /** how often old revisions are compacted (default 5 min) */
   compactIntervalMs?: number;
   /** how many recent revisions compaction always keeps (default 1000) */
@@ -235,7 +238,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   parsePortRange(serviceNodePortRange);
   if (opts.advertiseAddress !== undefined && isIP(opts.advertiseAddress) !== 4) throw new Error(`--advertise-address "${opts.advertiseAddress}" is not an IPv4 address`);
   const registry = new Registry({ backend });
-  for (const s of builtinStrategies({ services: { allocation: { serviceClusterIPRange, serviceNodePortRange } } })) registry.register(s);
+  for (const s of builtinStrategies({ services: { allocation: { serviceClusterIPRange, serviceNodePortRange }, clusterCidr: opts.clusterCidr } })) registry.register(s);
   // What a crash between an allocation and its Service's write left behind, freed before anything is served.
   // A failed repair (a full disk) only delays it to the next start: it must not keep the API down.
   await registry.repairStoreHooks(SERVICE_INFO).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'Service allocation repair failed'));
@@ -255,6 +258,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
+  if (opts.denyServiceExternalIPs) admission.register(denyServiceExternalIPs());
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });

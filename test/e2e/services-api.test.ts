@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
-import { after, before, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import type { Service } from '../../src/api/services.js';
 import { describeEachKubectl, needsKubectl, waitFor, type Cluster, type Kubectl, startCluster } from './harness.js';
 
@@ -148,6 +148,24 @@ describeEachKubectl('Services through kubectl', (k: Kubectl) => {
     assert.match(immutable.stderr, /spec\.clusterIP: Invalid value: "10\.96\.0\.99": field is immutable/);
   });
 
+  it("externalIPs may not take the cluster's own addresses: the DNS address, the service and pod ranges, loopback and link-local (422)", async () => {
+    const manifest = (name: string, ip: string) => c.writeFile(`${name}.yaml`, `apiVersion: v1\nkind: Service\nmetadata:\n  name: ${name}\nspec:\n  externalIPs: [${ip}]\n  ports:\n  - {port: 53, protocol: UDP}\n`);
+    // The hijack of CVE-2020-8554's class: every pod's DNS traffic to 10.96.0.10:53 would go to this Service's pods.
+    const hijack = await c.kubectl(['apply', '-f', manifest('dns-hijack', '10.96.0.10')], { allowFail: true });
+    assert.notEqual(hijack.code, 0);
+    assert.match(hijack.stderr, /The Service "dns-hijack" is invalid: spec\.externalIPs\[0\]: Invalid value: "10\.96\.0\.10": may not be in the service range \(10\.96\.0\.0\/12\)/);
+    const pods = await c.kubectl(['apply', '-f', manifest('pod-range', '10.244.3.7')], { allowFail: true });
+    assert.match(pods.stderr, /spec\.externalIPs\[0\]: Invalid value: "10\.244\.3\.7": may not be in the pod range \(10\.244\.0\.0\/16\)/);
+    const loopback = await c.kubectl(['apply', '-f', manifest('loopback', '127.0.0.53')], { allowFail: true });
+    assert.match(loopback.stderr, /spec\.externalIPs\[0\]: Invalid value: "127\.0\.0\.53": may not be in the loopback range/);
+    const linkLocal = await c.kubectl(['apply', '-f', manifest('link-local', '169.254.20.10')], { allowFail: true });
+    assert.match(linkLocal.stderr, /spec\.externalIPs\[0\]: Invalid value: "169\.254\.20\.10": may not be in the link-local range/);
+    for (const name of ['dns-hijack', 'pod-range', 'loopback', 'link-local']) assert.equal((await c.kubectl(['get', 'svc', name], { allowFail: true })).code, 1, `${name} was not stored`);
+    // An address outside the cluster's ranges is what externalIPs are for.
+    await c.kubectl(['apply', '-f', manifest('outside', '192.0.2.10')]);
+    assert.deepEqual((await svc('outside')).spec?.externalIPs, ['192.0.2.10']);
+  });
+
   it('allocations survive a server restart; a deleted Service frees its address and node port', async () => {
     const ip = (await svc('web')).spec!.clusterIP!;
     await c.restartServer();
@@ -176,5 +194,27 @@ describeEachKubectl('Services through kubectl', (k: Kubectl) => {
     for (const name of ['kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local', '10.96.0.1']) {
       assert.equal(tls.checkServerIdentity(name, cert), undefined, name);
     }
+  });
+});
+
+describe('Services with --deny-service-external-ips', () => {
+  let c: Cluster;
+  before(async () => {
+    c = await startCluster({ agents: [], serverArgs: ['--deny-service-external-ips'] });
+  });
+  after(async () => {
+    await c?.stop();
+  });
+
+  it('every new externalIP is refused (403, upstream wording); a Service without them, or keeping its old ones, is not', async () => {
+    const manifest = c.writeFile('ext.yaml', 'apiVersion: v1\nkind: Service\nmetadata:\n  name: ext\nspec:\n  externalIPs: [192.0.2.10]\n  ports:\n  - port: 80\n');
+    const denied = await c.kubectl(['apply', '-f', manifest], { allowFail: true });
+    assert.notEqual(denied.code, 0);
+    assert.match(denied.stderr, /services "ext" is forbidden: Use of external IPs is denied by admission control/);
+    await c.kubectl(['create', 'service', 'clusterip', 'plain', '--tcp=80:80']);
+    const added = await c.kubectl(['patch', 'svc', 'plain', '-p', '{"spec":{"externalIPs":["192.0.2.11"]}}'], { allowFail: true });
+    assert.match(added.stderr, /Use of external IPs is denied by admission control/);
+    // Writes that add no externalIP still pass.
+    await c.kubectl(['label', 'svc', 'plain', 'tier=web']);
   });
 });

@@ -124,6 +124,41 @@ describe('Service validation', () => {
   });
 });
 
+describe('Service externalIPs', () => {
+  const RANGES = { serviceClusterIPRange: '10.96.0.0/12', clusterCidr: '10.244.0.0/16' };
+  const check = (ips: string[], ranges: typeof RANGES | undefined = RANGES) => {
+    const s = svc('web', { externalIPs: ips });
+    s.metadata.namespace = 'default';
+    defaultService(s as Service);
+    return validateService(s as Service, ranges).map((e) => `${e.field}: ${e.message}`);
+  };
+
+  it("special addresses are refused as upstream's ValidateNonSpecialIP words it, for both families", () => {
+    assert.deepEqual(check(['0.0.0.0', '127.0.0.53', '169.254.20.10', '224.0.0.251', '::', '::1', 'fe80::1', 'ff02::fb']), [
+      'spec.externalIPs[0]: Invalid value: "0.0.0.0": may not be unspecified (0.0.0.0)',
+      'spec.externalIPs[1]: Invalid value: "127.0.0.53": may not be in the loopback range (127.0.0.0/8, ::1/128)',
+      'spec.externalIPs[2]: Invalid value: "169.254.20.10": may not be in the link-local range (169.254.0.0/16, fe80::/10)',
+      'spec.externalIPs[3]: Invalid value: "224.0.0.251": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)',
+      'spec.externalIPs[4]: Invalid value: "::": may not be unspecified (::)',
+      'spec.externalIPs[5]: Invalid value: "::1": may not be in the loopback range (127.0.0.0/8, ::1/128)',
+      'spec.externalIPs[6]: Invalid value: "fe80::1": may not be in the link-local range (169.254.0.0/16, fe80::/10)',
+      'spec.externalIPs[7]: Invalid value: "ff02::fb": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)',
+    ]);
+  });
+
+  it("the cluster's service range (its DNS address included) and pod range are refused; other addresses pass", () => {
+    assert.deepEqual(check(['10.96.0.10', '10.111.255.255', '10.244.9.9']), [
+      'spec.externalIPs[0]: Invalid value: "10.96.0.10": may not be in the service range (10.96.0.0/12), where the cluster\'s ClusterIPs and DNS address are',
+      'spec.externalIPs[1]: Invalid value: "10.111.255.255": may not be in the service range (10.96.0.0/12), where the cluster\'s ClusterIPs and DNS address are',
+      'spec.externalIPs[2]: Invalid value: "10.244.9.9": may not be in the pod range (10.244.0.0/16)',
+    ]);
+    assert.deepEqual(check(['10.112.0.1', '10.245.0.1', '192.0.2.10', '2001:db8::1']), []);
+    // Other ranges, as configured.
+    assert.deepEqual(check(['10.96.0.10'], { serviceClusterIPRange: '10.43.0.0/16', clusterCidr: '10.42.0.0/16' }), []);
+    assert.equal(check(['10.42.1.1'], { serviceClusterIPRange: '10.43.0.0/16', clusterCidr: '10.42.0.0/16' }).length, 1);
+  });
+});
+
 describe('ClusterIP and NodePort allocation', () => {
   it('allocates a ClusterIP from the dynamic band of the range, never the kubernetes or kube-dns address', async () => {
     const { registry } = await fresh({ random: () => 0 });

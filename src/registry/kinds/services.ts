@@ -10,7 +10,7 @@
  * ExternalName Services have no ClusterIP, and the traffic-policy fields exist only where they mean
  * something.
  */
-import { isIP } from 'node:net';
+import { BlockList, isIP } from 'node:net';
 import type { FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import {
@@ -41,6 +41,8 @@ import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { DEFAULT_SERVICE_ALLOCATION, serviceAllocationHooks, type ServiceAllocationConfig } from '../service-allocation.js';
+import { cidrContains, parseCidr } from '../../api/cidr.js';
+import { DEFAULT_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
 
 export type { Endpoints, Service } from '../../api/services.js';
 
@@ -194,7 +196,7 @@ function validateClusterIPs(spec: Record<string, unknown>, type: string): FieldE
   return errs;
 }
 
-function validateServiceSpec(svc: Service): FieldError[] {
+function validateServiceSpec(svc: Service, ranges?: ClusterRanges): FieldError[] {
   const spec = svc.spec as unknown;
   if (!isRecord(spec)) return [fieldErrors.required('spec')];
   const errs: FieldError[] = [];
@@ -245,7 +247,9 @@ function validateServiceSpec(svc: Service): FieldError[] {
   else if (isSet(spec.sessionAffinityConfig)) errs.push(fieldErrors.forbidden('spec.sessionAffinityConfig', 'must not be set when session affinity is None'));
 
   ((spec.externalIPs as unknown[] | undefined) ?? []).forEach((ip, i) => {
-    if (typeof ip !== 'string' || isIP(ip) === 0) errs.push(fieldErrors.invalid(index('spec.externalIPs', i), ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+    const path = index('spec.externalIPs', i);
+    if (typeof ip !== 'string' || isIP(ip) === 0) errs.push(fieldErrors.invalid(path, ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
+    else errs.push(...specialIPErrors(path, ip), ...clusterRangeErrors(path, ip, ranges));
   });
 
   if (isSet(spec.internalTrafficPolicy) || type !== 'ExternalName') {
@@ -323,16 +327,57 @@ function validateLoadBalancerStatus(status: unknown): FieldError[] {
   return errs;
 }
 
-export function validateService(svc: Service): FieldError[] {
-  return [...validateObjectMeta(svc.metadata, { namespaced: true, nameRule: 'dns1035' }), ...validateServiceSpec(svc)];
+/**
+ * The cluster's own address ranges, which no externalIP may claim: the node proxy answers for an
+ * externalIP on every node, so one inside the service range (the cluster DNS address included) or the
+ * pod range would take that traffic over (the CVE-2020-8554 class). This check is Berth's own;
+ * kube-apiserver leaves it to the DenyServiceExternalIPs plugin or a policy engine.
+ */
+export interface ClusterRanges {
+  /** --service-cluster-ip-range */
+  serviceClusterIPRange: string;
+  /** --cluster-cidr: every node's pod range is cut from it */
+  clusterCidr: string;
+}
+
+/** upstream's ValidateNonSpecialIP: the ranges no externalIP may be in, each with its message */
+const SPECIAL_RANGES: Array<{ ranges: BlockList; message: string }> = [
+  { subnets: [['0.0.0.0', 32, 'ipv4'], ['::', 128, 'ipv6']], message: 'may not be unspecified (0.0.0.0)' },
+  { subnets: [['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']], message: 'may not be in the loopback range (127.0.0.0/8, ::1/128)' },
+  { subnets: [['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']], message: 'may not be in the link-local range (169.254.0.0/16, fe80::/10)' },
+  { subnets: [['224.0.0.0', 24, 'ipv4'], ['ff02::', 10, 'ipv6']], message: 'may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)' },
+].map(({ subnets, message }) => {
+  const ranges = new BlockList();
+  for (const [address, prefix, family] of subnets as Array<[string, number, 'ipv4' | 'ipv6']>) ranges.addSubnet(address, prefix, family);
+  return { ranges, message };
+});
+
+function specialIPErrors(path: string, ip: string): FieldError[] {
+  const family = isIP(ip) === 4 ? 'ipv4' : 'ipv6';
+  const hit = SPECIAL_RANGES.find((r) => r.ranges.check(ip, family));
+  if (!hit) return [];
+  // Upstream words the unspecified address by family.
+  const message = hit === SPECIAL_RANGES[0] && family === 'ipv6' ? 'may not be unspecified (::)' : hit.message;
+  return [fieldErrors.invalid(path, ip, message)];
+}
+
+function clusterRangeErrors(path: string, ip: string, ranges: ClusterRanges | undefined): FieldError[] {
+  if (!ranges || isIP(ip) !== 4) return [];
+  if (cidrContains(parseCidr(ranges.serviceClusterIPRange), ip)) return [fieldErrors.invalid(path, ip, `may not be in the service range (${ranges.serviceClusterIPRange}), where the cluster's ClusterIPs and DNS address are`)];
+  if (cidrContains(parseCidr(ranges.clusterCidr), ip)) return [fieldErrors.invalid(path, ip, `may not be in the pod range (${ranges.clusterCidr})`)];
+  return [];
+}
+
+export function validateService(svc: Service, ranges?: ClusterRanges): FieldError[] {
+  return [...validateObjectMeta(svc.metadata, { namespaced: true, nameRule: 'dns1035' }), ...validateServiceSpec(svc, ranges)];
 }
 
 /**
  * ValidateServiceUpdate: the ClusterIP may not change once set (a change to or from ExternalName
  * excepted), on top of everything a new Service must satisfy.
  */
-export function validateServiceUpdate(svc: Service, old: Service): FieldError[] {
-  const errs = [...validateObjectMetaUpdate(svc.metadata, old.metadata), ...validateService(svc), ...validateLoadBalancerStatus(svc.status)];
+export function validateServiceUpdate(svc: Service, old: Service, ranges?: ClusterRanges): FieldError[] {
+  const errs = [...validateObjectMetaUpdate(svc.metadata, old.metadata), ...validateService(svc, ranges), ...validateLoadBalancerStatus(svc.status)];
   const oldIP = old.spec?.clusterIP ?? '';
   if (serviceType(svc) !== 'ExternalName' && serviceType(old) !== 'ExternalName' && oldIP !== '') {
     const ips = svc.spec?.clusterIPs ?? [];
@@ -639,9 +684,13 @@ const ENDPOINTS_COLUMNS: ColumnProvider = {
 export interface ServiceStrategyOptions {
   /** where ClusterIPs and NodePorts come from (--service-cluster-ip-range, --service-node-port-range) */
   allocation?: ServiceAllocationConfig;
+  /** the pod range externalIPs may not fall in (--cluster-cidr; default 10.244.0.0/16) */
+  clusterCidr?: string;
 }
 
 export function serviceStrategy(opts: ServiceStrategyOptions = {}): KindStrategy<Service> {
+  const allocation = opts.allocation ?? DEFAULT_SERVICE_ALLOCATION;
+  const ranges: ClusterRanges = { serviceClusterIPRange: allocation.serviceClusterIPRange, clusterCidr: opts.clusterCidr ?? DEFAULT_CLUSTER_CIDR };
   return {
     info: SERVICE_INFO,
     table: SERVICE_COLUMNS,
@@ -652,11 +701,11 @@ export function serviceStrategy(opts: ServiceStrategyOptions = {}): KindStrategy
       dropTypeDependentFields(svc, old);
       keepAllocatedValues(svc, old);
     },
-    storeHooks: serviceAllocationHooks(opts.allocation ?? DEFAULT_SERVICE_ALLOCATION),
+    storeHooks: serviceAllocationHooks(allocation),
     // A create cannot set a load balancer's status: the LoadBalancer controller does.
     initialStatus: () => ({ loadBalancer: {} }),
-    validate: validateService,
-    validateUpdate: validateServiceUpdate,
+    validate: (svc) => validateService(svc, ranges),
+    validateUpdate: (svc, old) => validateServiceUpdate(svc, old, ranges),
   };
 }
 
