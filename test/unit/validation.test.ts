@@ -361,6 +361,21 @@ describe('validatePod', () => {
     );
   });
 
+  it('mountPropagation: a known mode; Bidirectional only for a privileged container', () => {
+    const mount = (mountPropagation: string, securityContext?: Record<string, unknown>) =>
+      validatePod(withContainer({ volumeMounts: [{ name: 'v', mountPath: '/a', mountPropagation }], ...(securityContext ? { securityContext } : {}) }, { volumes: [{ name: 'v', hostPath: { path: '/mnt' } }] }));
+    assert.deepEqual(one(mount('Bidirectional')), {
+      field: 'spec.containers[0].volumeMounts[0].mountPropagation',
+      type: 'FieldValueForbidden',
+      message: 'Forbidden: Bidirectional mount propagation is available only to privileged containers',
+    });
+    assert.equal(one(mount('Bidirectional', { privileged: false })).type, 'FieldValueForbidden');
+    assert.deepEqual(mount('Bidirectional', { privileged: true }), []);
+    assert.deepEqual(mount('HostToContainer'), []);
+    assert.deepEqual(mount('None'), []);
+    assert.equal(one(mount('Shared')).message, 'Unsupported value: "Shared": supported values: "Bidirectional", "HostToContainer", "None"');
+  });
+
   it('pod-level numbers and names', () => {
     assert.deepEqual(one(validatePod(pod({ spec: { terminationGracePeriodSeconds: -1 } }))), {
       field: 'spec.terminationGracePeriodSeconds',

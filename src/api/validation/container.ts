@@ -51,7 +51,7 @@ export function validateContainer(container: unknown, ctx: ContainerContext, pat
     ...validatePorts(container.ports, child(path, 'ports')),
     ...validateEnv(container.env, child(path, 'env')),
     ...validateResourceRequirements(container.resources, child(path, 'resources')),
-    ...validateVolumeMounts(container.volumeMounts, ctx.volumeNames, child(path, 'volumeMounts')),
+    ...validateVolumeMounts(container.volumeMounts, ctx.volumeNames, child(path, 'volumeMounts'), isPrivileged(container)),
   ];
 }
 
@@ -144,7 +144,18 @@ function validateEnv(env: unknown, path: string): FieldError[] {
   return errs;
 }
 
-function validateVolumeMounts(mounts: unknown, volumeNames: ReadonlySet<string>, path: string): FieldError[] {
+const MOUNT_PROPAGATIONS = ['Bidirectional', 'HostToContainer', 'None'];
+
+function isPrivileged(container: Record<string, unknown>): boolean {
+  const sc = container.securityContext;
+  return isRecord(sc) && sc.privileged === true;
+}
+
+/**
+ * Mounts: names declared, paths unique, subPaths inside the volume, and a known propagation; a
+ * Bidirectional one only for a privileged container, since its mounts reach back into the host.
+ */
+function validateVolumeMounts(mounts: unknown, volumeNames: ReadonlySet<string>, path: string, privileged: boolean): FieldError[] {
   const typeErrs = expectArray(path, mounts);
   if (typeErrs.length) return typeErrs;
   const errs: FieldError[] = [];
@@ -163,6 +174,11 @@ function validateVolumeMounts(mounts: unknown, volumeNames: ReadonlySet<string>,
     else if (mountPaths.has(mountPath)) errs.push(fieldErrors.invalid(child(at, 'mountPath'), mountPath, 'must be unique'));
     mountPaths.add(mountPath);
     if (typeof mount.subPath === 'string' && mount.subPath) errs.push(...validateSubPath(mount.subPath, child(at, 'subPath')));
+    const propagation = mount.mountPropagation;
+    if (propagation !== undefined && propagation !== null) {
+      if (!MOUNT_PROPAGATIONS.includes(propagation as string)) errs.push(fieldErrors.notSupported(child(at, 'mountPropagation'), propagation, MOUNT_PROPAGATIONS));
+      else if (propagation === 'Bidirectional' && !privileged) errs.push(fieldErrors.forbidden(child(at, 'mountPropagation'), 'Bidirectional mount propagation is available only to privileged containers'));
+    }
   });
   return errs;
 }
