@@ -3,8 +3,10 @@
  * scripts and the browser build of `yaml`. The files carry no cluster data, so they are served
  * without authentication; everything with data is fetched by the page through the API with the
  * user's own token. Files are read from disk on each request (the browser caches them), so serving
- * the dashboard keeps nothing resident in the control plane.
+ * the dashboard keeps nothing resident in the control plane. Every file is sent with a strict
+ * Content-Security-Policy and may not be framed.
  */
+import { createHash } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,12 +81,40 @@ export function registerDashboard(app: FastifyInstance, roots: DashboardRoots = 
   });
 }
 
+/** Inline `<script>` elements (no src): the import map and the module loader of index.html. */
+const INLINE_SCRIPT = /<script(?![^>]*\bsrc=)[^>]*>([\s\S]*?)<\/script>/g;
+
+/**
+ * The page's Content-Security-Policy: scripts, styles, images and API calls from this origin only,
+ * the page's own inline scripts by their hashes (so an injected one never runs), no plugins, no
+ * <base> or form redirection, and no framing by any other page (clickjacking).
+ */
+export function dashboardContentSecurityPolicy(html: string): string {
+  const hashes = [...html.matchAll(INLINE_SCRIPT)].map((m) => `'sha256-${createHash('sha256').update(m[1]!).digest('base64')}'`);
+  return [
+    "default-src 'none'",
+    `script-src 'self' ${hashes.join(' ')}`.trim(),
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "connect-src 'self'",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/** For every file that is not the page: it may run nothing and be framed by nothing. */
+const NON_PAGE_POLICY = "default-src 'none'; frame-ancestors 'none'";
+
 function send(reply: FastifyReply, file: string, body: Buffer): FastifyReply {
   // The page is revalidated every time so a new build shows at once; scripts and styles briefly cached.
-  const cache = file.endsWith('.html') ? 'no-cache' : 'public, max-age=300';
+  const page = file.endsWith('.html');
   return reply
     .type(CONTENT_TYPES[path.extname(file)] ?? 'application/octet-stream')
-    .header('cache-control', cache)
+    .header('cache-control', page ? 'no-cache' : 'public, max-age=300')
     .header('x-content-type-options', 'nosniff')
+    .header('content-security-policy', page ? dashboardContentSecurityPolicy(body.toString('utf8')) : NON_PAGE_POLICY)
+    .header('x-frame-options', 'DENY')
+    .header('referrer-policy', 'no-referrer')
     .send(body);
 }

@@ -49,6 +49,7 @@ describe('dashboard', () => {
   let ca: string;
   let browser: Browser | undefined;
   const namespace = 'default';
+  const policyViolations: string[] = [];
 
   before(async () => {
     // The test command installs it; a missing browser is a setup failure, not a reason to pass.
@@ -69,6 +70,8 @@ describe('dashboard', () => {
     const context = await browser.newContext({ ignoreHTTPSErrors: true, viewport: { width: 1280, height: 760 } });
     const page = await context.newPage();
     page.on('pageerror', (err) => console.error('page error:', err));
+    // The page must live within its own Content-Security-Policy: Chromium reports every refusal.
+    page.on('console', (msg) => { if (/Content Security Policy/i.test(msg.text())) policyViolations.push(msg.text()); });
     // Requests cut off by navigation are expected; others (a network change, a refused connection) help explain a failure.
     page.on('requestfailed', (req) => { if (req.failure()?.errorText !== 'net::ERR_ABORTED') console.error('request failed:', req.url(), req.failure()?.errorText); });
     return page;
@@ -83,6 +86,9 @@ describe('dashboard', () => {
     assert.match(String(index.headers['content-type']), /^text\/html/);
     assert.equal(index.headers['cache-control'], 'no-cache');
     assert.match(index.body, /import\('\.\/main\.js'\)/);
+    // A strict policy: no script but its own files and its inline scripts by hash, no framing.
+    assert.match(String(index.headers['content-security-policy']), /^default-src 'none'; script-src 'self' 'sha256-[A-Za-z0-9+/=]+' 'sha256-[A-Za-z0-9+/=]+'; .*frame-ancestors 'none'$/);
+    assert.equal(index.headers['x-frame-options'], 'DENY');
     const script = await getStatic(cluster, ca, '/dashboard/main.js');
     assert.equal(script.status, 200);
     assert.match(String(script.headers['content-type']), /^text\/javascript/);
@@ -202,6 +208,7 @@ describe('dashboard', () => {
     assert.equal(await page.$('[data-testid=metrics-unavailable]'), null);
     await page.screenshot({ path: path.join(SCREENSHOT_DIR, 'nodes.png') });
     await page.context().close();
+    assert.deepEqual(policyViolations, [], 'the page broke its own Content-Security-Policy');
   });
 
   it('shows a Deployment\'s rollout and its Service\'s endpoints as they change', async () => {

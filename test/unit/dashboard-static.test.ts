@@ -3,12 +3,13 @@
  * redirect, and 404 for anything outside its directories (traversal in every spelling).
  */
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { isDashboardPath, registerDashboard, resolveDashboardFile, type DashboardRoots } from '../../src/server/dashboard-static.js';
+import { dashboardContentSecurityPolicy, isDashboardPath, registerDashboard, resolveDashboardFile, type DashboardRoots } from '../../src/server/dashboard-static.js';
 
 describe('dashboard static files', () => {
   let dir: string;
@@ -69,5 +70,21 @@ describe('dashboard static files', () => {
       assert.equal(res.statusCode, 404, url);
       assert.notEqual(res.body, 'secret');
     }
+  });
+
+  it("sends a strict Content-Security-Policy naming the page's inline scripts by hash, and forbids framing", async () => {
+    const html = '<html><head><script type="importmap">{"imports":{}}</script><script src="x.js"></script></head><body><script>\n  go();\n</script></body></html>';
+    const policy = dashboardContentSecurityPolicy(html);
+    const hashOf = (text: string) => `'sha256-${createHash('sha256').update(text).digest('base64')}'`;
+    assert.equal(
+      policy,
+      `default-src 'none'; script-src 'self' ${hashOf('{"imports":{}}')} ${hashOf('\n  go();\n')}; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`,
+    );
+    const index = await app.inject({ method: 'GET', url: '/dashboard/' });
+    assert.equal(index.headers['content-security-policy'], dashboardContentSecurityPolicy('<!doctype html><title>t</title>'));
+    assert.equal(index.headers['x-frame-options'], 'DENY');
+    const script = await app.inject({ method: 'GET', url: '/dashboard/main.js' });
+    assert.equal(script.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'");
+    assert.equal(script.headers['x-frame-options'], 'DENY');
   });
 });
