@@ -1,7 +1,8 @@
 /**
  * Owns this node's Node object: registration (create, or update an existing one) with capacity, system
  * info, addresses and labels, and the heartbeat that keeps its conditions (Ready above all) fresh every
- * heartbeatMs with a merge patch of status.conditions (a list, so the whole list is sent each time).
+ * heartbeatMs with a merge patch of status.conditions and status.addresses (lists, so each is sent
+ * whole every time; addresses are re-asserted as the kubelet does on every status sync).
  */
 import { readFile, statfs } from 'node:fs/promises';
 import os from 'node:os';
@@ -156,12 +157,17 @@ export class NodeStatusReporter {
         ...sys,
         conditions: this.conditions(),
         ...(this.opts.daemonPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.opts.daemonPort } } } : {}),
-        addresses: [
-          { type: 'InternalIP', address: this.opts.nodeIP },
-          { type: 'Hostname', address: this.opts.hostname },
-        ],
+        addresses: this.addresses(),
       },
     };
+  }
+
+  /** What the node answers at; sent with every heartbeat too, so an overwritten list is put back. */
+  private addresses(): NonNullable<NodeStatus['addresses']> {
+    return [
+      { type: 'InternalIP', address: this.opts.nodeIP },
+      { type: 'Hostname', address: this.opts.hostname },
+    ];
   }
 
   /** Creates the Node, or brings an existing one up to date (labels merged; spec — taints, cordon — left alone). */
@@ -208,7 +214,7 @@ export class NodeStatusReporter {
         name: this.opts.nodeName,
         type: 'merge',
         subresource: 'status',
-        patch: { status: { conditions } },
+        patch: { status: { conditions, addresses: this.addresses() } },
       });
     } catch (err) {
       if (isApiError(err) && err.reason === 'NotFound') {

@@ -108,6 +108,17 @@ describe('node registration and heartbeat', () => {
     assert.equal(patch.status.conditions[3]!.lastHeartbeatTime, '2025-01-01T00:00:10Z');
   });
 
+  it('puts back overwritten addresses with the next heartbeat, as the kubelet does on every status sync', async () => {
+    const env = await boot();
+    const node = env.client.peek<Node>('nodes', undefined, 'n1')!;
+    env.client.put<Node>('nodes', { ...node, status: { ...node.status, addresses: [{ type: 'InternalIP', address: '10.96.0.10' }] } });
+    await env.advance(10_000);
+    assert.deepEqual(env.client.peek<Node>('nodes', undefined, 'n1')!.status!.addresses, [
+      { type: 'InternalIP', address: '10.0.0.5' },
+      { type: 'Hostname', address: os.hostname() },
+    ]);
+  });
+
   it('updates an existing node instead of failing', async () => {
     const client = new FakeClient();
     client.put<Node>('nodes', { metadata: { name: 'n1', labels: { team: 'a' } }, spec: { unschedulable: true } });
