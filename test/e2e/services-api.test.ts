@@ -35,8 +35,9 @@ spec:
 describeEachKubectl('Services through kubectl', (k: Kubectl) => {
   let c: Cluster;
   before(async () => {
-    // No agent: everything here is the API; the proxy and DNS have their own tests.
-    c = (await startCluster({ agents: [] })).forKubectl(k);
+    // No agent: everything here is the API; the proxy and DNS have their own tests. Kubernetes' usual
+    // pod range (no agent makes a network of it), which the externalIP checks name.
+    c = (await startCluster({ agents: [], clusterCidr: '10.244.0.0/16' })).forKubectl(k);
   });
   after(async () => {
     await c?.stop();

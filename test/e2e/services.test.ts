@@ -100,7 +100,8 @@ describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
    * (ok or FAIL) on its stdout: its own process, so it keeps counting while the agent is away.
    */
   const startLoop = async (name: string, url: string) => {
-    const loop = `while [ ! -e /tmp/stop ]; do if timeout 3 wget -qO- ${url} >/dev/null 2>&1; then echo ok; else echo FAIL; fi; sleep 0.05; done; echo DONE; exec sleep 100000`;
+    // A failure is logged with its time and wget's reason (refused, timed out), so a lost request can be placed.
+    const loop = `while [ ! -e /tmp/stop ]; do if out=$(timeout 3 wget -qO- ${url} 2>&1 >/dev/null); then echo ok; else echo "FAIL $(date +%T) $out" | tr '\\n' ' '; echo; fi; sleep 0.05; done; echo DONE; exec sleep 100000`;
     await c.client.create(CORE.pods, podManifest(name, { containers: [{ name: 'loop', image: TEST_IMAGE, command: ['sh', '-c', loop] }], terminationGracePeriodSeconds: 0 }));
     await waitForPod(c.client, 'default', name, running, 60_000);
     await sleep(1000);
@@ -194,9 +195,9 @@ describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
     }, 180_000, 'rollout to finish');
     await sleep(3000);
     const log = await finishLoop('roll-loop');
-    const failures = log.filter((l) => l === 'FAIL').length;
+    const failures = log.flatMap((l, i) => (l.startsWith('FAIL') ? [`#${i} ${l}`] : []));
     assert.ok(log.length > 50, `only ${log.length} requests`);
-    assert.equal(failures, 0, `${failures} of ${log.length} requests failed during the rollout`);
+    assert.deepEqual(failures, [], `${failures.length} of ${log.length} requests failed during the rollout`);
   });
 
   it('NodePort and LoadBalancer answer from the host on the node address', async () => {
@@ -277,7 +278,8 @@ describe('services on one host (real nftables)', { timeout: 600_000 }, () => {
     await sleep(2000);
     const log = await finishLoop('restart-loop');
     assert.ok(log.length > 30, `only ${log.length} requests`);
-    assert.equal(log.filter((l) => l === 'FAIL').length, 0, `failures across the restart: ${log.filter((l) => l === 'FAIL').length} of ${log.length}`);
+    const failed = log.flatMap((l, i) => (l.startsWith('FAIL') ? [`#${i} ${l}`] : []));
+    assert.deepEqual(failed, [], `failures across the restart: ${failed.length} of ${log.length}`);
     // The restarted agent rebuilt its table, including the Service created while it was down.
     await waitFor(async () => (await nftTable()).includes(`${gone.spec!.clusterIP} . tcp . 80 : goto svc-`), 30_000, 'Service made while the agent was down');
   });
