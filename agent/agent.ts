@@ -39,6 +39,12 @@ export interface RunningAgent {
   readonly runtime: ContainerRuntime;
   /** what its /metrics serves */
   readonly metrics: AgentMetrics;
+  /**
+   * Resolves, with the reason, once the control plane has stopped accepting the node's credential
+   * (revoked, or replaced by another join under this name); never otherwise. The caller is to stop
+   * the agent and exit: its loops can do nothing more, and its containers are left as they are.
+   */
+  readonly credentialRejected: Promise<string>;
   /** Stops watches, timers and workers; leaves containers running. */
   stop(): Promise<void>;
   /** Resolves once no pod sync or status write is in flight (tests). */
@@ -116,6 +122,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     checkMs: o.intervals.runtimeCheckMs,
     downAfterMs: o.intervals.runtimeDownAfterMs,
   });
+  let reportRejected: (message: string) => void = () => undefined;
+  const credentialRejected = new Promise<string>((resolve) => (reportRejected = resolve));
   const makeReporter = (c: Client) =>
     new NodeStatusReporter({
       health,
@@ -130,6 +138,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       clock: o.clock,
       log,
       daemonPort: endpoint?.port,
+      onCredentialRejected: (message) => reportRejected(message),
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -204,6 +213,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     client,
     runtime: unwrappedRuntime,
     metrics,
+    credentialRejected,
     stop: () =>
       (stopping ??= (async () => {
         await health.stop();

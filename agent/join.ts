@@ -8,14 +8,17 @@
  *    is fetched from `<server>/cacerts` without verification — trust comes from its hash matching the token,
  *    as in k3s — and every later call pins that CA.
  * 3. `POST <server>/berth/v1/join` with `Authorization: Bearer <secret>` and `{"nodeName", "servingPublicKey",
- *    "addresses"}` returns the node's own credential, a serving certificate for the agent's HTTPS endpoint
+ *    "addresses", "nodePassword"}` returns the node's own credential, a serving certificate for the agent's HTTPS endpoint
  *    (for a key generated here, which never leaves the node) and the proxy secret the control plane will
  *    present to that endpoint. All of it is stored in credentials.json before use; of the proxy secret only
  *    its sha256 is kept, since the agent only ever checks it.
  * Credentials from before the agent endpoint existed (no serving certificate) are replaced by a fresh join
  * when a token file is at hand. The secret and the credentials are never logged.
+ *
+ * The node password (`<dataDir>/node-password`, 0600, made before the first join and kept) is what lets
+ * this node, and no other holder of the join secret, join under its name again while its Node exists.
  */
-import { createHash, generateKeyPair } from 'node:crypto';
+import { createHash, generateKeyPair, randomBytes } from 'node:crypto';
 import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import https from 'node:https';
@@ -94,6 +97,24 @@ export function credentialsPath(dataDir: string): string {
   return path.join(dataDir, 'credentials.json');
 }
 
+export function nodePasswordPath(dataDir: string): string {
+  return path.join(dataDir, 'node-password');
+}
+
+/** The node's password: read, or made (32 random bytes) and written 0600 before its first use. */
+export async function readOrCreateNodePassword(dataDir: string): Promise<string> {
+  const file = nodePasswordPath(dataDir);
+  try {
+    const text = (await readFile(file, 'utf8')).trim();
+    if (text) return text;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const password = randomBytes(32).toString('base64url');
+  await writeSecretFile(file, password + '\n');
+  return password;
+}
+
 async function readCredentials(file: string): Promise<NodeCredentials | undefined> {
   let text: string;
   try {
@@ -113,9 +134,13 @@ async function readCredentials(file: string): Promise<NodeCredentials | undefine
 
 /** Written to a temporary file (0600 from the start) and renamed, so a crash never leaves half a secret. */
 async function writeCredentials(file: string, creds: NodeCredentials): Promise<void> {
+  await writeSecretFile(file, JSON.stringify(creds, null, 2) + '\n');
+}
+
+async function writeSecretFile(file: string, text: string): Promise<void> {
   await mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
   const tmp = `${file}.tmp-${process.pid}`;
-  await writeFile(tmp, JSON.stringify(creds, null, 2) + '\n', { mode: 0o600 });
+  await writeFile(tmp, text, { mode: 0o600 });
   await chmod(tmp, 0o600);
   await rename(tmp, file);
 }
@@ -192,10 +217,11 @@ async function requestCredentialsFrom(serverUrl: string, token: NodeToken, opts:
     ca = res.body;
   }
   const serving = await newServingKey();
+  const nodePassword = await readOrCreateNodePassword(opts.dataDir);
   const res = await request(new URL('/berth/v1/join', server), {
     method: 'POST',
     headers: { authorization: `Bearer ${token.secret}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ nodeName: opts.nodeName, servingPublicKey: serving.publicKey, addresses: opts.addresses ?? [] }),
+    body: JSON.stringify({ nodeName: opts.nodeName, servingPublicKey: serving.publicKey, addresses: opts.addresses ?? [], nodePassword }),
     ca,
     timeoutMs,
   });

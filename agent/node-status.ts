@@ -35,7 +35,16 @@ export interface NodeStatusOptions {
   health?: RuntimeHealth;
   /** NodeReady / NodeNotReady events, as the kubelet records them on a Ready change */
   recorder?: EventRecorder;
+  /**
+   * Called once when the server has refused the node's credential (401) on consecutive heartbeats:
+   * it was revoked, or replaced by a join under this name elsewhere. One 401 alone is not enough: a
+   * replica may answer before it has seen a credential issued through another.
+   */
+  onCredentialRejected?: (message: string) => void;
 }
+
+/** Consecutive heartbeats refused with 401 before the credential counts as rejected. */
+export const REJECTED_HEARTBEATS = 2;
 
 /** Kubernetes spells architectures as Go does. */
 export function kubeArch(nodeArch: string = process.arch): string {
@@ -112,6 +121,8 @@ export class NodeStatusReporter {
   private again = false;
   /** the Ready status last posted (events are recorded on its changes) */
   private lastReady: boolean | undefined;
+  /** heartbeats refused with 401 in a row */
+  private unauthorizedInARow = 0;
 
   constructor(private readonly opts: NodeStatusOptions) {
     this.log = opts.log.child({ component: 'node-status' });
@@ -259,7 +270,16 @@ export class NodeStatusReporter {
     if (this.stopped) return;
     this.timer = undefined;
     this.beating = this.heartbeat()
-      .catch((err: unknown) => this.log.warn({ err: (err as Error).message }, 'node heartbeat failed'))
+      .then(() => {
+        this.unauthorizedInARow = 0;
+      })
+      .catch((err: unknown) => {
+        this.log.warn({ err: (err as Error).message }, 'node heartbeat failed');
+        this.unauthorizedInARow = isApiError(err) && err.reason === 'Unauthorized' ? this.unauthorizedInARow + 1 : 0;
+        if (this.unauthorizedInARow === REJECTED_HEARTBEATS) {
+          this.opts.onCredentialRejected?.(`the control plane no longer accepts this node's credential (401 on ${REJECTED_HEARTBEATS} heartbeats in a row): it was revoked, or another agent joined as node "${this.opts.nodeName}"`);
+        }
+      })
       .finally(() => {
         this.beating = undefined;
         if (this.stopped) return;

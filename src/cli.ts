@@ -547,7 +547,16 @@ async function runAgent(argv: string[]): Promise<void> {
   onShutdown(async () => {
     await agent.stop();
   });
+  void agent.credentialRejected.then(async (reason) => {
+    log.error({ reason }, 'node credential rejected: stopping the agent and leaving its containers as they are');
+    await agent.stop();
+    process.stderr.write(`berth agent: ${reason}. The agent stopped; its containers were left as they are. To run this node again, delete ${path.join(values['data-dir'] ?? path.join(defaultDataDir(), 'agent'), 'credentials.json')} and start the agent with a fresh join token (--token-file).\n`);
+    process.exit(EXIT_CREDENTIAL_REJECTED);
+  });
 }
+
+/** The agent's exit status when the control plane no longer accepts its credential. */
+const EXIT_CREDENTIAL_REJECTED = 3;
 
 /** --cluster-dns: comma-separated IPv4 addresses. */
 function clusterDnsFlag(value: string | undefined): string[] | undefined {

@@ -309,7 +309,13 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // In-cluster clients call https://kubernetes.default.svc (or the ClusterIP): the certificate names both.
   const pki = await ensurePki({ dataDir: opts.dataDir, altNames: kubernetesServiceNames({ clusterIP: kubernetesServiceIP(serviceClusterIPRange), clusterDomain: opts.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN }) });
   opts.onStartupStep?.({ step: 'ca-ready', caFile: path.join(opts.dataDir, 'pki', 'ca.crt') });
-  const auth = await TokenAuthenticator.open({ dataDir: opts.dataDir, backend, caCert: pki.caCert, log: log.child({ component: 'node-credentials' }) });
+  const auth = await TokenAuthenticator.open({
+    dataDir: opts.dataDir,
+    backend,
+    caCert: pki.caCert,
+    nodeExists: async (nodeName) => (await getOrUndefined(registry, 'nodes', '', nodeName)) !== undefined,
+    log: log.child({ component: 'node-credentials' }),
+  });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);
   await boundObjects.start();
   const metricsApi = new MetricsApi({

@@ -20,6 +20,11 @@ export interface TokenAuthOptions {
   caCert: string;
   /** wait before following the stored credentials again after their watch was lost (default 1 s) */
   resyncDelayMs?: number;
+  /**
+   * Whether the Node object exists. A node name whose Node was deleted is free again: a join under it
+   * needs no node password. Without it every name with a recorded password stays taken.
+   */
+  nodeExists?: (nodeName: string) => Promise<boolean>;
   log?: Logger;
 }
 
@@ -36,6 +41,12 @@ export interface JoinRequest {
   servingPublicKey?: unknown;
   /** the node's IPs, for the serving certificate's SANs */
   addresses?: unknown;
+  /**
+   * A secret the agent made at its first join and keeps (0600): the first join of a node name records
+   * its digest, and a later join under that name must present it while the Node exists, as k3s's node
+   * passwords. Only a holder of the node's own files can re-join as it.
+   */
+  nodePassword?: unknown;
 }
 
 /** What a node gets back from a join. */
@@ -57,7 +68,12 @@ interface NodeCredentialRecord {
   digest: string;
   issuedAt: string;
   proxySecret?: string;
+  /** sha256 (hex) of the node password the name was joined with */
+  passwordDigest?: string;
 }
+
+/** Node passwords are random; anything shorter or longer than this is not one of ours. */
+const NODE_PASSWORD_LENGTH = { min: 16, max: 256 };
 
 /** What this replica knows of one node's credential: its digest (none once deleted) as of a store revision. */
 interface KnownCredential {
@@ -67,7 +83,8 @@ interface KnownCredential {
 
 /**
  * Owns bearer-token authentication: the admin token (in the kubeconfig), the node join secret
- * (in `node-token`) and the per-node credentials issued at join. Of the tokens, only sha256
+ * (in `node-token`) and the per-node credentials issued at join, with the node passwords that keep
+ * a joined name from being taken over by another holder of the join secret. Of the tokens, only sha256
  * digests are kept in memory and in the store; the plain tokens exist only in the 0600 files
  * handed to users. Each node's proxy secret is the exception (see NodeCredentialRecord).
  *
@@ -188,9 +205,10 @@ export class TokenAuthenticator {
   }
 
   /** Exchange the join secret for a credential of the node's own; re-joining replaces the old one. */
-  join(authorization: string | undefined, nodeName: string): Promise<string> {
+  async join(authorization: string | undefined, nodeName: string, nodePassword?: string): Promise<string> {
     this.checkJoinSecret(authorization);
-    return this.storeNodeCredential(nodeName, undefined);
+    const passwordDigest = await this.checkNodePassword(nodeName, nodePassword);
+    return this.storeNodeCredential(nodeName, undefined, passwordDigest);
   }
 
   /**
@@ -200,13 +218,36 @@ export class TokenAuthenticator {
    */
   async joinNode(authorization: string | undefined, req: JoinRequest): Promise<JoinResponse> {
     this.checkJoinSecret(authorization);
-    if (req.servingPublicKey === undefined) return { token: await this.storeNodeCredential(req.nodeName, undefined) };
+    const passwordDigest = await this.checkNodePassword(req.nodeName, req.nodePassword);
+    if (req.servingPublicKey === undefined) return { token: await this.storeNodeCredential(req.nodeName, undefined, passwordDigest) };
     const publicKeyPem = servingPublicKeyOf(req.servingPublicKey);
     const addresses = addressesOf(req.addresses);
     // Signing first: a failure leaves the node's previous credentials untouched.
     const servingCert = await issueNodeServingCert({ dataDir: this.opts.dataDir, nodeName: req.nodeName, addresses, publicKeyPem });
     const proxySecret = randomBytes(32).toString('base64url');
-    return { token: await this.storeNodeCredential(req.nodeName, proxySecret), servingCert, proxySecret };
+    return { token: await this.storeNodeCredential(req.nodeName, proxySecret, passwordDigest), servingCert, proxySecret };
+  }
+
+  /**
+   * A name joined with a node password stays that node's while its Node exists: a join under it must
+   * present the same password (403 otherwise). Returns the digest to record: the one presented, or
+   * the one already recorded when none is (an agent from before node passwords keeps its lock).
+   */
+  private async checkNodePassword(nodeName: string, password: unknown): Promise<string | undefined> {
+    if (password !== undefined && (typeof password !== 'string' || password.length < NODE_PASSWORD_LENGTH.min || password.length > NODE_PASSWORD_LENGTH.max)) {
+      throw errors.badRequest(`nodePassword must be a string of ${NODE_PASSWORD_LENGTH.min} to ${NODE_PASSWORD_LENGTH.max} characters`);
+    }
+    const presented = typeof password === 'string' ? digest(password) : undefined;
+    const kv = await this.opts.backend.get(CREDENTIAL_PREFIX + nodeName);
+    const recorded = kv ? (JSON.parse(kv.value) as NodeCredentialRecord).passwordDigest : undefined;
+    if (recorded === undefined) return presented?.toString('hex');
+    const nodeExists = this.opts.nodeExists ? await this.opts.nodeExists(nodeName) : true;
+    if (!nodeExists) return presented?.toString('hex');
+    const matches = presented !== undefined && timingSafeEqual(presented, Buffer.from(recorded, 'hex'));
+    if (!matches) {
+      throw errors.forbidden(`node "${nodeName}" is already joined with another node password; only that node can join under its name again. To give the name to a new node, delete the Node first: kubectl delete node ${nodeName}`);
+    }
+    return recorded;
   }
 
   /** The secret to present to a node's agent endpoint; undefined for a node that joined without one. */
@@ -221,13 +262,14 @@ export class TokenAuthenticator {
     if (!secret || !timingSafeEqual(digest(secret), this.joinDigest)) throw errors.unauthorized('invalid join secret');
   }
 
-  private async storeNodeCredential(nodeName: string, proxySecret: string | undefined): Promise<string> {
+  private async storeNodeCredential(nodeName: string, proxySecret: string | undefined, passwordDigest: string | undefined): Promise<string> {
     const token = randomBytes(32).toString('base64url');
     const d = digest(token).toString('hex');
     const key = CREDENTIAL_PREFIX + nodeName;
     const existing = await this.opts.backend.get(key);
     const record: NodeCredentialRecord = { digest: d, issuedAt: new Date().toISOString() };
     if (proxySecret !== undefined) record.proxySecret = proxySecret;
+    if (passwordDigest !== undefined) record.passwordDigest = passwordDigest;
     const value = JSON.stringify(record);
     const written = existing ? await this.opts.backend.update(key, value, existing.modRevision) : await this.opts.backend.create(key, value);
     // At once rather than when the watch brings it: the node's first request may come right after.

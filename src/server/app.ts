@@ -296,9 +296,9 @@ function parseJoinBody(body: Buffer | undefined): JoinRequest {
   if (typeof nodeName !== 'string' || !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(nodeName)) {
     throw errors.badRequest('nodeName must be a lowercase RFC 1123 subdomain');
   }
-  // The serving key and addresses are checked by the authenticator, after the join secret.
-  const { servingPublicKey, addresses } = parsed as { servingPublicKey?: unknown; addresses?: unknown };
-  return { nodeName, servingPublicKey, addresses };
+  // The serving key, addresses and node password are checked by the authenticator, after the join secret.
+  const { servingPublicKey, addresses, nodePassword } = parsed as { servingPublicKey?: unknown; addresses?: unknown; nodePassword?: unknown };
+  return { nodeName, servingPublicKey, addresses, nodePassword };
 }
 
 /** Map anything thrown to an ApiError once, here. */

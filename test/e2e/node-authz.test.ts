@@ -159,6 +159,26 @@ describe('node credentials reach only their own node', () => {
     await expectStatus(call('GET', `/api/v1/nodes/${nodeA}`), 200, 'read its own Node');
   });
 
+  it("root on node A, with A's files and the join token, cannot join as node B; a new name still can", async () => {
+    const joinSecret = fs.readFileSync(path.join(c.dir, 'server', 'node-token'), 'utf8').trim().split('::')[2]!;
+    const passwordOfA = fs.readFileSync(path.join(c.dir, `agent-${nodeA}`, 'node-password'), 'utf8').trim();
+    assert.equal(fs.statSync(path.join(c.dir, `agent-${nodeA}`, 'node-password')).mode & 0o777, 0o600);
+    const joinAs = (nodeName: string, nodePassword?: string) =>
+      c.client.raw({ method: 'POST', path: '/berth/v1/join', body: JSON.stringify({ nodeName, ...(nodePassword ? { nodePassword } : {}) }), headers: { authorization: `Bearer ${joinSecret}`, 'content-type': 'application/json' } });
+    for (const [what, password] of [["A's node password", passwordOfA], ['no node password', undefined], ['a made-up one', 'x'.repeat(43)]] as const) {
+      const r = await expectStatus(joinAs(nodeB, password), 403, `join as node B with ${what}`);
+      assert.match(r.body.toString(), new RegExp(`node \\\\"${nodeB}\\\\" is already joined with another node password.*kubectl delete node ${nodeB}`));
+    }
+    // Node B's credential was not replaced by the refused joins.
+    const credsB = JSON.parse(fs.readFileSync(path.join(c.dir, `agent-${nodeB}`, 'credentials.json'), 'utf8')) as { token: string; ca: string };
+    const asB = new HttpClient({ server: c.url, token: credsB.token, ca: credsB.ca });
+    assert.equal((await asB.raw({ method: 'GET', path: `/api/v1/nodes/${nodeB}` })).status, 200);
+    asB.close();
+    // A name no Node has is free, with any password.
+    const fresh = await expectStatus(joinAs('brand-new-node', 'y'.repeat(43)), 200, 'a new node joins');
+    assert.match(fresh.body.toString(), /"token":"[A-Za-z0-9_-]+"/);
+  });
+
   it("may not move its own pod range, nor may the admin: 422 naming spec.podCIDRs, and the range stays", async () => {
     const before = (await c.client.get<KubeObject & { spec?: { podCIDR?: string } }>(CORE.nodes, { name: nodeA })).spec?.podCIDR;
     assert.ok(before, 'node IPAM gave node A a pod range');

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { credentialsPath, join, parseNodeToken, sha256Hex } from '../../agent/join.js';
+import { credentialsPath, join, nodePasswordPath, parseNodeToken, sha256Hex } from '../../agent/join.js';
 import { X509Certificate } from 'node:crypto';
 import { ensurePki, issueNodeServingCert, type ServingPki } from '../../src/auth/pki.js';
 
@@ -112,6 +112,12 @@ describe('joining', () => {
       assert.equal(other.reused, false);
       assert.equal(other.credentials.token, 'node-cred-n2');
       other.client.close();
+
+      // Every join sends the node's password: made once (0600) before the first, the same ever after.
+      const password = readFileSync(nodePasswordPath(dataDir), 'utf8').trim();
+      assert.match(password, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(statSync(nodePasswordPath(dataDir)).mode & 0o777, 0o600);
+      assert.deepEqual(srv.joins.map((j) => (JSON.parse(j.body) as { nodePassword: string }).nodePassword), [password, password]);
     } finally {
       await srv.close();
     }

@@ -119,6 +119,23 @@ describe('node registration and heartbeat', () => {
     ]);
   });
 
+  it('reports a rejected credential after two heartbeats refused with 401, and not after one', async () => {
+    const env = await boot();
+    let rejected: string | undefined;
+    void env.agent.credentialRejected.then((reason) => (rejected = reason));
+    env.client.failWith = new ApiError('Unauthorized', 'Unauthorized');
+    await env.advance(10_000);
+    assert.equal(rejected, undefined, 'one 401 may be a replica that has not seen the credential yet');
+    env.client.failWith = undefined;
+    await env.advance(10_000);
+    env.client.failWith = new ApiError('Unauthorized', 'Unauthorized');
+    await env.advance(10_000);
+    assert.equal(rejected, undefined, 'the count starts again after a heartbeat that went through');
+    await env.advance(10_000);
+    assert.match(rejected ?? '', /no longer accepts this node's credential \(401 on 2 heartbeats in a row\): it was revoked, or another agent joined as node "n1"/);
+    env.client.failWith = undefined;
+  });
+
   it('updates an existing node instead of failing', async () => {
     const client = new FakeClient();
     client.put<Node>('nodes', { metadata: { name: 'n1', labels: { team: 'a' } }, spec: { unschedulable: true } });
