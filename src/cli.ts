@@ -19,6 +19,7 @@ Usage:
   berth agent  [flags]   run a node agent that joins a control plane and runs its pods on Docker
   berth up     [flags]   run the control plane plus one local agent (single-host default)
   berth kubeconfig --user NAME   write a kubeconfig for a user with a client certificate
+  berth token create|list|delete   join tokens for agents (expiring, revocable)
   berth migrate --etcd-servers URL[,URL...]   copy a stopped server's SQLite store into etcd
 
 Run 'berth <command> --help' for the flags of each command.`,
@@ -192,6 +193,23 @@ Flags:
 
 Makes a key here, creates a CertificateSigningRequest (signer kubernetes.io/kube-apiserver-client) with
 the admin credential, approves it and waits for the certificate: the same path as any user's request.`,
+  token: `berth token — join tokens for agents, stored as Kubernetes bootstrap tokens
+(Secrets kube-system/bootstrap-token-<id>, type bootstrap.kubernetes.io/token)
+
+Usage:
+  berth token create [--ttl 24h] [--description TEXT] [--out FILE]
+                          prints (or writes, mode 0600) the line an agent's --token-file holds:
+                          berth1::<CA sha256>::<id>.<secret>; it is shown only once
+  berth token list        ID, TTL, EXPIRES and DESCRIPTION of every token (never the secret)
+  berth token delete ID   revoke a token: joins with it are refused from then on
+
+Flags:
+  --ttl DURATION          how long the token admits joins, e.g. 24h, 30m; 0 = never expires (default 24h)
+  --data-dir DIR          where the admin kubeconfig is (default: /var/lib/berth as root, else ~/.berth)
+  --kubeconfig FILE       the admin kubeconfig to use (default DIR/kubeconfig.yaml)
+
+A token admits new nodes only. A node that joined keeps its own credential when the token expires or
+is deleted, and a joined node name stays that node's (its node password) until its Node is deleted.`,
 };
 
 function defaultDataDir(): string {
@@ -808,6 +826,61 @@ async function runKubeconfig(argv: string[]): Promise<void> {
   console.error(`berth: wrote ${values.out} for ${who}${server ? ` naming ${server}` : ''}`);
 }
 
+async function runToken(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      ttl: { type: 'string' },
+      description: { type: 'string' },
+      out: { type: 'string' },
+      'data-dir': { type: 'string' },
+      kubeconfig: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  const [action, id, ...extra] = positionals;
+  if (values.help || action === undefined) return void console.log(HELP.token);
+  if (extra.length) fail(`unexpected arguments: ${extra.join(' ')}`);
+  const adminKubeconfig = fs.readFileSync(values.kubeconfig ?? path.join(values['data-dir'] ?? defaultDataDir(), 'kubeconfig.yaml'), 'utf8');
+  const { createJoinToken, deleteJoinToken, listJoinTokens } = await import('./join-tokens.js');
+  const { parseDurationSeconds } = await import('./user-kubeconfig.js');
+  const { DEFAULT_BOOTSTRAP_TOKEN_TTL_SECONDS } = await import('./api/bootstrap-tokens.js');
+  switch (action) {
+    case 'create': {
+      let ttlSeconds = DEFAULT_BOOTSTRAP_TOKEN_TTL_SECONDS;
+      if (values.ttl !== undefined) {
+        try {
+          ttlSeconds = values.ttl === '0' ? 0 : parseDurationSeconds(values.ttl);
+        } catch (e) {
+          fail(`--ttl: ${(e as Error).message}`);
+        }
+      }
+      const created = await createJoinToken({ adminKubeconfig, ttlSeconds, description: values.description });
+      const until = created.expiresAt ? `until ${created.expiresAt.toISOString()}` : 'without expiry';
+      if (values.out) {
+        fs.writeFileSync(values.out, created.tokenFileText, { mode: 0o600 });
+        fs.chmodSync(values.out, 0o600);
+        console.error(`berth: wrote join token ${created.id} (valid ${until}) to ${values.out}`);
+      } else {
+        process.stdout.write(created.tokenFileText);
+        console.error(`berth: join token ${created.id}, valid ${until}`);
+      }
+      return;
+    }
+    case 'list':
+      process.stdout.write(await listJoinTokens({ adminKubeconfig }));
+      return;
+    case 'delete':
+      if (!id) fail('berth token delete ID: the token id is required (see berth token list)');
+      await deleteJoinToken({ adminKubeconfig, id });
+      console.error(`berth: join token ${id} deleted`);
+      return;
+    default:
+      fail(`unknown action "${action}"\n\n${HELP.token}`);
+  }
+}
+
 async function runMigrate(argv: string[]): Promise<void> {
   const { values } = parseArgs({
     args: argv,
@@ -863,6 +936,8 @@ export async function main(argv: string[]): Promise<void> {
       return runUp(rest);
     case 'kubeconfig':
       return runKubeconfig(rest);
+    case 'token':
+      return runToken(rest);
     case 'migrate':
       return runMigrate(rest);
     case undefined:

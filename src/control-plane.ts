@@ -28,6 +28,7 @@ import { reconcileBootstrapPolicy } from './auth/rbac/bootstrap-policy.js';
 import { RbacAuthorizer } from './auth/rbac/rbac-authorizer.js';
 import { StaticTokenAuthenticator } from './auth/static-tokens.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from './auth/tokens.js';
+import { BOOTSTRAP_TOKEN_NAMESPACE, BOOTSTRAP_TOKEN_SECRET_PREFIX, BOOTSTRAP_TOKEN_TYPE } from './api/bootstrap-tokens.js';
 import { BoundObjectIndex, defaultServiceAccountIssuer, ServiceAccountTokens } from './auth/service-account-tokens.js';
 import { ClientCertificateAuthenticator } from './auth/client-certificates.js';
 import { LocalClient } from './client/local-client.js';
@@ -314,6 +315,11 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     backend,
     caCert: pki.caCert,
     nodeExists: async (nodeName) => (await getOrUndefined(registry, 'nodes', '', nodeName)) !== undefined,
+    bootstrapToken: async (tokenId) => {
+      const secret = await getOrUndefined<{ type?: string; data?: Record<string, string> }>(registry, 'secrets', BOOTSTRAP_TOKEN_NAMESPACE, BOOTSTRAP_TOKEN_SECRET_PREFIX + tokenId);
+      if (secret?.type !== BOOTSTRAP_TOKEN_TYPE) return undefined;
+      return Object.fromEntries(Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]));
+    },
     log: log.child({ component: 'node-credentials' }),
   });
   const connectionLimits = resolveConnectionLimits(opts.connectionLimits);

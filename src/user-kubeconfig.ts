@@ -26,13 +26,13 @@ export interface UserKubeconfigOptions {
   server?: string | undefined;
 }
 
-interface AdminConfig {
+export interface AdminConfig {
   server: string;
   ca?: string;
   token: string;
 }
 
-function readAdminKubeconfig(text: string): AdminConfig {
+export function readAdminKubeconfig(text: string): AdminConfig {
   const cfg = parseYaml(text) as {
     clusters?: Array<{ cluster?: { server?: string; 'certificate-authority-data'?: string } }>;
     users?: Array<{ user?: { token?: string } }>;

@@ -6,6 +6,7 @@ import { errors } from '../api/errors.js';
 import type { UserInfo } from '../api/user-info.js';
 import type { Logger } from 'pino';
 import type { Backend, KeyValue, StoreEvent, Watcher } from '../storage/backend.js';
+import { bootstrapTokenRefusal, parseBootstrapToken } from '../api/bootstrap-tokens.js';
 import { caHash, issueNodeServingCert, writeSecret } from './pki.js';
 
 /** Who is calling. Nodes authenticate with their own credential issued at join time. */
@@ -25,6 +26,13 @@ export interface TokenAuthOptions {
    * needs no node password. Without it every name with a recorded password stays taken.
    */
   nodeExists?: (nodeName: string) => Promise<boolean>;
+  /**
+   * The string data of the bootstrap-token Secret with this id (src/api/bootstrap-tokens.ts), or
+   * undefined when there is none. Without it only the cluster's own join secret admits a join.
+   */
+  bootstrapToken?: (tokenId: string) => Promise<Record<string, string> | undefined>;
+  /** the time, for token expiry (default Date.now) */
+  now?: () => number;
   log?: Logger;
 }
 
@@ -206,7 +214,7 @@ export class TokenAuthenticator {
 
   /** Exchange the join secret for a credential of the node's own; re-joining replaces the old one. */
   async join(authorization: string | undefined, nodeName: string, nodePassword?: string): Promise<string> {
-    this.checkJoinSecret(authorization);
+    await this.checkJoinSecret(authorization);
     const passwordDigest = await this.checkNodePassword(nodeName, nodePassword);
     return this.storeNodeCredential(nodeName, undefined, passwordDigest);
   }
@@ -217,7 +225,7 @@ export class TokenAuthenticator {
    * on every join, so a re-join revokes what the node had before.
    */
   async joinNode(authorization: string | undefined, req: JoinRequest): Promise<JoinResponse> {
-    this.checkJoinSecret(authorization);
+    await this.checkJoinSecret(authorization);
     const passwordDigest = await this.checkNodePassword(req.nodeName, req.nodePassword);
     if (req.servingPublicKey === undefined) return { token: await this.storeNodeCredential(req.nodeName, undefined, passwordDigest) };
     const publicKeyPem = servingPublicKeyOf(req.servingPublicKey);
@@ -257,9 +265,18 @@ export class TokenAuthenticator {
     return (JSON.parse(kv.value) as NodeCredentialRecord).proxySecret;
   }
 
-  private checkJoinSecret(authorization: string | undefined): void {
+  /** The cluster's own join secret (node-token), or a bootstrap token that is live now. */
+  private async checkJoinSecret(authorization: string | undefined): Promise<void> {
     const secret = bearer(authorization);
-    if (!secret || !timingSafeEqual(digest(secret), this.joinDigest)) throw errors.unauthorized('invalid join secret');
+    if (secret && timingSafeEqual(digest(secret), this.joinDigest)) return;
+    const token = secret ? parseBootstrapToken(secret) : undefined;
+    const data = token && this.opts.bootstrapToken ? await this.opts.bootstrapToken(token.id) : undefined;
+    const refusal = token && data ? bootstrapTokenRefusal(data, token, (this.opts.now ?? Date.now)()) : 'not a known join secret or token';
+    if (refusal !== undefined) {
+      // The reason goes to the log only: a caller learns nothing about which tokens exist.
+      this.opts.log?.info({ tokenId: token?.id, reason: refusal }, 'join refused');
+      throw errors.unauthorized('invalid join token: unknown, deleted or expired');
+    }
   }
 
   private async storeNodeCredential(nodeName: string, proxySecret: string | undefined, passwordDigest: string | undefined): Promise<string> {

@@ -12,7 +12,12 @@ import { after, before, describe, it } from 'node:test';
 import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE, type ResourceRef } from '../../src/client/client.js';
 import { HttpClient, type RawResponse } from '../../src/client/http-client.js';
-import { docker, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { NODE_FLAGS } from '../../src/node-flags.js';
+import { BERTH_BIN, docker, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
+
+const execFileAsync = promisify(execFile);
 
 const SECRETS: ResourceRef = { plural: 'secrets' };
 const CONFIGMAPS: ResourceRef = { plural: 'configmaps' };
@@ -177,6 +182,39 @@ describe('node credentials reach only their own node', () => {
     // A name no Node has is free, with any password.
     const fresh = await expectStatus(joinAs('brand-new-node', 'y'.repeat(43)), 200, 'a new node joins');
     assert.match(fresh.body.toString(), /"token":"[A-Za-z0-9_-]+"/);
+  });
+
+  it('join tokens from `berth token`: listed without their secrets; a live one admits a new node, an expired or deleted one is refused', async () => {
+    const berthToken = async (...args: string[]) => (await execFileAsync(process.execPath, [...NODE_FLAGS, BERTH_BIN, 'token', ...args, '--kubeconfig', c.kubeconfig])).stdout;
+    const caHashOfCluster = fs.readFileSync(path.join(c.dir, 'server', 'node-token'), 'utf8').trim().split('::')[1];
+    const parse = (line: string) => {
+      const [prefix, hash, token] = line.trim().split('::');
+      assert.equal(prefix, 'berth1');
+      assert.equal(hash, caHashOfCluster, 'the token pins the cluster CA');
+      return { token: token!, id: token!.split('.')[0]! };
+    };
+    const joinWith = (token: string, nodeName: string) =>
+      c.client.raw({ method: 'POST', path: '/berth/v1/join', body: JSON.stringify({ nodeName, nodePassword: 'z'.repeat(43) }), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+
+    const revoked = parse(await berthToken('create', '--description', 'to-revoke'));
+    const lasting = parse(await berthToken('create', '--ttl', '0', '--description', 'lasting'));
+    const TTL_MS = 5_000;
+    const shortLived = parse(await berthToken('create', '--ttl', `${TTL_MS / 1000}s`, '--description', 'short'));
+    const createdAt = Date.now();
+    await expectStatus(joinWith(shortLived.token, 'token-node-1'), 200, 'join with a live token');
+    const list = await berthToken('list');
+    assert.match(list, /^ID\s+TTL\s+EXPIRES\s+DESCRIPTION\n/);
+    assert.match(list, new RegExp(`^${revoked.id}\\s+(23h|24h)\\S*\\s+\\S+Z\\s+to-revoke$`, 'm'));
+    assert.match(list, new RegExp(`^${lasting.id}\\s+<forever>\\s+<never>\\s+lasting$`, 'm'));
+    for (const t of [revoked, lasting, shortLived]) assert.ok(!list.includes(t.token.split('.')[1]!), 'no secret is listed');
+
+    await new Promise((r) => setTimeout(r, Math.max(0, createdAt + TTL_MS + 500 - Date.now())));
+    const expired = await expectStatus(joinWith(shortLived.token, 'token-node-2'), 401, 'join with an expired token');
+    assert.match(expired.body.toString(), /invalid join token: unknown, deleted or expired/);
+    await berthToken('delete', revoked.id);
+    await expectStatus(joinWith(revoked.token, 'token-node-3'), 401, 'join with a deleted token');
+    assert.doesNotMatch(await berthToken('list'), new RegExp(`^${revoked.id}`, 'm'));
+    await expectStatus(joinWith(lasting.token, 'token-node-4'), 200, 'join with a token that never expires');
   });
 
   it("may not move its own pod range, nor may the admin: 422 naming spec.podCIDRs, and the range stays", async () => {
