@@ -389,14 +389,15 @@ else
     extra_args="${extra_args:+$extra_args }--node-ip $opt_node_ip"
   fi
 
-  # The join token: written once, 0600; later runs need no token (the agent keeps its credentials).
+  # The join token: written 0600 for the agent's first join, and removed once the agent holds its own
+  # credential (step 7); later runs need no token.
   token="$(given_token)"
   if [ -n "$token" ]; then
     [[ "$token" =~ ^berth1::[0-9a-fA-F]{64}::[^[:space:]]+$ ]] ||
-      berth_die "the token is not a Berth node token (berth1::<ca sha256>::<secret>); copy it from the server's DATA_DIR/node-token"
+      berth_die "the token is not a Berth join token (berth1::<ca sha256>::<secret>); make one on the server with: berth token create"
     if printf '%s\n' "$token" | write_if_changed "$token_path" 0600; then changed "wrote the join token $token_path"; fi
-  elif [ ! -s "$token_path" ]; then
-    berth_die "agent: --token or --token-file is required for the first install (the server's DATA_DIR/node-token)"
+  elif [ ! -s "$token_path" ] && ! agent_joined "$data_dir"; then
+    berth_die "agent: --token or --token-file is required for the first install (make one on the server with: berth token create)"
   fi
   env_text="$(
     echo "# Settings of $unit, read by systemd (EnvironmentFile=) and by install.sh. Re-running install.sh"
@@ -541,9 +542,10 @@ server_answers() {
     req.on("timeout", () => req.destroy(new Error("timeout")));' "$host" "$port" "$dir/pki/ca.crt"
 }
 
-# The agent stores credentials.json once the control plane accepted its token.
+# The agent stores credentials.json once the control plane accepted its token. $1: its data dir
+# (default: agent.env's).
 agent_joined() {
-  [ -s "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || echo /var/lib/berth/agent)/credentials.json" ]
+  [ -s "${1:-$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || echo /var/lib/berth/agent)}/credentials.json" ]
 }
 
 # wait_until MODE WHAT CHECK...: polls CHECK while the service of MODE runs, for READY_TIMEOUT_S.
@@ -634,6 +636,10 @@ wait_ready "$mode"
 if [ "$mode" = server ]; then
   [ -s "$data_dir/node-token" ] || berth_die "the control plane runs but wrote no $data_dir/node-token"
   restart_other_if_stale agent
+elif [ -e "$token_path" ]; then
+  # The agent holds its own credential now: the join token, which could join other nodes, leaves the host.
+  rm -f "$token_path"
+  changes+=("removed the join token $token_path (the agent joined and keeps its own credential)")
 fi
 
 # ---- Summary ----------------------------------------------------------------------------------
@@ -651,7 +657,8 @@ else
 fi
 if [ "$mode" = server ]; then
   echo "  kubectl   kubectl --kubeconfig $data_dir/kubeconfig.yaml get nodes"
-  echo "  join      agents need the token in $data_dir/node-token (0600): install.sh agent --server https://<this host>:$port --token-file <copy of it>"
+  echo "  join      make a join token (valid 24 h): $prefix/bin/berth.js token create --data-dir $data_dir --out FILE;"
+  echo "            then on each agent host: install.sh agent --server https://<this host>:$port --token-file <copy of FILE>"
 else
   echo "  node      $node_name, joined $server_url"
 fi

@@ -150,8 +150,12 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     for (const file of ['dashboard/public/index.html', 'dist/dashboard/main.js', 'node_modules/yaml/browser/dist/index.js']) assert.ok(fs.existsSync(path.join(dirs.prefix, file)), file);
   });
 
-  it('agent mode: joins with --token and its node becomes Ready; pods run on it', async (t) => {
-    const token = fs.readFileSync(path.join(dirs.data, 'node-token'), 'utf8').trim();
+  it('agent mode: joins with a token from `berth token create`, then keeps no token; its node becomes Ready; pods run on it', async (t) => {
+    // A join token as an admin makes one for a new host: with the installed program, valid 24 h.
+    const made = await run(path.join(dirs.prefix, 'bin', 'berth.js'), ['token', 'create', '--data-dir', dirs.data, '--description', 'install test']);
+    assertOk(made, 'berth token create');
+    const token = made.output.split('\n').find((l) => l.startsWith('berth1::'))!.trim();
+    assert.match(token, /^berth1::[0-9a-f]{64}::[a-z0-9]{6}\.[a-z0-9]{16}$/);
     // A list, as an agent of several HA servers gets it (the lab's NUM_SERVERS=3): both name this server.
     const servers = `https://127.0.0.1:${port},https://localhost:${port}`;
     agentArgs = ['agent', ...common, '--server', servers, '--node-name', nodeName, '--data-dir', dirs.agentData];
@@ -162,7 +166,10 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     assert.doesNotMatch(r.output, /berth\d?::[0-9a-f]{64}::/, 'the token is never echoed');
     pids.agent = readPid('agent');
     assert.match(fs.readFileSync(path.join(dirs.etc, 'agent.env'), 'utf8'), new RegExp(`^BERTH_SERVER=['"]?${servers}['"]?$`, 'm'));
-    assert.equal(mode(path.join(dirs.etc, 'node-token')), 0o600);
+    // Joined: the agent has its own credential, so the join token (which could join other nodes) is gone.
+    assert.equal(mode(path.join(dirs.agentData, 'credentials.json')), 0o600);
+    assert.ok(!fs.existsSync(path.join(dirs.etc, 'node-token')), 'the join token is not kept on the host');
+    assert.match(r.output, /removed the join token/);
     assert.match(fs.readFileSync(path.join(dirs.units, 'berth-agent.service'), 'utf8'), /^KillMode=process$/m);
 
     const readyAt = Date.now();
@@ -253,7 +260,7 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     assert.ok(!fs.existsSync(dirs.prefix), 'program removed');
     assert.ok(!fs.existsSync(path.join(dirs.units, 'berth-server.service')), 'server unit removed');
     assert.ok(!fs.existsSync(path.join(dirs.units, 'berth-agent.service')), 'agent unit removed');
-    for (const kept of [path.join(dirs.data, 'state.db'), path.join(dirs.data, 'kubeconfig.yaml'), path.join(dirs.agentData, 'credentials.json'), path.join(dirs.etc, 'agent.env'), path.join(dirs.etc, 'node-token')]) {
+    for (const kept of [path.join(dirs.data, 'state.db'), path.join(dirs.data, 'kubeconfig.yaml'), path.join(dirs.agentData, 'credentials.json'), path.join(dirs.etc, 'agent.env')]) {
       assert.ok(fs.existsSync(kept), `${kept} kept`);
     }
     // Pod containers are Docker's: uninstalling the agent does not take the workload down.
