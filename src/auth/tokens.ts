@@ -239,7 +239,7 @@ export class TokenAuthenticator {
   /**
    * A name joined with a node password stays that node's while its Node exists: a join under it must
    * present the same password (403 otherwise). Returns the digest to record: the one presented, or
-   * the one already recorded when none is (an agent from before node passwords keeps its lock).
+   * none when none was (an agent from before node passwords, whose name then has no lock).
    */
   private async checkNodePassword(nodeName: string, password: unknown): Promise<string | undefined> {
     if (password !== undefined && (typeof password !== 'string' || password.length < NODE_PASSWORD_LENGTH.min || password.length > NODE_PASSWORD_LENGTH.max)) {
