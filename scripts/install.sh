@@ -108,6 +108,12 @@ unit="berth-$mode.service"
 env_file="$etc_dir/$mode.env"
 token_path="$etc_dir/node-token"
 
+# The agent stores credentials.json once the control plane accepted its token. $1: its data dir
+# (default: agent.env's).
+agent_joined() {
+  [ -s "${1:-$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || echo /var/lib/berth/agent)}/credentials.json" ]
+}
+
 # The token given by --token or --token-file (whitespace dropped); empty when neither was.
 given_token() {
   if [ -n "$opt_token" ]; then printf '%s' "$opt_token"
@@ -540,12 +546,6 @@ server_answers() {
       (res) => process.exit(res.statusCode < 500 ? 0 : 1));
     req.on("error", () => process.exit(1));
     req.on("timeout", () => req.destroy(new Error("timeout")));' "$host" "$port" "$dir/pki/ca.crt"
-}
-
-# The agent stores credentials.json once the control plane accepted its token. $1: its data dir
-# (default: agent.env's).
-agent_joined() {
-  [ -s "${1:-$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || echo /var/lib/berth/agent)}/credentials.json" ]
 }
 
 # wait_until MODE WHAT CHECK...: polls CHECK while the service of MODE runs, for READY_TIMEOUT_S.

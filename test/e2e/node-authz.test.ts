@@ -31,6 +31,8 @@ describe('node credentials reach only their own node', () => {
   let asA: HttpClient;
   let podB: Pod;
 
+  /** A client of its own credential-less, so the Authorization header sent is the one given (a join token). */
+  const withoutCredential = () => new HttpClient({ server: c.url, ca: fs.readFileSync(path.join(c.dir, 'server', 'pki', 'ca.crt'), 'utf8') });
   const call = (method: string, p: string, body?: unknown, contentType = 'application/json'): Promise<RawResponse> =>
     asA.raw({ method, path: p, body: body === undefined ? undefined : JSON.stringify(body), headers: body === undefined ? {} : { 'content-type': contentType } });
   const expectStatus = async (res: Promise<RawResponse>, code: number, what: string) => {
@@ -169,7 +171,7 @@ describe('node credentials reach only their own node', () => {
     const passwordOfA = fs.readFileSync(path.join(c.dir, `agent-${nodeA}`, 'node-password'), 'utf8').trim();
     assert.equal(fs.statSync(path.join(c.dir, `agent-${nodeA}`, 'node-password')).mode & 0o777, 0o600);
     const joinAs = (nodeName: string, nodePassword?: string) =>
-      c.client.raw({ method: 'POST', path: '/berth/v1/join', body: JSON.stringify({ nodeName, ...(nodePassword ? { nodePassword } : {}) }), headers: { authorization: `Bearer ${joinSecret}`, 'content-type': 'application/json' } });
+      withoutCredential().raw({ method: 'POST', path: '/berth/v1/join', body: JSON.stringify({ nodeName, ...(nodePassword ? { nodePassword } : {}) }), headers: { authorization: `Bearer ${joinSecret}`, 'content-type': 'application/json' } });
     for (const [what, password] of [["A's node password", passwordOfA], ['no node password', undefined], ['a made-up one', 'x'.repeat(43)]] as const) {
       const r = await expectStatus(joinAs(nodeB, password), 403, `join as node B with ${what}`);
       assert.match(r.body.toString(), new RegExp(`node \\\\"${nodeB}\\\\" is already joined with another node password.*kubectl delete node ${nodeB}`));
@@ -194,7 +196,7 @@ describe('node credentials reach only their own node', () => {
       return { token: token!, id: token!.split('.')[0]! };
     };
     const joinWith = (token: string, nodeName: string) =>
-      c.client.raw({ method: 'POST', path: '/berth/v1/join', body: JSON.stringify({ nodeName, nodePassword: 'z'.repeat(43) }), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
+      withoutCredential().raw({ method: 'POST', path: '/berth/v1/join', body: JSON.stringify({ nodeName, nodePassword: 'z'.repeat(43) }), headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } });
 
     const revoked = parse(await berthToken('create', '--description', 'to-revoke'));
     const lasting = parse(await berthToken('create', '--ttl', '0', '--description', 'lasting'));
