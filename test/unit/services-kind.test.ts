@@ -7,7 +7,7 @@ import type { ApiError } from '../../src/api/errors.js';
 import type { Service } from '../../src/api/services.js';
 import type { KubeObject } from '../../src/api/types.js';
 import { builtinStrategies } from '../../src/registry/kinds/index.js';
-import { ENDPOINTS_INFO, SERVICE_INFO, defaultService, validateService } from '../../src/registry/kinds/services.js';
+import { ENDPOINTS_INFO, SERVICE_INFO, defaultService, validateService, validateServiceUpdate } from '../../src/registry/kinds/services.js';
 import { ENDPOINTSLICE_INFO } from '../../src/registry/kinds/endpointslices.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
@@ -156,6 +156,18 @@ describe('Service externalIPs', () => {
     // Other ranges, as configured.
     assert.deepEqual(check(['10.96.0.10'], { serviceClusterIPRange: '10.43.0.0/16', clusterCidr: '10.42.0.0/16' }), []);
     assert.equal(check(['10.42.1.1'], { serviceClusterIPRange: '10.43.0.0/16', clusterCidr: '10.42.0.0/16' }).length, 1);
+  });
+
+  it('an update keeps externalIPs the stored Service already has, and refuses only added ones', () => {
+    const stored = svc('web', { externalIPs: ['10.96.0.10'] }) as Service;
+    stored.metadata.namespace = 'default';
+    defaultService(stored);
+    const relabelled = structuredClone(stored);
+    relabelled.metadata.labels = { tier: 'web' };
+    assert.deepEqual(validateServiceUpdate(relabelled, stored, RANGES), []);
+    const grown = structuredClone(stored);
+    grown.spec!.externalIPs = ['10.96.0.10', '10.96.0.11'];
+    assert.deepEqual(validateServiceUpdate(grown, stored, RANGES).map((e) => e.field), ['spec.externalIPs[1]']);
   });
 });
 

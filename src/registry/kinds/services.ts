@@ -249,7 +249,7 @@ function validateServiceSpec(svc: Service, ranges?: ClusterRanges): FieldError[]
   ((spec.externalIPs as unknown[] | undefined) ?? []).forEach((ip, i) => {
     const path = index('spec.externalIPs', i);
     if (typeof ip !== 'string' || isIP(ip) === 0) errs.push(fieldErrors.invalid(path, ip, 'must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)'));
-    else errs.push(...specialIPErrors(path, ip), ...clusterRangeErrors(path, ip, ranges));
+    else errs.push(...specialIPErrors(path, ip), ...(ranges?.kept?.has(ip) ? [] : clusterRangeErrors(path, ip, ranges)));
   });
 
   if (isSet(spec.internalTrafficPolicy) || type !== 'ExternalName') {
@@ -338,6 +338,11 @@ export interface ClusterRanges {
   serviceClusterIPRange: string;
   /** --cluster-cidr: every node's pod range is cut from it */
   clusterCidr: string;
+  /**
+   * externalIPs the stored Service already has (on update): kept as they are, so a Service stored
+   * before this check (or before a range changed) can still be written, as long as it adds none.
+   */
+  kept?: ReadonlySet<string>;
 }
 
 /** upstream's ValidateNonSpecialIP: the ranges no externalIP may be in, each with its message */
@@ -377,7 +382,8 @@ export function validateService(svc: Service, ranges?: ClusterRanges): FieldErro
  * excepted), on top of everything a new Service must satisfy.
  */
 export function validateServiceUpdate(svc: Service, old: Service, ranges?: ClusterRanges): FieldError[] {
-  const errs = [...validateObjectMetaUpdate(svc.metadata, old.metadata), ...validateService(svc, ranges), ...validateLoadBalancerStatus(svc.status)];
+  const kept = ranges ? { ...ranges, kept: new Set(old.spec?.externalIPs ?? []) } : undefined;
+  const errs = [...validateObjectMetaUpdate(svc.metadata, old.metadata), ...validateService(svc, kept), ...validateLoadBalancerStatus(svc.status)];
   const oldIP = old.spec?.clusterIP ?? '';
   if (serviceType(svc) !== 'ExternalName' && serviceType(old) !== 'ExternalName' && oldIP !== '') {
     const ips = svc.spec?.clusterIPs ?? [];
