@@ -7,7 +7,7 @@
  *                  pytest suite, run with Debian's python3-kubernetes and python3-pytest. The tests
  *                  are copied out of the checkout, so `import kubernetes` is Debian's package, not
  *                  the checkout's; a generated conftest.py adds the copy as `kubernetes.e2e_test`,
- *                  the name the tests import their helpers by. One pytest session for all of them, as the project runs them.
+ *                  the name the tests import their helpers by. One pytest process runs all of them, as the client's own CI does.
  *   --ansible DIR  ansible-collections/kubernetes.core (2.4.0 was the tag used): its integration
  *                  targets, run the way the collection's Makefile runs them, `ansible-test
  *                  integration --diff --no-temp-workdir TARGET` (runme.sh targets find sibling

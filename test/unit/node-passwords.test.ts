@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
-import { ApiError } from '../../src/api/errors.js';
+import { refusal } from './api-error-assertions.js';
 import { NODE_CREDENTIAL_PREFIX, TokenAuthenticator } from '../../src/auth/tokens.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
@@ -30,16 +30,6 @@ async function setup() {
   const auth = await TokenAuthenticator.open({ dataDir, backend, caCert: CA, nodeExists: async (name) => nodes.has(name) });
   const secret = `Bearer ${fs.readFileSync(path.join(dataDir, 'join-secret'), 'utf8').trim()}`;
   return { auth, backend, nodes, secret, close: () => (auth.close(), backend.close()) };
-}
-
-async function refusal(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ApiError, String(e));
-    return e;
-  }
-  assert.fail('the join was accepted');
 }
 
 describe('node passwords', () => {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AdmissionChain } from '../../src/admission/chain.js';
 import { serviceAccountAdmission, type ServiceAccountLike } from '../../src/admission/plugins/service-account.js';
-import { ApiError } from '../../src/api/errors.js';
+import { refusal } from './api-error-assertions.js';
 import type { Pod } from '../../src/api/types.js';
 import type { AdmissionAttributes } from '../../src/registry/admission-attributes.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
@@ -40,16 +40,6 @@ async function admit(chain: AdmissionChain, object: Pod, operation: AdmissionAtt
   await chain.mutate(attrs);
   await chain.validate(attrs);
   return attrs.object as Pod;
-}
-
-async function refusal(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    assert.ok(e instanceof ApiError, String(e));
-    return e;
-  }
-  assert.fail('admitted');
 }
 
 describe('ServiceAccount admission', () => {
