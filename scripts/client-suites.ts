@@ -23,7 +23,9 @@
  *
  * Images: the machine reaches no image registry. Image names found in the suites whose program the
  * project's own images provide are tagged locally for the run and untagged at the end: busybox and
- * alpine (a busybox userland) → berth/busybox:test, pause → berth/pause:3.9. A name that already
+ * alpine (a busybox userland) → berth/busybox:test, pause → berth/pause:3.9, and the published
+ * server images the suites deploy (nginx, kuard, fluentd, python, node-exporter) and openjdk:17 →
+ * small images built from berth/busybox:test (see STAND_IN_RECIPES). A name that already
  * exists locally as another image is left alone. A reference without a tag or with :latest is
  * pulled with policy Always unless the test sets imagePullPolicy (as the kubelet does), so a local
  * tag cannot serve it offline. So each cluster gets a mutating admission webhook, served by this
@@ -52,7 +54,7 @@
  *          [--target-timeout S] [--json FILE] [--keep]
  */
 import { spawn, execFileSync } from 'node:child_process';
-import { generateKeyPairSync } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -286,11 +288,91 @@ function imagesIn(text: string): string[] {
   return [...found];
 }
 
+/**
+ * Published images the suites run as long-lived servers or shells. Only these exact references get
+ * a stand-in: the suites also name references that exist nowhere (`nginx:1.0.23449928384992872784`,
+ * `fluentd:v2734894949`) to make a rollout fail, and those must stay unpullable.
+ */
+const SERVER_IMAGES = new Set([
+  'nginx',
+  'nginx:1.14.2',
+  'nginx:1.15.4',
+  'nginx:1.17',
+  'k8s.gcr.io/nginx-slim:0.8',
+  'gcr.io/kuar-demo/kuard-amd64:1',
+  'gcr.io/kuar-demo/kuard-amd64:2',
+  'gcr.io/kuar-demo/kuard-amd64:3',
+  'gcr.io/kuar-demo/kuard-amd64:v0.10.0-green',
+  'gcr.io/kuar-demo/kuard-amd64:v0.10.0-purple',
+  'quay.io/fluentd_elasticsearch/fluentd:v2.5.2',
+  'prom/node-exporter',
+  'python',
+  'python:3.7-alpine',
+]);
+/** A published image that has no `find`: k8s_cp's fallback path is tested on it. */
+const NO_FIND_IMAGES = new Set(['openjdk:17']);
+
+/**
+ * Stand-in images built from the project's busybox image when a run needs them, named by a digest
+ * of their recipe so a changed recipe builds anew:
+ *  - server: serves HTTP on 80 and 8080 (busybox httpd) when started without a command, as nginx
+ *    and kuard do; its `python` answers only `python -m http.server [PORT]`, the one use the
+ *    suites make of a Python image (every other Python-image pod runs `sh -c`);
+ *  - no-find: the busybox userland without `find`.
+ */
+const STAND_IN_RECIPES: Record<'server' | 'no-find', { dockerfile: string; files: Record<string, string> }> = {
+  server: {
+    dockerfile: [
+      `FROM ${TEST_IMAGE}`,
+      'COPY index.html /www/index.html',
+      'COPY python /usr/local/bin/python',
+      'RUN chmod 0755 /usr/local/bin/python',
+      'CMD ["sh", "-c", "httpd -p 80 -h /www && exec httpd -f -p 8080 -h /www"]',
+    ].join('\n'),
+    files: {
+      'index.html': 'berth client-suites stand-in\n',
+      python: [
+        '#!/bin/sh',
+        '# Stand-in for a Python image: only `python -m http.server [PORT]` is provided.',
+        'if [ "$1" = -m ] && [ "$2" = http.server ]; then exec httpd -f -p "${3:-8000}" -h /www; fi',
+        'echo "python stand-in: only -m http.server is provided" >&2',
+        'exit 127',
+        '',
+      ].join('\n'),
+    },
+  },
+  'no-find': {
+    dockerfile: [`FROM ${TEST_IMAGE}`, 'RUN rm -f /bin/find /usr/bin/find /sbin/find /usr/sbin/find', 'CMD ["sh"]'].join('\n'),
+    files: {},
+  },
+};
+
+/** Builds (once per recipe) a stand-in image and returns its name. */
+function buildStandIn(kind: keyof typeof STAND_IN_RECIPES, opts: { dryRun: boolean }): string {
+  const recipe = STAND_IN_RECIPES[kind];
+  const baseId = localImageId(TEST_IMAGE);
+  if (!baseId) throw new Error(`${TEST_IMAGE} is missing; build it with scripts/images/build-images.sh`);
+  const digest = createHash('sha256').update(baseId).update(recipe.dockerfile).update(JSON.stringify(recipe.files)).digest('hex').slice(0, 12);
+  const name = `berth/client-suites-${kind}:${digest}`;
+  if (opts.dryRun || localImageId(name)) return name;
+  const context = fs.mkdtempSync(path.join(os.tmpdir(), `berth-stand-in-${kind}-`));
+  try {
+    fs.writeFileSync(path.join(context, 'Dockerfile'), recipe.dockerfile + '\n');
+    for (const [file, text] of Object.entries(recipe.files)) fs.writeFileSync(path.join(context, file), text);
+    execFileSync('docker', ['build', '-q', '-t', name, context], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+  } finally {
+    fs.rmSync(context, { recursive: true, force: true });
+  }
+  return name;
+}
+
 /** The local image whose program a reference names, or undefined when there is none. */
-function standIn(ref: string): string | undefined {
+function standIn(ref: string, opts: { dryRun: boolean }): string | undefined {
   const repo = ref.replace(/[:@].*$/, '').split('/').pop()!;
   if (repo === 'busybox' || repo === 'alpine') return TEST_IMAGE;
   if (repo === 'pause') return PAUSE_IMAGE;
+  if (SERVER_IMAGES.has(ref)) return buildStandIn('server', opts);
+  if (NO_FIND_IMAGES.has(ref)) return buildStandIn('no-find', opts);
   return undefined;
 }
 
@@ -305,7 +387,7 @@ function localImageId(ref: string): string | undefined {
 function planImages(refs: string[], opts: { dryRun: boolean }): ImagePlan {
   const plan: ImagePlan = { tagged: new Map(), alreadyPresent: [], foreign: [], unsubstitutable: [], pulledAlways: [] };
   for (const ref of [...new Set(refs)].sort()) {
-    const source = standIn(ref);
+    const source = standIn(ref, opts);
     if (!source) {
       plan.unsubstitutable.push(ref);
       continue;
@@ -313,9 +395,9 @@ function planImages(refs: string[], opts: { dryRun: boolean }): ImagePlan {
     const tag = imageTag(ref);
     if (tag === undefined || tag === 'latest') plan.pulledAlways.push(ref);
     const sourceId = localImageId(source);
-    if (!sourceId) throw new Error(`${source} is missing; build it with scripts/images/build-images.sh`);
+    if (!sourceId && !opts.dryRun) throw new Error(`${source} is missing; build it with scripts/images/build-images.sh`);
     const existing = localImageId(withDefaultTag(ref));
-    if (existing === sourceId) plan.alreadyPresent.push(ref);
+    if (existing !== undefined && existing === sourceId) plan.alreadyPresent.push(ref);
     else if (existing) plan.foreign.push(ref);
     else {
       if (!opts.dryRun) execFileSync('docker', ['tag', source, withDefaultTag(ref)]);
