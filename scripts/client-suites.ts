@@ -24,8 +24,8 @@
  * Images: the machine reaches no image registry. Image names found in the suites whose program the
  * project's own images provide are tagged locally for the run and untagged at the end: busybox and
  * alpine (a busybox userland) → berth/busybox:test, pause → berth/pause:3.9, and the published
- * server images the suites deploy (nginx, kuard, fluentd, python, node-exporter) and openjdk:17 →
- * small images built from berth/busybox:test (see STAND_IN_RECIPES). A name that already
+ * images the suites deploy (nginx, kuard, fluentd, node-exporter: an HTTP server; python: the
+ * host's python3; openjdk:17: no `find`) → small images built on berth/busybox:test (STAND_INS). A name that already
  * exists locally as another image is left alone. A reference without a tag or with :latest is
  * pulled with policy Always unless the test sets imagePullPolicy (as the kubelet does), so a local
  * tag cannot serve it offline. So each cluster gets a mutating admission webhook, served by this
@@ -289,81 +289,103 @@ function imagesIn(text: string): string[] {
 }
 
 /**
- * Published images the suites run as long-lived servers or shells. Only these exact references get
- * a stand-in: the suites also name references that exist nowhere (`nginx:1.0.23449928384992872784`,
+ * Published images the suites run, by what they need of them. Only these exact references get a
+ * stand-in: the suites also name references that exist nowhere (`nginx:1.0.23449928384992872784`,
  * `fluentd:v2734894949`) to make a rollout fail, and those must stay unpullable.
  */
-const SERVER_IMAGES = new Set([
-  'nginx',
-  'nginx:1.14.2',
-  'nginx:1.15.4',
-  'nginx:1.17',
-  'k8s.gcr.io/nginx-slim:0.8',
-  'gcr.io/kuar-demo/kuard-amd64:1',
-  'gcr.io/kuar-demo/kuard-amd64:2',
-  'gcr.io/kuar-demo/kuard-amd64:3',
-  'gcr.io/kuar-demo/kuard-amd64:v0.10.0-green',
-  'gcr.io/kuar-demo/kuard-amd64:v0.10.0-purple',
-  'quay.io/fluentd_elasticsearch/fluentd:v2.5.2',
-  'prom/node-exporter',
-  'python',
-  'python:3.7-alpine',
-]);
-/** A published image that has no `find`: k8s_cp's fallback path is tested on it. */
-const NO_FIND_IMAGES = new Set(['openjdk:17']);
+const STAND_INS: Record<string, 'server' | 'python' | 'no-find'> = {
+  // Started without a command and expected to keep running (and, for nginx and kuard, serve HTTP).
+  nginx: 'server',
+  'nginx:1.14.2': 'server',
+  'nginx:1.15.4': 'server',
+  'nginx:1.17': 'server',
+  'k8s.gcr.io/nginx-slim:0.8': 'server',
+  'gcr.io/kuar-demo/kuard-amd64:1': 'server',
+  'gcr.io/kuar-demo/kuard-amd64:2': 'server',
+  'gcr.io/kuar-demo/kuard-amd64:3': 'server',
+  'gcr.io/kuar-demo/kuard-amd64:v0.10.0-green': 'server',
+  'gcr.io/kuar-demo/kuard-amd64:v0.10.0-purple': 'server',
+  'quay.io/fluentd_elasticsearch/fluentd:v2.5.2': 'server',
+  'prom/node-exporter': 'server',
+  // Run `python -m http.server`, and Ansible's modules over `kubectl exec` (inventory_k8s).
+  python: 'python',
+  'python:3.7-alpine': 'python',
+  // k8s_cp's path for a container without `find` is tested on it.
+  'openjdk:17': 'no-find',
+};
 
 /**
- * Stand-in images built from the project's busybox image when a run needs them, named by a digest
- * of their recipe so a changed recipe builds anew:
- *  - server: serves HTTP on 80 and 8080 (busybox httpd) when started without a command, as nginx
- *    and kuard do; its `python` answers only `python -m http.server [PORT]`, the one use the
- *    suites make of a Python image (every other Python-image pod runs `sh -c`);
+ * How each stand-in is built from the project's busybox image: a Dockerfile and the files of its
+ * build context. The image is named by a digest of both, so a changed recipe builds anew.
+ *  - server: serves HTTP on 80 and 8080 (busybox httpd) when started without a command;
+ *  - python: this machine's own python3 (Debian's), with its standard library and the shared
+ *    libraries it and its extension modules link, on the busybox userland;
  *  - no-find: the busybox userland without `find`.
  */
-const STAND_IN_RECIPES: Record<'server' | 'no-find', { dockerfile: string; files: Record<string, string> }> = {
+const STAND_IN_RECIPES: Record<'server' | 'python' | 'no-find', { dockerfile: string; context(dir: string): void }> = {
   server: {
     dockerfile: [
       `FROM ${TEST_IMAGE}`,
       'COPY index.html /www/index.html',
-      'COPY python /usr/local/bin/python',
-      'RUN chmod 0755 /usr/local/bin/python',
       'CMD ["sh", "-c", "httpd -p 80 -h /www && exec httpd -f -p 8080 -h /www"]',
     ].join('\n'),
-    files: {
-      'index.html': 'berth client-suites stand-in\n',
-      python: [
-        '#!/bin/sh',
-        '# Stand-in for a Python image: only `python -m http.server [PORT]` is provided.',
-        'if [ "$1" = -m ] && [ "$2" = http.server ]; then exec httpd -f -p "${3:-8000}" -h /www; fi',
-        'echo "python stand-in: only -m http.server is provided" >&2',
-        'exit 127',
-        '',
-      ].join('\n'),
-    },
+    context: (dir) => fs.writeFileSync(path.join(dir, 'index.html'), 'berth client-suites stand-in\n'),
+  },
+  python: {
+    dockerfile: [
+      `FROM ${TEST_IMAGE}`,
+      'COPY root/ /',
+      'ENV LD_LIBRARY_PATH=/lib/x86_64-linux-gnu',
+      'CMD ["python3"]',
+    ].join('\n'),
+    context: (dir) => copyHostPython(path.join(dir, 'root')),
   },
   'no-find': {
     dockerfile: [`FROM ${TEST_IMAGE}`, 'RUN rm -f /bin/find /usr/bin/find /sbin/find /usr/sbin/find', 'CMD ["sh"]'].join('\n'),
-    files: {},
+    context: () => undefined,
   },
 };
+
+/** The host's python3 interpreter, its standard library and every shared library they load, under `root`. */
+function copyHostPython(root: string): void {
+  const interpreter = fs.realpathSync(execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim());
+  const stdlib = execFileSync('python3', ['-c', 'import sysconfig; print(sysconfig.get_paths()["stdlib"])'], { encoding: 'utf8' }).trim();
+  const copy = (from: string, to = from) => {
+    fs.mkdirSync(path.dirname(path.join(root, to)), { recursive: true });
+    fs.cpSync(from, path.join(root, to), { recursive: true, dereference: true, filter: (src) => !/\/(test|tests|__pycache__|idlelib|tkinter|ensurepip|site-packages|dist-packages)$/.test(src) });
+  };
+  copy(interpreter, '/usr/bin/python3');
+  copy(interpreter, '/usr/bin/python');
+  copy(stdlib);
+  const objects = [interpreter, ...fs.readdirSync(path.join(stdlib, 'lib-dynload')).filter((f) => f.endsWith('.so')).map((f) => path.join(stdlib, 'lib-dynload', f))];
+  const libraries = new Set<string>();
+  for (const object of objects) {
+    for (const line of execFileSync('ldd', [object], { encoding: 'utf8' }).split('\n')) {
+      const lib = /=>\s+(\/\S+)/.exec(line)?.[1] ?? /^\s*(\/\S+)\s+\(/.exec(line)?.[1];
+      if (lib) libraries.add(lib);
+    }
+  }
+  for (const lib of libraries) copy(lib, lib.startsWith('/lib64/') ? lib : path.join('/lib/x86_64-linux-gnu', path.basename(lib)));
+}
 
 /** Builds (once per recipe) a stand-in image and returns its name. */
 function buildStandIn(kind: keyof typeof STAND_IN_RECIPES, opts: { dryRun: boolean }): string {
   const recipe = STAND_IN_RECIPES[kind];
   const baseId = localImageId(TEST_IMAGE);
   if (!baseId) throw new Error(`${TEST_IMAGE} is missing; build it with scripts/images/build-images.sh`);
-  const digest = createHash('sha256').update(baseId).update(recipe.dockerfile).update(JSON.stringify(recipe.files)).digest('hex').slice(0, 12);
-  const name = `berth/client-suites-${kind}:${digest}`;
-  if (opts.dryRun || localImageId(name)) return name;
   const context = fs.mkdtempSync(path.join(os.tmpdir(), `berth-stand-in-${kind}-`));
   try {
+    recipe.context(context);
+    const digest = createHash('sha256').update(baseId).update(recipe.dockerfile);
+    for (const file of filesUnder(context, [''])) digest.update(path.relative(context, file)).update(fs.readFileSync(file));
+    const name = `berth/client-suites-${kind}:${digest.digest('hex').slice(0, 12)}`;
+    if (opts.dryRun || localImageId(name)) return name;
     fs.writeFileSync(path.join(context, 'Dockerfile'), recipe.dockerfile + '\n');
-    for (const [file, text] of Object.entries(recipe.files)) fs.writeFileSync(path.join(context, file), text);
-    execFileSync('docker', ['build', '-q', '-t', name, context], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 120_000 });
+    execFileSync('docker', ['build', '-q', '-t', name, context], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 300_000 });
+    return name;
   } finally {
     fs.rmSync(context, { recursive: true, force: true });
   }
-  return name;
 }
 
 /** The local image whose program a reference names, or undefined when there is none. */
@@ -371,9 +393,8 @@ function standIn(ref: string, opts: { dryRun: boolean }): string | undefined {
   const repo = ref.replace(/[:@].*$/, '').split('/').pop()!;
   if (repo === 'busybox' || repo === 'alpine') return TEST_IMAGE;
   if (repo === 'pause') return PAUSE_IMAGE;
-  if (SERVER_IMAGES.has(ref)) return buildStandIn('server', opts);
-  if (NO_FIND_IMAGES.has(ref)) return buildStandIn('no-find', opts);
-  return undefined;
+  const kind = STAND_INS[ref];
+  return kind && buildStandIn(kind, opts);
 }
 
 function localImageId(ref: string): string | undefined {
