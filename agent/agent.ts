@@ -8,12 +8,16 @@ import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
 import type { Client } from '../src/client/client.js';
 import { EventRecorder } from '../src/client/events.js';
+import { fetchClusterId, recordClusterId, scopeRuntimeToCluster } from './cluster-scope.js';
+import { RESOLVER_ENTRY } from './dns/pid-file.js';
+import { checkDnsAddressFree, checkTableFree, nodeResolvers, stopOrphanResolvers, tableOwnerComment } from './host-conflicts.js';
 import { join, type Joined } from './join.js';
 import { NodeLease } from './lease.js';
 import { startAgentDns } from './dns/node-dns.js';
 import { LABEL_CONTAINER_TYPE, LABEL_POD_IP, labelFilter } from './labels.js';
 import { PodAddressPool } from './network/pod-addresses.js';
 import { startPodNetwork, type PodNetwork } from './network/pod-network.js';
+import { DEFAULT_CLUSTER_CIDR } from '../src/api/cluster-cidr.js';
 import { HostSandboxNetwork } from './network/sandbox-network.js';
 import { stopUnboundPods } from './stale-pods.js';
 import { NodeStatusReporter } from './node-status.js';
@@ -25,6 +29,7 @@ import { StatusManager } from './status.js';
 import { ResourceSampler, resourceMetricsText } from './metrics/resource-sampler.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
+import { proxyTableFor } from './proxy/service-proxy.js';
 import { startServiceProxy } from './proxy/start.js';
 import { servicesInformer } from './services/services-cache.js';
 import { AgentMetrics, instrumentRuntime } from './metrics.js';
@@ -91,8 +96,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   }
 
   const metrics = new AgentMetrics({ now: () => o.clock.now() });
+  // Other clusters may share this host and its runtime: this agent sees only its own cluster's containers.
+  const clusterId = o.clusterId ?? (await fetchClusterId(client));
+  recordClusterId(o.dataDir, clusterId);
   const unwrappedRuntime = await createRuntime(o);
-  const runtime = instrumentRuntime(unwrappedRuntime, metrics);
+  const runtime = instrumentRuntime(scopeRuntimeToCluster(unwrappedRuntime, clusterId), metrics);
   const metricsAuth = new MetricsAuth({ client: () => client, nodeName: o.nodeName, now: () => o.clock.now() });
   try {
     await runtime.version();
@@ -124,6 +132,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   let reportRejected: (message: string) => void = () => undefined;
   const credentialRejected = new Promise<string>((resolve) => (reportRejected = resolve));
+  // Not Ready until the pod bridge exists (or the node turns out to have no podCIDR): pods need it.
+  let networkProblem: string | undefined = 'the pod network is not set up yet';
   const makeReporter = (c: Client) =>
     new NodeStatusReporter({
       health,
@@ -139,6 +149,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       log,
       daemonPort: endpoint?.port,
       onCredentialRejected: (message) => reportRejected(message),
+      networkProblem: options.podNetwork === undefined && runtime.networks ? () => networkProblem : undefined,
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -157,15 +168,54 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
 
   // Pods evicted while this node was away are stopped before anything starts; then the pod
   // network (own bridge on the node's podCIDR) unless a network was given or the runtime has no networks.
-  await stopUnboundPods({ client, runtime, nodeName: o.nodeName, log });
+  await stopUnboundPods({ client, runtime, unscopedRuntime: unwrappedRuntime, nodeName: o.nodeName, log });
+  // Heartbeats from here on: a pod network that cannot be made is reported (NetworkUnavailable) while it is retried.
+  nodeStatus.start();
+  const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
+  lease.start();
   const podNet =
-    options.podNetwork === undefined && runtime.networks ? await startPodNetwork({ client, nodeName: o.nodeName, networks: runtime.networks, dataDir: o.dataDir, log }) : undefined;
+    options.podNetwork === undefined && runtime.networks
+      ? await startPodNetwork({
+          client,
+          clusterId,
+          nodeName: o.nodeName,
+          networks: runtime.networks,
+          dataDir: o.dataDir,
+          log,
+          reportProblem: (problem) => {
+            const changed = problem !== networkProblem;
+            networkProblem = problem;
+            if (changed) nodeStatus.beatNow();
+          },
+        })
+      : undefined;
+  if (networkProblem !== undefined) {
+    networkProblem = undefined;
+    nodeStatus.beatNow();
+  }
   const podNetwork = podNet?.name ?? o.podNetwork;
   // Only on the real runtime: the wiring runs the host's ip and nsenter against containers' namespaces.
   const sandboxNetwork = podNet && !o.runtime && o.sandboxNetwork === 'agent' ? agentSandboxNetwork({ runtime, nodeName: o.nodeName, podNet }) : undefined;
 
   // Cluster DNS: the node-local resolver outlives the agent; started or adopted before pods get resolv.conf.
-  const dns = await startAgentDns({ client, dataDir: o.dataDir, clusterDNS: o.clusterDNS, clusterDomain: o.clusterDomain, resolvConf: o.resolvConf, runResolver: joined !== undefined, log });
+  const dns = await startAgentDns({
+    client,
+    dataDir: o.dataDir,
+    clusterDNS: o.clusterDNS,
+    clusterDomain: o.clusterDomain,
+    resolvConf: o.resolvConf,
+    runResolver: joined !== undefined,
+    checkAddress: (address) => {
+      const resolvers = nodeResolvers(RESOLVER_ENTRY);
+      stopOrphanResolvers({ address, resolvers, log });
+      checkDnsAddressFree({ address, dataDir: o.dataDir, resolvers });
+    },
+    log,
+  });
+  // The service proxy's table: named for the cluster's pod range unless given, and refused if another cluster owns it.
+  const proxyTable = o.serviceProxyTable ?? proxyTableFor(podNet?.clusterCidr ?? DEFAULT_CLUSTER_CIDR);
+  const realNft = !o.nftExecutor && !o.runtime;
+  if (realNft) await checkTableFree({ table: proxyTable, clusterId });
 
   // One Services informer for the node: containers' service variables and the service proxy both read it.
   const services = servicesInformer({ client, log, retryMs: o.intervals.retryMs });
@@ -194,16 +244,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   await pods.start();
   resourceSampler?.start();
-  nodeStatus.start();
   // A change of the runtime's state reaches the node's Ready condition at once, not at the next heartbeat.
   health.listen({ down: () => nodeStatus.beatNow(), up: () => nodeStatus.beatNow() });
   health.start();
-  const lease = new NodeLease({ client, nodeName: o.nodeName, clock: o.clock, log, renewIntervalMs: o.intervals.heartbeatMs });
-  lease.start();
   // Claim volumes live in the runtime; a runtime without named volumes (tests) has none to sweep.
   // The service proxy programs the host's nftables: only with a given executor (tests) or the real Docker runtime.
   const serviceProxy =
-    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: o.serviceProxyTable, services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
+    o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: proxyTable, tableComment: tableOwnerComment(clusterId), services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 

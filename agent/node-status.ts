@@ -41,6 +41,12 @@ export interface NodeStatusOptions {
    * replica may answer before it has seen a credential issued through another.
    */
   onCredentialRejected?: (message: string) => void;
+  /**
+   * Why the node's pod network is not up (undefined: it is): NetworkUnavailable=True and Ready=False,
+   * so nothing is scheduled to a node whose pods would have no network. Without it the condition is
+   * not reported (a runtime network the agent did not make).
+   */
+  networkProblem?: () => string | undefined;
 }
 
 /** Consecutive heartbeats refused with 401 before the credential counts as rejected. */
@@ -128,7 +134,7 @@ export class NodeStatusReporter {
     this.log = opts.log.child({ component: 'node-status' });
   }
 
-  private conditions(runtimeDown?: string): NodeCondition[] {
+  private conditions(notReady?: string): NodeCondition[] {
     const now = kubeTime(this.opts.clock.now());
     const make = (type: string, status: 'True' | 'False', reason: string, message: string): NodeCondition => {
       const prev = this.transitions.get(type);
@@ -136,13 +142,21 @@ export class NodeStatusReporter {
       this.transitions.set(type, { status, at });
       return { type, status, lastHeartbeatTime: now, lastTransitionTime: at, reason, message };
     };
+    const networkProblem = this.opts.networkProblem?.();
+    const network = !this.opts.networkProblem
+      ? []
+      : networkProblem === undefined
+        ? [make('NetworkUnavailable', 'False', 'PodNetworkReady', 'the pod bridge and its routes are set up')]
+        : [make('NetworkUnavailable', 'True', 'PodNetworkUnavailable', networkProblem)];
+    const notReadyMessage = notReady ?? (networkProblem === undefined ? undefined : `container runtime network not ready: ${networkProblem}`);
     return [
+      ...network,
       make('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
       make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
       make('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
-      runtimeDown === undefined
+      notReadyMessage === undefined
         ? make('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status')
-        : make('Ready', 'False', 'KubeletNotReady', runtimeDown),
+        : make('Ready', 'False', 'KubeletNotReady', notReadyMessage),
     ];
   }
 
@@ -217,7 +231,7 @@ export class NodeStatusReporter {
       }
     }
     const conditions = this.conditions(runtimeDown);
-    const ready = runtimeDown === undefined;
+    const ready = conditions.find((c) => c.type === 'Ready')?.status === 'True';
     if (this.lastReady !== undefined && this.lastReady !== ready) this.recordReadyChange(ready);
     this.lastReady = ready;
     try {

@@ -82,8 +82,13 @@ export interface AgentOptions {
   clusterDomain?: string | undefined;
   /** kubelet's --resolv-conf: the node's resolvers, for Default pods and the node-local resolver's upstreams; default /etc/resolv.conf */
   resolvConf?: string | undefined;
-  /** the service proxy's nftables table (family ip); default `berth` */
+  /**
+   * the service proxy's nftables table (family ip); default `berth` for the default cluster CIDR,
+   * else `berth-` + 8 hex of the cluster CIDR, so clusters with distinct ranges on one host have distinct tables
+   */
   serviceProxyTable?: string | undefined;
+  /** tests with a `client` of their own: the cluster id (agent/cluster-scope.ts); otherwise read from the API */
+  clusterId?: string | undefined;
   /**
    * Who wires pod sandboxes into the node's pod bridge: 'agent' (default) gives each infra container no
    * runtime network and wires a veth pair itself; 'runtime' lets Docker attach it to the bridge network.
@@ -114,7 +119,9 @@ export interface ResolvedAgentOptions {
   clusterDNS: string[] | undefined;
   clusterDomain: string;
   resolvConf: string;
-  serviceProxyTable: string;
+  /** undefined: derived from the cluster CIDR once known */
+  serviceProxyTable: string | undefined;
+  clusterId: string | undefined;
   sandboxNetwork: SandboxNetworkMode;
   nftExecutor: NftExecutor | undefined;
 }
@@ -177,7 +184,8 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     clusterDNS: o.clusterDNS,
     clusterDomain: o.clusterDomain ?? DEFAULT_CLUSTER_DOMAIN,
     resolvConf: o.resolvConf ?? '/etc/resolv.conf',
-    serviceProxyTable: o.serviceProxyTable ?? 'berth',
+    serviceProxyTable: o.serviceProxyTable,
+    clusterId: o.clusterId,
     sandboxNetwork: o.sandboxNetwork ?? 'agent',
     nftExecutor: o.nftExecutor,
   };

@@ -20,6 +20,7 @@ Usage:
   berth up     [flags]   run the control plane plus one local agent (single-host default)
   berth kubeconfig --user NAME   write a kubeconfig for a user with a client certificate
   berth token create|list|delete   join tokens for agents (expiring, revocable)
+  berth down   [flags]   stop a 'berth up' and remove its containers, networks and nftables table
   berth migrate --etcd-servers URL[,URL...]   copy a stopped server's SQLite store into etcd
 
 Run 'berth <command> --help' for the flags of each command.`,
@@ -151,9 +152,15 @@ Flags:
                           as for 'berth server'
   --encryption-provider-config FILE     as for 'berth server'
   --bind-address ADDR, --cluster-cidr CIDR         as for 'berth server'
+  --service-cluster-ip-range CIDR                  as for 'berth server'
   --deny-service-external-ips                      as for 'berth server'
   --agent-port PORT, --cluster-dns IP, --service-proxy-table NAME   as for 'berth agent'
-                          (several clusters on one host each need their own)
+
+Several clusters on one host: give each its own --data-dir, --port, --cluster-cidr and
+--service-cluster-ip-range. The cluster DNS address (the 10th of the Service range) and the
+nftables table (named for the pod range) follow from them. A cluster whose pod range, DNS address
+or table another cluster on the host holds stops at start, naming it. Ctrl-C stops the processes
+(the node resolver too); pods keep running until 'berth up' runs again or 'berth down' removes them.
   --log-level LEVEL       pino level (default info)
   --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)
 
@@ -161,6 +168,16 @@ Progress goes to stderr as each step completes (store, CA, API, agent, node Read
 commands to use the cluster; the logs of both processes go to stdout.
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
+  down: `berth down — remove one cluster's node from this host
+
+Stops the 'berth up' running on the data dir (its agent and node resolver with it), then removes
+the containers, pod bridge networks (and their iptables rules) and nftables tables of that cluster,
+found by the cluster id its agent recorded. Nothing of another cluster on the host is touched. The
+data dir and claim volumes stay: 'berth up' on the same data dir brings the cluster back.
+
+Flags:
+  --data-dir DIR          the data dir 'berth up' ran with (default: /var/lib/berth as root, else ~/.berth)
+  --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)`,
   migrate: `berth migrate — copy a stopped server's SQLite store (DIR/state.db) into etcd
 
 Then start the server on the same data dir with the same --etcd-* flags; other servers join it with
@@ -533,35 +550,45 @@ async function runAgent(argv: string[]): Promise<void> {
   // The agent is loaded only here so `berth server` never pays for dockerode.
   const { startAgent } = await import('../agent/agent.js');
   const { installProcessGuard } = await import('../agent/process-guard.js');
+  const { HostConflictError, EXIT_HOST_CONFLICT } = await import('../agent/host-conflicts.js');
   installProcessGuard({ log });
-  const agent = await startAgent({
-    server: servers,
-    nodeName: values['node-name'] ?? os.hostname().toLowerCase(),
-    tokenFile: values['token-file'],
-    dataDir: values['data-dir'] ?? path.join(defaultDataDir(), 'agent'),
-    dockerSocket: values['docker-socket'],
-    nodeIP: values['node-ip'],
-    agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
-    clusterDNS: clusterDnsFlag(values['cluster-dns']),
-    clusterDomain: values['cluster-domain'],
-    resolvConf: values['resolv-conf'],
-    serviceProxyTable: values['service-proxy-table'],
-    sandboxNetwork: values['sandbox-network'] as SandboxNetworkMode | undefined,
-    intervals: {
-      heartbeatMs: ms('heartbeat-interval-ms'),
-      relistMs: ms('relist-interval-ms'),
-      claimVolumeSweepMs: ms('claim-sweep-interval-ms'),
-      runtimeCheckMs: ms('runtime-check-interval-ms'),
-      runtimeDownAfterMs: ms('runtime-down-after-ms'),
-      eventRetryMaxMs: ms('runtime-event-retry-max-ms'),
-      tokenCheckMs: ms('token-check-interval-ms'),
-      serverCheckMs: ms('server-check-interval-ms'),
-      serverCheckTimeoutMs: ms('server-check-timeout-ms'),
-      metricsSampleMs: await durationFlag('metrics-sample-interval', values['metrics-sample-interval']),
-    },
-    backoff: { baseMs: ms('crash-backoff-base-ms') },
-    logger: log,
-  });
+  let agent: Awaited<ReturnType<typeof startAgent>>;
+  try {
+    agent = await startAgent({
+      server: servers,
+      nodeName: values['node-name'] ?? os.hostname().toLowerCase(),
+      tokenFile: values['token-file'],
+      dataDir: values['data-dir'] ?? path.join(defaultDataDir(), 'agent'),
+      dockerSocket: values['docker-socket'],
+      nodeIP: values['node-ip'],
+      agentPort: values['agent-port'] === undefined ? undefined : parsePort(values['agent-port'], 0),
+      clusterDNS: clusterDnsFlag(values['cluster-dns']),
+      clusterDomain: values['cluster-domain'],
+      resolvConf: values['resolv-conf'],
+      serviceProxyTable: values['service-proxy-table'],
+      sandboxNetwork: values['sandbox-network'] as SandboxNetworkMode | undefined,
+      intervals: {
+        heartbeatMs: ms('heartbeat-interval-ms'),
+        relistMs: ms('relist-interval-ms'),
+        claimVolumeSweepMs: ms('claim-sweep-interval-ms'),
+        runtimeCheckMs: ms('runtime-check-interval-ms'),
+        runtimeDownAfterMs: ms('runtime-down-after-ms'),
+        eventRetryMaxMs: ms('runtime-event-retry-max-ms'),
+        tokenCheckMs: ms('token-check-interval-ms'),
+        serverCheckMs: ms('server-check-interval-ms'),
+        serverCheckTimeoutMs: ms('server-check-timeout-ms'),
+        metricsSampleMs: await durationFlag('metrics-sample-interval', values['metrics-sample-interval']),
+      },
+      backoff: { baseMs: ms('crash-backoff-base-ms') },
+      logger: log,
+    });
+  } catch (err) {
+    // Another cluster on this host holds what this node would take: say which, and what to change.
+    if (!(err instanceof HostConflictError)) throw err;
+    log.error({ err: err.message }, 'another cluster on this host is in the way');
+    process.stderr.write(`berth agent: ${err.message}\n`);
+    process.exit(EXIT_HOST_CONFLICT);
+  }
   onShutdown(async () => {
     await agent.stop();
   });
@@ -599,6 +626,7 @@ async function runUp(argv: string[]): Promise<void> {
       ...POD_SECURITY_FLAGS,
       'bind-address': { type: 'string' },
       'cluster-cidr': { type: 'string' },
+      'service-cluster-ip-range': { type: 'string' },
       'deny-service-external-ips': { type: 'boolean' },
       'agent-port': { type: 'string' },
       'cluster-dns': { type: 'string' },
@@ -625,6 +653,7 @@ async function runUp(argv: string[]): Promise<void> {
     encryptionProviderConfig: values['encryption-provider-config'],
     bindAddress: values['bind-address'],
     clusterCidr: values['cluster-cidr'],
+    serviceClusterIPRange: values['service-cluster-ip-range'],
     denyServiceExternalIPs: values['deny-service-external-ips'],
     logger: log,
     onStartupStep: (s) => {
@@ -646,6 +675,14 @@ async function runUp(argv: string[]): Promise<void> {
     child.once('spawn', () => progress.step('agent started', `pid ${child?.pid}`));
     child.on('exit', (code, signal) => {
       if (stopping) return;
+      if (code === EXIT_HOST_CONFLICT_CODE) {
+        // The agent said which cluster is in the way; restarting would only say it again.
+        process.stderr.write('berth up: the local agent cannot start beside another cluster on this host (above); stopping\n');
+        stopping = true;
+        fs.rmSync(upPidFile(dataDir), { force: true });
+        void cp.stop().finally(() => process.exit(EXIT_HOST_CONFLICT_CODE));
+        return;
+      }
       // Supervise like systemd's Restart=always: the agent adopts its containers on restart.
       log.warn({ code, signal }, 'local agent exited; restarting in 1 s');
       setTimeout(startChild, 1000).unref();
@@ -688,9 +725,22 @@ async function runUp(argv: string[]): Promise<void> {
       child.kill('SIGTERM');
       await exited;
     }
+    // The node resolver outlives agent restarts, never the cluster `berth up` runs (its containers stay, as k3s's do).
+    const { stopNodeResolver } = await import('../agent/dns/node-dns.js');
+    await stopNodeResolver(path.join(dataDir, 'agent')).catch(() => undefined);
+    fs.rmSync(upPidFile(dataDir), { force: true });
     await cp.stop();
   });
+  fs.writeFileSync(upPidFile(dataDir), String(process.pid));
 }
+
+/** Where a running `berth up` writes its pid, for `berth down`. */
+function upPidFile(dataDir: string): string {
+  return path.join(dataDir, 'berth-up.pid');
+}
+
+/** `berth agent`'s exit status when another cluster on the host holds what it would take (agent/host-conflicts.ts). */
+const EXIT_HOST_CONFLICT_CODE = 4;
 
 const POD_SECURITY_FLAGS = {
   'pod-security-default-enforce': { type: 'string' },
@@ -925,6 +975,17 @@ async function runMigrate(argv: string[]): Promise<void> {
   }
 }
 
+async function runDown(argv: string[]): Promise<void> {
+  const { values } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, 'docker-socket': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  if (values.help) return void console.log(HELP.down);
+  const { down } = await import('./down.js');
+  const report = await down({ dataDir: values['data-dir'] ?? defaultDataDir(), dockerSocket: values['docker-socket'], log: (line) => process.stderr.write(`berth down: ${line}\n`) });
+  process.stderr.write(
+    `berth down: removed ${report.containers} containers, networks [${report.networks.join(', ')}], nftables tables [${report.tables.join(', ')}]` +
+      `${report.stoppedUp !== undefined ? `; stopped berth up (pid ${report.stoppedUp})` : ''}\n`,
+  );
+}
+
 export async function main(argv: string[]): Promise<void> {
   const [cmd, ...rest] = argv;
   switch (cmd) {
@@ -940,6 +1001,8 @@ export async function main(argv: string[]): Promise<void> {
       return runToken(rest);
     case 'migrate':
       return runMigrate(rest);
+    case 'down':
+      return runDown(rest);
     case undefined:
     case '-h':
     case '--help':

@@ -185,6 +185,8 @@ export interface AgentDnsOptions {
   resolvConf: string;
   /** run the node-local resolver (off when the agent has no credentials of its own, as in unit tests) */
   runResolver: boolean;
+  /** called with the resolver's address before it is started or adopted; throws to refuse it (agent/host-conflicts.ts) */
+  checkAddress?: (address: string) => void;
   log: Logger;
 }
 
@@ -204,6 +206,7 @@ export async function startAgentDns(o: AgentDnsOptions): Promise<{ settings: Clu
   const nameservers = o.clusterDNS?.length ? o.clusterDNS : [(await kubeDnsAddress(o.client)) ?? DEFAULT_CLUSTER_DNS_IP];
   const settings: ClusterDnsSettings = { nameservers, domain: o.clusterDomain };
   if (!o.runResolver) return { settings, stop: () => undefined };
+  o.checkAddress?.(nameservers[0]!);
   const dns = new NodeDns({ dataDir: o.dataDir, listenIP: nameservers[0]!, clusterDomain: o.clusterDomain, resolvConf: o.resolvConf, log: o.log.child({ component: 'dns' }) });
   await dns.start();
   return { settings, stop: () => dns.stop() };

@@ -2,13 +2,17 @@
  * The node's pod bridge as a runtime network (NetworkRuntime): `berth-<hash>` with the node's podCIDR as
  * its subnet and .1 as gateway, the Linux bridge named like the network, and the runtime's own
  * masquerading off (the agent masquerades only traffic that leaves the cluster CIDR, so pod-to-pod
- * traffic keeps its source IP).
+ * traffic keeps its source IP). The network is labelled with its cluster and agent data dir: a pod
+ * range that overlaps a live pod network of another cluster on the host is refused (HostConflictError),
+ * never shared.
  */
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Logger } from 'pino';
 import { cidrsOverlap, gatewayOf, parseCidr } from '../../src/api/cidr.js';
 import type { NetworkRuntime } from '../runtime/networks.js';
+import { LABEL_CLUSTER } from '../cluster-scope.js';
+import { HostConflictError } from '../host-conflicts.js';
 import { deleteIptablesRulesByComment } from './host-commands.js';
 
 export const LABEL_NETWORK_NODE = 'berth.dev/node-name';
@@ -21,14 +25,17 @@ export function ruleComment(networkName: string): string {
   return `berth:${networkName}`;
 }
 
-/** `berth-` + 8 hex of the node name: a valid Linux interface name (≤ 15 chars), stable per node. */
-export function podNetworkName(nodeName: string): string {
-  return `berth-${createHash('sha256').update(nodeName).digest('hex').slice(0, 8)}`;
+/**
+ * `berth-` + 8 hex of the cluster id and node name: a valid Linux interface name (≤ 15 chars), stable
+ * per node, and distinct for two clusters whose nodes share a name on one host.
+ */
+export function podNetworkName(p: { clusterId: string; nodeName: string }): string {
+  return `berth-${createHash('sha256').update(`${p.clusterId}/${p.nodeName}`).digest('hex').slice(0, 8)}`;
 }
 
 export interface EnsureNetworkParams {
   networks: NetworkRuntime;
-  name: string;
+  clusterId: string;
   nodeName: string;
   podCidr: string;
   dataDir: string;
@@ -38,38 +45,51 @@ export interface EnsureNetworkParams {
 }
 
 /**
- * Creates the network, or checks the existing one has the right subnet. A Berth network of a cluster
- * that no longer exists (its agent data dir is gone, no containers attached) that overlaps the subnet is
- * removed first, so a host that ran an earlier cluster is not stuck with its leftovers.
+ * Creates the network, or checks the existing one has the right subnet; resolves with its name. A
+ * network this data dir made before networks carried a cluster label is kept under its old name. A
+ * Berth network of a cluster that no longer exists (its agent data dir is gone, no containers attached)
+ * that overlaps the subnet is removed first, so a host that ran an earlier cluster is not stuck with
+ * its leftovers; one of a cluster still there is a HostConflictError.
  */
-export async function ensurePodBridgeNetwork(p: EnsureNetworkParams): Promise<void> {
+export async function ensurePodBridgeNetwork(p: EnsureNetworkParams): Promise<string> {
   const want = parseCidr(p.podCidr);
   const deleteRules = p.deleteRules ?? deleteIptablesRulesByComment;
   const networks = await p.networks.listNetworks();
-  const mine = networks.find((n) => n.name === p.name);
+  const legacy = networks.find((n) => n.labels[LABEL_NETWORK_MANAGED] === 'true' && n.labels[LABEL_NETWORK_DATA_DIR] === p.dataDir && !n.labels[LABEL_CLUSTER]);
+  const name = legacy?.name ?? podNetworkName(p);
+  const mine = networks.find((n) => n.name === name);
   if (mine) {
-    if (mine.subnets.includes(p.podCidr)) return;
+    if (mine.subnets.includes(p.podCidr)) return name;
     if (((await p.networks.attachedContainers(mine.id)) ?? 0) > 0) {
-      throw new Error(`network ${p.name} has subnet ${mine.subnets.join(',')} but the node's podCIDR is ${p.podCidr}, and containers still use it`);
+      throw new Error(`network ${name} has subnet ${mine.subnets.join(',')} but the node's podCIDR is ${p.podCidr}, and containers still use it`);
     }
-    p.log.warn({ network: p.name, had: mine.subnets, podCIDR: p.podCidr }, 'pod network has an old subnet; recreating it');
+    p.log.warn({ network: name, had: mine.subnets, podCIDR: p.podCidr }, 'pod network has an old subnet; recreating it');
     await p.networks.removeNetwork(mine.id);
   }
   for (const n of networks) {
-    if (n.name === p.name || n.labels[LABEL_NETWORK_MANAGED] !== 'true') continue;
-    if (!n.subnets.some((s) => cidrsOverlap(parseCidr(s), want))) continue;
+    if (n.name === name || n.labels[LABEL_NETWORK_MANAGED] !== 'true') continue;
+    const overlap = n.subnets.find((s) => cidrsOverlap(parseCidr(s), want));
+    if (!overlap) continue;
     const dir = n.labels[LABEL_NETWORK_DATA_DIR];
-    if (!dir || fs.existsSync(dir)) continue;
-    if (((await p.networks.attachedContainers(n.id)) ?? 0) > 0) continue;
+    const inUse = ((await p.networks.attachedContainers(n.id)) ?? 0) > 0;
+    // This data dir's own network of an earlier cluster (the control plane was reinstalled) is a leftover too.
+    if (dir === p.dataDir && inUse) throw new Error(`the pod network ${n.name} of this node's earlier cluster overlaps ${p.podCidr} and containers still use it`);
+    if (dir !== p.dataDir && ((dir && fs.existsSync(dir)) || inUse)) {
+      throw new HostConflictError(
+        `this node's pod range ${p.podCidr} overlaps ${overlap}, the pod network ${n.name} of another Berth cluster on this host ` +
+          `(agent data dir ${dir ?? 'unknown'}${inUse ? ', containers attached' : ''}). Give this cluster a pod range of its own with --cluster-cidr`,
+      );
+    }
     p.log.warn({ network: n.name }, 'removing a leftover pod network of a cluster that is gone');
     await p.networks.removeNetwork(n.id).catch(() => undefined);
     for (const table of ['nat', 'filter']) await deleteRules(table, ruleComment(n.name)).catch(() => 0);
   }
   await p.networks.createBridgeNetwork({
-    name: p.name,
+    name,
     subnet: p.podCidr,
     gateway: gatewayOf(want),
-    labels: { [LABEL_NETWORK_MANAGED]: 'true', [LABEL_NETWORK_NODE]: p.nodeName, [LABEL_NETWORK_DATA_DIR]: p.dataDir },
+    labels: { [LABEL_NETWORK_MANAGED]: 'true', [LABEL_NETWORK_NODE]: p.nodeName, [LABEL_NETWORK_DATA_DIR]: p.dataDir, [LABEL_CLUSTER]: p.clusterId },
   });
-  p.log.info({ network: p.name, podCIDR: p.podCidr }, 'created pod network');
+  p.log.info({ network: name, podCIDR: p.podCidr }, 'created pod network');
+  return name;
 }

@@ -17,7 +17,8 @@ import { CORE, type Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
 import { ANNOTATION_CLUSTER_CIDR, DEFAULT_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
 import type { NetworkRuntime } from '../runtime/networks.js';
-import { ensurePodBridgeNetwork, podNetworkName, ruleComment } from './bridge-network.js';
+import { HostConflictError } from '../host-conflicts.js';
+import { ensurePodBridgeNetwork, LABEL_NETWORK_MANAGED, LABEL_NETWORK_NODE, ruleComment } from './bridge-network.js';
 import { deleteIptablesRulesByComment, ensureIptablesRule, hasChain } from './host-commands.js';
 import { localIpv4Addresses, reconcilePodRoutes, type PodRoute } from './routes.js';
 
@@ -25,6 +26,8 @@ export { podNetworkName, ruleComment } from './bridge-network.js';
 
 export interface PodNetworkOptions {
   client: Client;
+  /** names the bridge and labels it (agent/cluster-scope.ts) */
+  clusterId: string;
   nodeName: string;
   /** the runtime's networks, where the pod bridge is made */
   networks: NetworkRuntime;
@@ -33,8 +36,10 @@ export interface PodNetworkOptions {
   log: Logger;
   /** how long to wait for the control plane to assign a podCIDR (default 30 s) */
   waitForCidrMs?: number;
-  /** periodic re-check of routes and rules (default 10 s) */
+  /** periodic re-check of routes and rules, and the retry of a bridge that could not be made (default 10 s) */
   resyncMs?: number;
+  /** told why the bridge cannot be made (the node reports NetworkUnavailable), then undefined once it is */
+  reportProblem?: (problem: string | undefined) => void;
 }
 
 export interface PodNetwork {
@@ -75,13 +80,16 @@ export async function ensurePodNetworkRules(p: { name: string; podCidr: string; 
 }
 
 /**
- * Removes what the agent set up for a node's pod network: its iptables rules and runtime network (the
- * network only when no container uses it). For uninstall and test teardown; the agent never calls it.
+ * Removes what the agent set up for a node's pod networks (those labelled with the node's name, of any
+ * cluster): their iptables rules and runtime networks (a network only when no container uses it). For
+ * test teardown, where node names are unique; the agent never calls it.
  */
 export async function removePodNetwork(p: { nodeName: string; networks: NetworkRuntime }): Promise<void> {
-  const name = podNetworkName(p.nodeName);
-  for (const table of ['nat', 'filter']) await deleteIptablesRulesByComment(table, ruleComment(name));
-  await p.networks.removeNetwork(name).catch(() => undefined);
+  for (const n of await p.networks.listNetworks()) {
+    if (n.labels[LABEL_NETWORK_MANAGED] !== 'true' || n.labels[LABEL_NETWORK_NODE] !== p.nodeName) continue;
+    for (const table of ['nat', 'filter']) await deleteIptablesRulesByComment(table, ruleComment(n.name));
+    await p.networks.removeNetwork(n.id).catch(() => undefined);
+  }
 }
 
 /** The routes this node wants: every other node's podCIDR via its InternalIP (nodes on this very host excluded). */
@@ -97,8 +105,11 @@ export function wantedRoutes(nodes: Node[], self: string, local: Set<string>): P
 }
 
 /**
- * Sets the pod network up; resolves with it, or undefined when the node got no podCIDR in time or the
- * bridge could not be made (the agent then falls back to the runtime's default bridge and says so).
+ * Sets the pod network up; resolves with it, or undefined when the node got no podCIDR in time (the
+ * control plane runs without node IPAM: pods then use the runtime's default bridge, and the agent says
+ * so). A bridge that cannot be made is retried every resync, its reason reported meanwhile, and this
+ * resolves only once it exists: pods never start on another network. A pod range held by another
+ * cluster on the host rejects with HostConflictError.
  */
 export async function startPodNetwork(o: PodNetworkOptions): Promise<PodNetwork | undefined> {
   const log = o.log.child({ component: 'pod-network' });
@@ -107,13 +118,8 @@ export async function startPodNetwork(o: PodNetworkOptions): Promise<PodNetwork 
     log.warn('the control plane assigned no podCIDR to this node (node-ipam disabled?); pods use Docker\'s default bridge');
     return undefined;
   }
-  const name = podNetworkName(o.nodeName);
-  try {
-    await ensurePodBridgeNetwork({ networks: o.networks, name, nodeName: o.nodeName, podCidr: cidrs.podCidr, dataDir: o.dataDir, log });
-  } catch (err) {
-    log.error({ err: (err as Error).message, podCIDR: cidrs.podCidr }, 'cannot create the pod network; pods use Docker\'s default bridge');
-    return undefined;
-  }
+  const name = await makeBridge(o, cidrs.podCidr, log);
+  o.reportProblem?.(undefined);
   try {
     fs.writeFileSync('/proc/sys/net/ipv4/ip_forward', '1');
   } catch (err) {
@@ -172,6 +178,20 @@ export async function startPodNetwork(o: PodNetworkOptions): Promise<PodNetwork 
       while (running) await running;
     },
   };
+}
+
+/** Makes the pod bridge, retrying every resync (a conflict with another cluster excepted); resolves with its name. */
+async function makeBridge(o: PodNetworkOptions, podCidr: string, log: Logger): Promise<string> {
+  for (let failures = 0; ; failures++) {
+    try {
+      return await ensurePodBridgeNetwork({ networks: o.networks, clusterId: o.clusterId, nodeName: o.nodeName, podCidr, dataDir: o.dataDir, log });
+    } catch (err) {
+      if (err instanceof HostConflictError) throw err;
+      if (failures === 0) log.error({ err: (err as Error).message, podCIDR: podCidr }, 'cannot create the pod network; retrying, and reporting NetworkUnavailable');
+      o.reportProblem?.(`cannot create the pod bridge on ${podCidr}: ${(err as Error).message}`);
+      await new Promise((r) => setTimeout(r, o.resyncMs ?? 10_000));
+    }
+  }
 }
 
 function routeFacts(n: Node): string {

@@ -18,7 +18,8 @@ import type { Client } from '../../src/client/client.js';
 import type { Informer } from '../../src/client/informer.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
-import { claimUid, clusterId } from '../volumes/claim-volumes.js';
+import { fetchClusterId } from '../cluster-scope.js';
+import { claimUid } from '../volumes/claim-volumes.js';
 import { ServicesCache, servicesInformer } from '../services/services-cache.js';
 import { ConfigObjects } from '../volumes/config-objects.js';
 import { PodPaths } from '../volumes/paths.js';
@@ -69,7 +70,7 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
   // a failed read is not kept, so the next claim volume asks again.
   let cluster: Promise<string> | undefined;
   const cachedClusterId = (): Promise<string> =>
-    (cluster ??= clusterId(o.client).catch((err: unknown) => {
+    (cluster ??= fetchClusterId(o.client).catch((err: unknown) => {
       cluster = undefined;
       throw err;
     }));

@@ -234,11 +234,13 @@ function elementLines(verb: 'add' | 'delete', t: string, map: MapName, entries: 
 
 /**
  * The whole table, built from nothing in one transaction: `add table` then `delete table` (so it works
- * whether or not the table is there), then everything. Only this table is touched.
+ * whether or not the table is there), then everything. Only this table is touched. The comment, when
+ * given, says whose table it is (agent/host-conflicts.ts).
  */
-export function fullScript(table: string, services: Map<string, RenderedService>): string {
+export function fullScript(table: string, services: Map<string, RenderedService>, opts: { comment?: string | undefined } = {}): string {
   const t = `ip ${table}`;
-  const lines = [`add table ${t}`, `delete table ${t}`, `add table ${t}`, ...skeleton(table)];
+  const made = opts.comment === undefined ? `add table ${t}` : `add table ${t} { comment ${JSON.stringify(opts.comment)} ; }`;
+  const lines = [`add table ${t}`, `delete table ${t}`, made, ...skeleton(table)];
   for (const r of services.values()) for (const [name, body] of r.sets) lines.push(`add set ${t} ${name} { ${body} }`);
   for (const r of services.values()) for (const name of r.chains.keys()) lines.push(`add chain ${t} ${name}`);
   for (const r of services.values()) for (const [name, rules] of r.chains) lines.push(...addChainLines(t, name, rules));

@@ -17,6 +17,8 @@ import type { EndpointSlice, Service } from '../../src/api/services.js';
 import type { Client, ResourceRef } from '../../src/client/client.js';
 import { Informer, keyOf } from '../../src/client/informer.js';
 import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService, type RenderOptions } from './nft-rules.js';
+import { createHash } from 'node:crypto';
+import { DEFAULT_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
 import type { NftExecutor } from './nft-executor.js';
 import { planServicePorts, sliceService } from './service-ports.js';
 import { staleUdpFilters, udpPorts, type ConntrackExecutor, type UdpPortView } from './udp-conntrack.js';
@@ -26,6 +28,14 @@ export const ENDPOINT_SLICES: ResourceRef = { group: 'discovery.k8s.io', version
 
 /** kube-proxy's nftables table is `kube-proxy`; Berth's is `berth` (family ip). */
 export const DEFAULT_PROXY_TABLE = 'berth';
+
+/**
+ * The table of a cluster with this pod range: `berth` for the default range, else `berth-` + 8 hex
+ * of the range. Clusters sharing a host have distinct pod ranges, so they get distinct tables.
+ */
+export function proxyTableFor(clusterCidr: string): string {
+  return clusterCidr === DEFAULT_CLUSTER_CIDR ? DEFAULT_PROXY_TABLE : `berth-${createHash('sha256').update(clusterCidr).digest('hex').slice(0, 8)}`;
+}
 const SLICE_SERVICE_INDEX = 'service';
 /** consecutive failures back off up to this (nft missing, a rejected transaction) */
 const MAX_RETRY_MS = 30_000;
@@ -37,6 +47,8 @@ export interface ServiceProxyOptions {
   log: Logger;
   /** the nftables table (family ip) the proxy owns; default `berth` */
   table?: string;
+  /** the table's comment, naming its owner cluster (agent/host-conflicts.ts) */
+  tableComment?: string | undefined;
   /** the agent's Services informer, shared with the rest of the node (the proxy then leaves stopping it to its maker) */
   services?: Informer<Service> | undefined;
   /** the cluster's pod CIDR (pods reaching external addresses of Local-policy Services go cluster-wide) */
@@ -264,7 +276,7 @@ export class ServiceProxy {
     }
     const newElements = mergeElements(next);
     const inc = full ? undefined : incrementalScript(this.table, { changed, oldElements: this.appliedElements, newElements, pendingDelete: this.staleChains });
-    const script = inc ? inc.script : fullScript(this.table, next);
+    const script = inc ? inc.script : fullScript(this.table, next, { comment: this.o.tableComment });
     const t0 = performance.now();
     try {
       if (script) await this.o.executor.apply(script);

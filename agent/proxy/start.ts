@@ -18,6 +18,8 @@ export interface StartServiceProxyOptions {
   client: Client;
   nodeName: string;
   table: string;
+  /** the table's owner comment (agent/host-conflicts.ts) */
+  tableComment?: string | undefined;
   clusterCidr: string | undefined;
   /** the agent's Services informer, shared with containers' service variables */
   services: Informer<Service>;
@@ -36,7 +38,7 @@ export interface RunningServiceProxy {
 
 export function startServiceProxy(o: StartServiceProxyOptions): RunningServiceProxy {
   const log = o.log.child({ component: 'service-proxy' });
-  const proxy = new ServiceProxy({ client: o.client, nodeName: o.nodeName, table: o.table, services: o.services, clusterCidr: o.clusterCidr, executor: o.executor ?? new NftCommand(), conntrack: o.executor ? undefined : new ConntrackCommand(), log });
+  const proxy = new ServiceProxy({ client: o.client, nodeName: o.nodeName, table: o.table, tableComment: o.tableComment, services: o.services, clusterCidr: o.clusterCidr, executor: o.executor ?? new NftCommand(), conntrack: o.executor ? undefined : new ConntrackCommand(), log });
   if (!o.executor) ensureDnatForwardAccepted().catch((err: unknown) => log.warn({ err: (err as Error).message }, 'cannot add the forward accept for DNATed Service traffic'));
   const hairpin = o.bridge && !o.executor ? startHairpinKeeper({ bridge: o.bridge, log }) : undefined;
   proxy.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'service proxy did not start'));

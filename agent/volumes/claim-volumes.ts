@@ -14,6 +14,7 @@
 import type { Logger } from 'pino';
 import { isApiError } from '../../src/api/errors.js';
 import { CORE, type Client, type ResourceRef } from '../../src/client/client.js';
+import { fetchClusterId } from '../cluster-scope.js';
 import type { VolumeRuntime } from '../runtime/volumes.js';
 
 /** The runtime volume name for a claim. */
@@ -26,7 +27,7 @@ const CLAIM_LABEL = 'berth.claim';
 const CLAIM_UID_LABEL = 'berth.claim-uid';
 /** the node whose agent made the volume, and the only one that may sweep it */
 const NODE_LABEL = 'berth.claim-node';
-/** the cluster whose claim it was (see clusterId) */
+/** the cluster whose claim it was (agent/cluster-scope.ts) */
 const CLUSTER_LABEL = 'berth.claim-cluster';
 
 const PVCS: ResourceRef = { plural: 'persistentvolumeclaims' };
@@ -55,12 +56,6 @@ export async function sweptClaimUid(client: Client, namespace: string, name: str
   }
 }
 
-/** The cluster's id: the uid of its kube-system namespace, new with every fresh control-plane store. */
-export async function clusterId(client: Client): Promise<string> {
-  const uid = (await client.get(CORE.namespaces, { name: 'kube-system' })).metadata.uid;
-  if (!uid) throw new Error('the kube-system namespace has no uid');
-  return uid;
-}
 
 /**
  * Creates (if missing) the claim's volume and returns its host mountpoint. A volume left by an
@@ -112,7 +107,7 @@ export function startClaimVolumeSweeper(p: { volumes: VolumeRuntime; client: Cli
     if (running) return;
     running = true;
     try {
-      const cluster = await clusterId(p.client);
+      const cluster = await fetchClusterId(p.client);
       const removed = await removeOrphanClaimVolumes({ volumes: p.volumes, nodeName: p.nodeName, clusterId: cluster, claimUidOf: (ns, name) => sweptClaimUid(p.client, ns, name) });
       for (const name of removed) p.log.info({ volume: name }, 'removed the volume of a deleted claim');
     } catch (err) {

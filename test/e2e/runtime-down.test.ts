@@ -14,6 +14,7 @@ import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { infraSpec } from '../../agent/container-config.js';
+import { fetchClusterId, LABEL_CLUSTER } from '../../agent/cluster-scope.js';
 import { podNetworkName, removePodNetwork } from '../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 import type { Node, Pod } from '../../src/api/types.js';
@@ -275,8 +276,9 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     const [oldId] = (await infraOf())[0]!.split(' ');
     await docker(['rm', '-f', oldId!]);
     // As the agent makes it: no Docker network, the address it handed out in its label.
-    const spec = infraSpec({ pod, nodeName, network: podNetworkName(nodeName), attempt: 1, sandboxIP: pod.status!.podIP! });
-    const labelArgs = Object.entries(spec.labels).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
+    const clusterId = await fetchClusterId(c.client);
+    const spec = infraSpec({ pod, nodeName, network: podNetworkName({ clusterId, nodeName }), attempt: 1, sandboxIP: pod.status!.podIP! });
+    const labelArgs = Object.entries({ ...spec.labels, [LABEL_CLUSTER]: clusterId }).flatMap(([k, v]) => ['--label', `${k}=${v}`]);
     const handMade = await docker(['create', '--name', spec.name, '--hostname', spec.hostname, '--network', spec.network, '--ipc', 'shareable', '--cpu-shares', '2', ...labelArgs, PAUSE_IMAGE]);
 
     let most = 0;
@@ -305,7 +307,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     assert.equal(after.status!.podIP, pod.status!.podIP);
     // The first pause container of an agent start is created once: whether the daemon may lower
     // oom_score_adj is known before it (no failed start, remove and second create).
-    const firstName = infraSpec({ pod, nodeName, network: podNetworkName(nodeName), attempt: 0 }).name;
+    const firstName = infraSpec({ pod, nodeName, network: podNetworkName({ clusterId, nodeName }), attempt: 0 }).name;
     const creates = await docker(['events', '--since', String(since), '--until', String(Math.floor(Date.now() / 1000) + 1), '--filter', `label=berth.dev/pod-uid=${uid}`, '--filter', 'event=create', '--format', '{{.Actor.Attributes.name}}']);
     assert.equal(creates.split('\n').filter((n) => n === firstName).length, 1, `creates of ${firstName}: ${creates}`);
   });

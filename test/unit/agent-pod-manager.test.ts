@@ -43,6 +43,7 @@ async function boot(o: { client?: FakeClient; runtime?: FakeRuntime; clock?: Man
       dataDir,
       nodeIP: '10.0.0.5',
       client,
+      clusterId: 'unit-test-cluster',
       runtime,
       clock,
       logger: log,

@@ -44,6 +44,7 @@ export async function bootAgent(o: { backoffBaseMs?: number } = {}): Promise<Age
       dataDir,
       nodeIP: '10.0.0.5',
       client,
+      clusterId: 'unit-test-cluster',
       runtime,
       clock,
       logger: pino({ level: 'silent' }),

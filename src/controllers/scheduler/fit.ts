@@ -56,6 +56,8 @@ export function effectiveTaints(node: Node): Taint[] {
   const has = (key: string) => taints.some((t) => t.key === key);
   if (ready?.status === 'Unknown' && !has('node.kubernetes.io/unreachable')) taints.push({ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' });
   else if (ready?.status !== 'True' && !has('node.kubernetes.io/not-ready')) taints.push({ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' });
+  const network = node.status?.conditions?.find((c) => c.type === 'NetworkUnavailable');
+  if (network?.status === 'True' && !has('node.kubernetes.io/network-unavailable')) taints.push({ key: 'node.kubernetes.io/network-unavailable', effect: 'NoSchedule' });
   if (node.spec?.unschedulable && !has('node.kubernetes.io/unschedulable')) taints.push({ key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' });
   return taints;
 }

@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import type { Node, Pod } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
 import { cidrContains, parseCidr } from '../../../src/api/cidr.js';
+import { fetchClusterId } from '../../../agent/cluster-scope.js';
 import { podNetworkName, removePodNetwork } from '../../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../../agent/runtime/docker-networks.js';
 import { LABEL_POD_IP } from '../../../agent/labels.js';
@@ -52,7 +53,7 @@ describe('pod network on a single host', () => {
       // The agent creates its bridge right after registering; give it a moment on a busy machine.
       let inspected = '';
       await waitFor(async () => {
-        inspected = await docker(['network', 'inspect', podNetworkName(n.metadata.name!)]).catch(() => '');
+        inspected = await docker(['network', 'inspect', podNetworkName({ clusterId: await fetchClusterId(c.client), nodeName: n.metadata.name! })]).catch(() => '');
         return inspected !== '';
       }, 20_000, `bridge network of ${n.metadata.name}`);
       const net = JSON.parse(inspected)[0];
@@ -85,7 +86,7 @@ describe('pod network on a single host', () => {
     assert.equal(inspected.HostConfig.NetworkMode, 'none');
     assert.equal(inspected.Config.Labels[LABEL_POD_IP], s.status!.podIP);
     const hostEnd = (await execFileP('ip', ['-o', 'link', 'show', 'dev', hostVethName(infra.id)])).stdout;
-    assert.ok(hostEnd.includes(` master ${podNetworkName(nodeB)} `), hostEnd);
+    assert.ok(hostEnd.includes(` master ${podNetworkName({ clusterId: await fetchClusterId(c.client), nodeName: nodeB })} `), hostEnd);
 
     const app = (await podContainers(k.metadata.uid!)).find((x) => x.type === 'app')!;
     let body = '';

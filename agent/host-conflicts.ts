@@ -1,0 +1,103 @@
+/**
+ * Owns the refusal to start beside another cluster that already holds what this node would take on the
+ * host: its pod range (a pod bridge network), its cluster DNS address (a node resolver), or its
+ * service proxy's nftables table. Each is a fact of the host shared by every cluster on it; taking one
+ * that another cluster holds breaks that cluster's pods, so the agent stops instead, naming the holder
+ * and the flag that gives this cluster its own.
+ */
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import { promisify } from 'node:util';
+
+const execFileP = promisify(execFile);
+
+/** A resource of the host held by another cluster: the agent must not start (exit code EXIT_HOST_CONFLICT). */
+export class HostConflictError extends Error {
+  override readonly name = 'HostConflictError';
+}
+
+/** `berth agent` exits with this when another cluster holds what it would take. */
+export const EXIT_HOST_CONFLICT = 4;
+
+/** The nftables table comment that says which cluster's service proxy owns a table. */
+export function tableOwnerComment(clusterId: string): string {
+  return `berth-cluster=${clusterId}`;
+}
+
+/** The cluster id in a table's owner comment; undefined when there is no such table, '' when it has no owner comment. */
+export async function nftTableOwner(table: string): Promise<string | undefined> {
+  let listing: string;
+  try {
+    listing = (await execFileP('nft', ['list', 'table', 'ip', table], { maxBuffer: 64 * 1024 * 1024 })).stdout;
+  } catch {
+    return undefined;
+  }
+  return /comment "berth-cluster=([^"]*)"/.exec(listing)?.[1] ?? '';
+}
+
+/** Refuses a table that another cluster's service proxy owns (a table without an owner is adopted). */
+export async function checkTableFree(p: { table: string; clusterId: string; ownerOf?: (table: string) => Promise<string | undefined> }): Promise<void> {
+  const owner = await (p.ownerOf ?? nftTableOwner)(p.table);
+  if (owner && owner !== p.clusterId) {
+    throw new HostConflictError(
+      `the nftables table "ip ${p.table}" belongs to the service proxy of another Berth cluster on this host (cluster ${owner}). ` +
+        'Give this cluster a pod range of its own with --cluster-cidr (the table name follows from it), or name a table with --service-proxy-table',
+    );
+  }
+}
+
+export interface ResolverProcess {
+  pid: number;
+  dataDir: string;
+  listen: string;
+}
+
+/** Node resolver processes running on this host, from /proc (any cluster's). */
+export function nodeResolvers(entry: string, procDir = '/proc'): ResolverProcess[] {
+  const out: ResolverProcess[] = [];
+  for (const name of fs.readdirSync(procDir)) {
+    if (!/^\d+$/.test(name)) continue;
+    let argv: string[];
+    try {
+      argv = fs.readFileSync(`${procDir}/${name}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue;
+    }
+    if (!argv.some((a) => a.endsWith(`/${entry}`))) continue;
+    const arg = (flag: string) => {
+      const at = argv.indexOf(flag);
+      return at >= 0 ? argv[at + 1] : undefined;
+    };
+    const dataDir = arg('--data-dir');
+    const listen = arg('--listen');
+    if (dataDir && listen) out.push({ pid: Number(name), dataDir, listen });
+  }
+  return out;
+}
+
+/** Refuses a DNS address that the resolver of another agent data dir serves. */
+export function checkDnsAddressFree(p: { address: string; dataDir: string; resolvers: ResolverProcess[] }): void {
+  const holder = p.resolvers.find((r) => r.listen === p.address && r.dataDir !== p.dataDir);
+  if (holder) {
+    throw new HostConflictError(
+      `the cluster DNS address ${p.address} is served by the node resolver of another Berth cluster on this host (pid ${holder.pid}, agent data dir ${holder.dataDir}). ` +
+        'Give this cluster a Service range of its own with --service-cluster-ip-range (its DNS address follows from it), or a DNS address with --cluster-dns',
+    );
+  }
+}
+
+/**
+ * Ends node resolvers whose agent data dir is gone (their cluster was removed while they ran) that
+ * hold `address`: they would answer pods of the next cluster with a dead cluster's records.
+ */
+export function stopOrphanResolvers(p: { address: string; resolvers: ResolverProcess[]; log: { warn(o: object, msg: string): void } }): void {
+  for (const r of p.resolvers) {
+    if (r.listen !== p.address || fs.existsSync(r.dataDir)) continue;
+    p.log.warn({ pid: r.pid, dataDir: r.dataDir }, 'stopping the node resolver of a cluster whose data dir is gone');
+    try {
+      process.kill(r.pid, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
+}
