@@ -58,6 +58,10 @@ export interface Cluster {
   restartServer(signal?: NodeJS.Signals): Promise<void>;
   serverPid(): number;
   agentPid(nodeName: string): number;
+  /** how the node's agent process ended: undefined while it runs (or was never started) */
+  agentExit(nodeName: string): { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  /** everything the node's agent wrote to stdout and stderr so far */
+  agentLog(nodeName: string): string;
   stop(): Promise<void>;
 }
 
@@ -207,6 +211,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
     },
     serverPid: () => server?.pid ?? -1,
     agentPid: (n) => agents.get(n)?.pid ?? -1,
+    agentExit: (n) => {
+      const child = agents.get(n);
+      return child && (child.exitCode !== null || child.signalCode !== null) ? { code: child.exitCode, signal: child.signalCode } : undefined;
+    },
+    agentLog: (n) => fs.readFileSync(path.join(logs, `agent-${n}.log`), 'utf8'),
     async stop() {
       client.close();
       for (const a of agents.values()) await stopChild(a);
