@@ -11,6 +11,7 @@
  * Mirror pods are left alone, as upstream. The agent fills the volume (agent/volumes/projection.ts).
  */
 import { ApiError, errors } from '../../api/errors.js';
+import { mirrorDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
 import type { Container, Pod } from '../../api/types.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
@@ -82,6 +83,7 @@ export function serviceAccountAdmission(opts: ServiceAccountAdmissionOptions): A
       if (!pod || isMirrorPod(pod)) return;
       const spec = pod.spec;
       if (!spec.serviceAccountName) spec.serviceAccountName = DEFAULT_SERVICE_ACCOUNT_NAME;
+      mirrorDeprecatedServiceAccount(spec);
       const accountName = spec.serviceAccountName as string;
       const account = await lookup(attrs, pod, accountName);
       if (shouldAutomount(account, pod)) mountServiceAccountToken(pod, opts.volumeSuffix ?? randomVolumeSuffix);

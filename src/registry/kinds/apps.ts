@@ -6,6 +6,7 @@
 import type { FieldError } from '../../api/errors.js';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
 import type { Container, KubeObject, ObjectMeta, PodSpec } from '../../api/types.js';
+import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
 import {
   child,
   expectInteger,
@@ -182,6 +183,7 @@ export function defaultPodTemplate(template: PodTemplateSpec | undefined): void 
   spec.dnsPolicy ??= 'ClusterFirst';
   spec.schedulerName ??= 'default-scheduler';
   spec.securityContext ??= {};
+  adoptDeprecatedServiceAccount(spec);
   if (Array.isArray(spec.containers)) spec.containers.forEach(defaultTemplateContainer);
   if (Array.isArray(spec.initContainers)) spec.initContainers.forEach(defaultTemplateContainer);
 }

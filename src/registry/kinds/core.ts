@@ -6,6 +6,7 @@
 import { validateNamespace, validateNode, validateNodeUpdate, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
 import type { Container, ContainerStatus, KubeObject, Namespace, Node, Pod } from '../../api/types.js';
 import { podQosClass, type QosClass } from '../../api/pod-qos.js';
+import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
 import { BUILTIN_RESOURCES, type ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
@@ -246,6 +247,7 @@ export const podStrategy: KindStrategy<Pod> = {
     spec.dnsPolicy ??= 'ClusterFirst';
     spec.schedulerName ??= 'default-scheduler';
     spec.securityContext ??= {};
+    adoptDeprecatedServiceAccount(spec);
     if (Array.isArray(spec.containers)) spec.containers.forEach(defaultContainer);
     if (Array.isArray(spec.initContainers)) spec.initContainers.forEach(defaultContainer);
     if (!spec.tolerations) spec.tolerations = DEFAULT_TOLERATIONS.map((t) => ({ ...t }));
