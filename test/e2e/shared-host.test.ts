@@ -265,7 +265,8 @@ describe('clusters sharing a host', { timeout: SOAK_MS + 600_000 }, () => {
     for (const t of tables) assert.ok(!(await execFileP('nft', ['list', 'table', 'ip', t])).stdout.includes(`berth-cluster=${ids.b}`), `table ${t} is the second cluster's`);
     const resolverPid = Number(JSON.parse(resolverOfB).pid);
     assert.ok(!running(resolverPid), 'the second cluster\'s node resolver is gone');
-    const leftover = (await execFileP('sh', ['-c', `pgrep -f -- '${b.dir}' || true`])).stdout.trim();
+    // pgrep itself, run directly, is the only process whose command line names the dir (exit 1: none matched).
+    const leftover = (await execFileP('pgrep', ['-f', '--', b.dir]).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }))).stdout.trim();
     assert.equal(leftover, '', 'no process of the second cluster is left');
     assert.deepEqual(await containerIds(ids.a), aBefore);
     for (const p of await pods(a)) assert.equal(p.restarts, 0, `a: ${p.name} restarted`);
