@@ -873,11 +873,16 @@ function missingProgram(facts: TargetFacts, texts: string): string | undefined {
 /** The failing task's header and message in an ansible-playbook transcript. */
 function failingTask(output: string): { task: string; message: string } | undefined {
   const lines = output.split('\n');
-  // The last failure the play did not ignore (`...ignoring` follows an ignored one): a block's
-  // rescue may have handled earlier ones, and the cleanup after the real one usually succeeds.
+  // The last failure the play did not ignore (`...ignoring` ends an ignored task, after the last
+  // item of a loop): a block's rescue may have handled earlier ones, and the cleanup after the real
+  // one usually succeeds, or fails ignored.
+  const ignored = (i: number) => {
+    for (let j = i + 1; j < lines.length && !/^(TASK|PLAY|RUNNING HANDLER) \[/.test(lines[j]!); j++) if (/^\.\.\.ignoring/.test(lines[j]!)) return true;
+    return false;
+  };
   let fatal = -1;
   lines.forEach((l, i) => {
-    if (/^(fatal|failed): \[/.test(l) && !/^\.\.\.ignoring/.test(lines[i + 1] ?? '')) fatal = i;
+    if (/^(fatal|failed): \[/.test(l) && !ignored(i)) fatal = i;
   });
   if (fatal < 0) return undefined;
   let task = '';
