@@ -46,6 +46,13 @@ E2E_ALONE=(
   dist/test/e2e/multihost/services.test.js
 )
 
+# Started first in the three-at-a-time phase: files that spend minutes mostly waiting (a soak), so
+# they run beside the others instead of after them.
+#   shared-host      5 minutes of Service traffic in two clusters sharing the host
+E2E_FIRST=(
+  dist/test/e2e/shared-host.test.js
+)
+
 report_dir="${BERTH_TEST_REPORT_DIR:-.cache/test-report}"
 rm -rf "$report_dir"
 mkdir -p "$report_dir"
@@ -104,7 +111,11 @@ for file in "${requested[@]}"; do
     *)
       alone=0
       for candidate in "${E2E_ALONE[@]}"; do [ "$candidate" = "$file" ] && alone=1; done
-      if [ "$alone" -eq 1 ]; then alone_files+=("$file"); else e2e_files+=("$file"); fi
+      first=0
+      for candidate in "${E2E_FIRST[@]}"; do [ "$candidate" = "$file" ] && first=1; done
+      if [ "$alone" -eq 1 ]; then alone_files+=("$file")
+      elif [ "$first" -eq 1 ]; then e2e_files=("$file" ${e2e_files[@]+"${e2e_files[@]}"})
+      else e2e_files+=("$file"); fi
       ;;
   esac
 done
