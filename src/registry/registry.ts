@@ -316,10 +316,11 @@ export class Registry {
     const held = await strategy.storeHooks?.beforeCreate(obj, { store: this.hookStore, dryRun: !!opts.dryRun });
     return this.finishHooked(held, async () => {
       await this.admission?.validate(attrs);
+      omitEmptyFields(info.group, info.kind, obj);
       if (opts.fieldManager) {
         obj.metadata.managedFields = recordUpdate({ old: undefined, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
+        if (!obj.metadata.managedFields.length) delete obj.metadata.managedFields;
       }
-      omitEmptyFields(info.group, info.kind, obj);
       const key = keyOf(info, obj.metadata.namespace, obj.metadata.name ?? '');
       if (opts.dryRun) {
         if (await this.read(() => this.backend.get(key))) throw errors.alreadyExists({ resource: info.plural, group: info.group, name: obj.metadata.name });
@@ -424,10 +425,13 @@ export class Registry {
     let removed = false;
     const result = await this.finishHooked(held, async () => {
       await this.admission?.validate(attrs);
+      // Pruned first, as Go's omitempty drops them before kube-apiserver compares field sets: writing
+      // an empty map the object does not have changes nothing, and so is not a new revision.
+      omitEmptyFields(info.group, info.kind, obj);
       if (opts.fieldManager && opts.subresource !== 'status') {
         obj.metadata.managedFields = recordUpdate({ old, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
+        if (!obj.metadata.managedFields.length) delete obj.metadata.managedFields;
       }
-      omitEmptyFields(info.group, info.kind, obj);
       if (opts.dryRun) return obj;
 
       // A terminating object whose last finalizer was just removed is gone now.

@@ -492,3 +492,16 @@ describe('registry over a store other processes write (a networked backend)', ()
     assert.deepEqual(events, ['ADDED'], 'no event after the store ended the watch');
   });
 });
+
+describe('a write that changes nothing', () => {
+  it('writing an empty annotations map an object does not have is no new revision and keeps managedFields as they were', async () => {
+    const now = { t: Date.parse('2026-01-01T00:00:00Z') };
+    const { registry } = await fresh(now);
+    const created = await registry.create(PODS, 'default', pod('quiet'), { fieldManager: 'OpenAPI-Generator' });
+    now.t += 2000;
+    const again = await registry.update(PODS, 'default', 'quiet', { ...structuredClone(created), metadata: { ...structuredClone(created.metadata), annotations: {} } }, { fieldManager: 'OpenAPI-Generator' });
+    assert.equal(again.metadata.resourceVersion, created.metadata.resourceVersion);
+    assert.deepEqual(again.metadata.managedFields, created.metadata.managedFields);
+    assert.equal(again.metadata.annotations, undefined);
+  });
+});
