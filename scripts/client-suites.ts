@@ -317,8 +317,8 @@ const STAND_INS: Record<string, 'server' | 'python' | 'no-find'> = {
 /**
  * How each stand-in is built from the project's busybox image: a Dockerfile and the files of its
  * build context. The image is named by a digest of both, so a changed recipe builds anew.
- *  - server: serves HTTP on 80 and 8080 (busybox httpd) when started without a command, a page
- *    with nginx's default heading;
+ *  - server: serves HTTP on 80 and 8080 (busybox httpd) when started without a command, from
+ *    nginx's document root (k8s_manifest_url mounts files there), a page with nginx's default heading;
  *  - python: this machine's own python3 (Debian's), with its standard library and the shared
  *    libraries it and its extension modules link, on the busybox userland;
  *  - no-find: the busybox userland without `find`.
@@ -327,8 +327,8 @@ const STAND_IN_RECIPES: Record<'server' | 'python' | 'no-find', { dockerfile: st
   server: {
     dockerfile: [
       `FROM ${TEST_IMAGE}`,
-      'COPY index.html /www/index.html',
-      'CMD ["sh", "-c", "httpd -p 80 -h /www && exec httpd -f -p 8080 -h /www"]',
+      'COPY index.html /usr/share/nginx/html/index.html',
+      'CMD ["sh", "-c", "httpd -p 80 -h /usr/share/nginx/html && exec httpd -f -p 8080 -h /usr/share/nginx/html"]',
     ].join('\n'),
     // The heading of nginx's default page, which the Python suite's port-forward test looks for.
     context: (dir) => fs.writeFileSync(path.join(dir, 'index.html'), '<!DOCTYPE html>\n<html><body><h1>Welcome to nginx!</h1><p>berth client-suites stand-in</p></body></html>\n'),
