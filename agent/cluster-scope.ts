@@ -23,7 +23,7 @@ export async function fetchClusterId(client: Client): Promise<string> {
   return uid;
 }
 
-/** The file in the agent's data dir that records its cluster id, for `berth down` (src/down.ts) after the cluster stopped. */
+/** The file in the agent's data dir that records its cluster id, for `berth down` (agent/down.ts) after the cluster stopped. */
 function clusterIdFile(agentDataDir: string): string {
   return path.join(agentDataDir, 'cluster-id');
 }

@@ -978,7 +978,7 @@ async function runMigrate(argv: string[]): Promise<void> {
 async function runDown(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, 'docker-socket': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) return void console.log(HELP.down);
-  const { down } = await import('./down.js');
+  const { down } = await import('../agent/down.js');
   const report = await down({ dataDir: values['data-dir'] ?? defaultDataDir(), dockerSocket: values['docker-socket'], log: (line) => process.stderr.write(`berth down: ${line}\n`) });
   process.stderr.write(
     `berth down: removed ${report.containers} containers, networks [${report.networks.join(', ')}], nftables tables [${report.tables.join(', ')}]` +

@@ -1,3 +1,4 @@
+import { LABEL_CLUSTER } from '../../agent/cluster-scope.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -356,18 +357,22 @@ describe('restart and adoption', () => {
     const runtime = new FakeRuntime(clock);
     const pod = client.put('pods', boundPod({ name: 'half', nodeName: 'n1' }));
     const { infraSpec } = await import('../../agent/container-config.js');
-    await runtime.runInfra(infraSpec({ pod, nodeName: 'n1', network: 'bridge', attempt: 0 }));
+    // As the agent made it: with its cluster's id.
+    const spec = infraSpec({ pod, nodeName: 'n1', network: 'bridge', attempt: 0 });
+    await runtime.runInfra({ ...spec, labels: { ...spec.labels, [LABEL_CLUSTER]: 'unit-test-cluster' } });
     runtime.calls.length = 0;
     const env = await boot({ client, runtime, clock });
     assert.deepEqual(env.runtime.calls.filter((c) => c.op === 'runInfra' || c.op === 'createApp').map((c) => c.op), ['createApp']);
     assert.equal(env.runtime.podContainers(pod.metadata.uid!, 'POD').length, 1);
   });
 
-  it('removes stray containers of this node, never those of other nodes or without labels', async () => {
+  it('removes stray containers of this node, never those of other nodes, other clusters or without labels', async () => {
     const clock = new ManualClock();
     const runtime = new FakeRuntime(clock);
-    const mk = (nodeName: string, podUid: string) =>
-      labelsFor({ podUid, podName: 'p', podNamespace: 'default', containerName: 'app', type: 'app', hash: 'h', restartCount: 0, nodeName, terminationGraceSeconds: 1 });
+    const mk = (nodeName: string, podUid: string, cluster = 'unit-test-cluster') => ({
+      ...labelsFor({ podUid, podName: 'p', podNamespace: 'default', containerName: 'app', type: 'app', hash: 'h', restartCount: 0, nodeName, terminationGraceSeconds: 1 }),
+      [LABEL_CLUSTER]: cluster,
+    });
     const infraId = (await runtime.runInfra({ name: 'x_infra', labels: { ...mk('n1', 'stray-uid'), 'berth.dev/container-type': 'infra', 'berth.dev/container-name': 'POD' }, hostname: 'p', network: 'bridge' })).id;
     const stray = (await runtime.createApp({ name: 'stray', labels: mk('n1', 'stray-uid'), image: 'i', infraId, env: [] })).id;
     await runtime.start(stray);
@@ -375,11 +380,19 @@ describe('restart and adoption', () => {
     await runtime.start(other);
     const foreign = (await runtime.createApp({ name: 'not-berth', labels: { app: 'db' }, image: 'i', infraId, env: [] })).id;
     await runtime.start(foreign);
+    // The same node name in another cluster on this host (a second `berth up`, say).
+    const otherCluster = (await runtime.createApp({ name: 'other-cluster', labels: mk('n1', 'their-uid', 'another-cluster'), image: 'i', infraId, env: [] })).id;
+    await runtime.start(otherCluster);
+    // Made before containers carried a cluster id, of no pod bound here: may be another cluster's.
+    const unlabelled = (await runtime.createApp({ name: 'unlabelled', labels: labelsFor({ podUid: 'old-uid', podName: 'p', podNamespace: 'default', containerName: 'app', type: 'app', hash: 'h', restartCount: 0, nodeName: 'n1', terminationGraceSeconds: 1 }), image: 'i', infraId, env: [] })).id;
+    await runtime.start(unlabelled);
     const env = await boot({ runtime, clock });
     assert.equal(env.runtime.containers.has(stray), false);
     assert.equal(env.runtime.containers.has(infraId), false);
     assert.equal(env.runtime.containers.get(other)!.info.state, 'running');
     assert.equal(env.runtime.containers.get(foreign)!.info.state, 'running');
+    assert.equal(env.runtime.containers.get(otherCluster)!.info.state, 'running');
+    assert.equal(env.runtime.containers.get(unlabelled)!.info.state, 'running');
   });
 
   it('two agents on one host touch only their own containers', async () => {

@@ -11,11 +11,11 @@ import { execFile } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { LABEL_CLUSTER, readRecordedClusterId } from '../agent/cluster-scope.js';
-import { stopNodeResolver } from '../agent/dns/node-dns.js';
-import { ruleComment } from '../agent/network/bridge-network.js';
-import { deleteIptablesRulesByComment } from '../agent/network/host-commands.js';
-import { unmountAllUnder } from '../agent/volumes/mounts.js';
+import { LABEL_CLUSTER, readRecordedClusterId } from './cluster-scope.js';
+import { stopNodeResolver } from './dns/node-dns.js';
+import { ruleComment } from './network/bridge-network.js';
+import { deleteIptablesRulesByComment } from './network/host-commands.js';
+import { unmountAllUnder } from './volumes/mounts.js';
 
 const execFileP = promisify(execFile);
 
