@@ -50,8 +50,11 @@ Flags:
   --horizontal-pod-autoscaler-tolerance F    usage ratios this close to 1 leave replicas alone (default 0.1)
   --horizontal-pod-autoscaler-downscale-stabilization D  scale-down window of HPAs that set none (default 5m)
   --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
-                                       0 = no limit, here and in the four flags below)
+                                       0 = no limit, here and in the six flags below)
   --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
+  --max-objects-inflight N             objects all lists and watches' initial events may carry at once,
+                                       each charged by the objects it returns, then 429 (default 40000)
+  --max-objects-inflight-per-user N    the same for one user's lists and watches (default 20000)
   --max-connections N     open connections beyond this are closed at once (default 4096)
   --read-header-timeout-ms N   a connection's time to send a request's headers (default 32000)
   --idle-timeout-ms N     how long a kept-alive connection may wait for its next request (default 90000)
@@ -311,6 +314,8 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'horizontal-pod-autoscaler-downscale-stabilization': { type: 'string' },
       'max-requests-inflight': { type: 'string' },
       'max-mutating-requests-inflight': { type: 'string' },
+      'max-objects-inflight': { type: 'string' },
+      'max-objects-inflight-per-user': { type: 'string' },
       'max-connections': { type: 'string' },
       'read-header-timeout-ms': { type: 'string' },
       'idle-timeout-ms': { type: 'string' },
@@ -389,6 +394,10 @@ async function runServer(rawArgv: string[]): Promise<void> {
       maxConnections: num(values['max-connections'], 'max-connections'),
       readHeaderTimeoutMs: num(values['read-header-timeout-ms'], 'read-header-timeout-ms'),
       idleTimeoutMs: num(values['idle-timeout-ms'], 'idle-timeout-ms'),
+    },
+    objectBudget: {
+      maxObjectsInFlight: num(values['max-objects-inflight'], 'max-objects-inflight'),
+      maxObjectsInFlightPerUser: num(values['max-objects-inflight-per-user'], 'max-objects-inflight-per-user'),
     },
     ...podSecurityOptions(values),
     encryptionProviderConfig: values['encryption-provider-config'],

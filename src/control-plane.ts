@@ -50,6 +50,7 @@ import { agentAddressOf } from './server/agent-proxy.js';
 import { MetricsApi } from './server/metrics-api.js';
 import { listen } from './server/listen.js';
 import { resolveConnectionLimits, type ConnectionLimits } from './net/connection-hygiene.js';
+import type { ObjectBudgetLimits } from './server/object-budget.js';
 import { releaseFreedMemoryAfterStart } from './net/release-memory.js';
 import { loadEncryptionConfig, transformerForKeys } from './storage/encryption.js';
 import { openSqliteBackend } from './storage/sqlite.js';
@@ -120,6 +121,8 @@ export interface ControlPlaneOptions {
   jobBackoffBaseMs?: number;
   /** connection timeouts, the open-connection cap and per-client in-flight limits (kube-apiserver's defaults) */
   connectionLimits?: Partial<ConnectionLimits>;
+  /** objects lists and initial watch events may have in flight, server-wide and per user (src/server/object-budget.ts) */
+  objectBudget?: Partial<ObjectBudgetLimits>;
   /** Pod Security levels of namespaces without pod-security.kubernetes.io labels (default baseline for all three modes) */
   podSecurityDefaults?: PodSecurityDefaults;
   /** namespaces Pod Security never evaluates (default kube-system) */
@@ -345,6 +348,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     authorizer,
     metrics,
     inflightLimits: connectionLimits,
+    objectBudget: opts.objectBudget,
     caCert: pki.caCert,
     logger: log.child({ component: 'apiserver' }),
     advertiseAddress: `${bind === '0.0.0.0' ? '127.0.0.1' : bind}:${opts.port}`,

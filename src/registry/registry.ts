@@ -13,7 +13,8 @@ import { recordUpdate } from './field-manager.js';
 import { parseResourceVersion, tooLargeResourceVersion, type ResourceVersionMatch } from './list-options.js';
 import { canonicalizeQuantities } from '../api/quantity-fields.js';
 import { omitEmptyFields } from '../api/omit-empty.js';
-import { SerializedObjectCache } from './serialized-objects.js';
+import { DEFAULT_SERIALIZED_ITEMS_CACHE, SerializedObjectCache } from './serialized-objects.js';
+import { LatestLists } from './latest-lists.js';
 
 export interface Clock {
   now(): number;
@@ -70,6 +71,13 @@ export interface WatchOptions {
    */
   sendInitialEvents?: boolean;
   onEvent: (ev: WatchEvent) => void;
+  /**
+   * Takes the initial events as serialized objects (listSerialized's items) instead of one
+   * `onEvent` call each, and resolves once it has written them out: a caller writing to a slow
+   * client waits for it, holding only the snapshot. The watch follows changes from the snapshot's
+   * revision after that.
+   */
+  sendInitialObjects?: (objects: Buffer[]) => Promise<void>;
   /** with sendInitialEvents=true: called after the initial events, with the revision they show */
   onInitialEventsEnd?: (revision: number) => void;
   /**
@@ -78,6 +86,17 @@ export interface WatchOptions {
    * most once, and no event follows.
    */
   onError?: (err: ApiError) => void;
+}
+
+/**
+ * A list whose items are already JSON: each item the bytes JSON.stringify would give the object
+ * `list` returns, shared by every list and watch that sends the same revision of it.
+ */
+export interface SerializedList {
+  apiVersion: string;
+  kind: string;
+  metadata: KubeList['metadata'];
+  items: Buffer[];
 }
 
 /** A running watch. */
@@ -95,6 +114,9 @@ export interface Admission {
   validate(attrs: AdmissionAttributes): Promise<void>;
 }
 
+/** Keys read from the store at a time while listing (see collect). */
+const READ_PAGE_SIZE = 1000;
+
 /**
  * The generic resource store: turns API semantics (uid, generation, resourceVersion, graceful
  * deletion, finalizers, selectors, paging, watch) into backend calls. Kind specifics come from
@@ -106,6 +128,10 @@ export class Registry {
   private readonly strategies = new Map<string, KindStrategy>();
   private admission: Admission | undefined;
   private readonly serialized = new SerializedObjectCache();
+  /** list and watch items of every size, by key and revision (see listSerialized) */
+  private readonly serializedItems = new SerializedObjectCache(DEFAULT_SERIALIZED_ITEMS_CACHE);
+  /** whole collections read for resourceVersion=0, while they are current (see listSerialized) */
+  private readonly latestLists = new LatestLists<SerializedList>();
 
   constructor(opts: RegistryOptions) {
     this.backend = opts.backend;
@@ -178,6 +204,60 @@ export class Registry {
   async list(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): Promise<KubeList> {
     const strategy = this.strategyOf(info);
     if (strategy.virtualRead) return strategy.virtualRead.list(namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
+    const { metadata, items } = await this.collect(info, strategy, namespace, opts, (kv, decoded) => decoded ?? decode(info, kv));
+    return { apiVersion: apiVersionOf(info), kind: info.listKind, metadata, items };
+  }
+
+  /**
+   * `list`'s answer with every item already serialized. Each (key, revision) is serialized once and
+   * the bytes are shared by every list and watch sending it until the cache drops them, so a
+   * hundred readers of the same collection share one copy of it instead of each building its own.
+   * Without a selector an item whose bytes are held is not even parsed. A whole collection at
+   * resourceVersion=0 is read once for every reader while the store stays at the same revision
+   * (latest-lists.ts); the answer is then shared and must not be changed.
+   */
+  async listSerialized(info: ResourceInfo, namespace: string | undefined, opts: ListOptions = {}): Promise<SerializedList> {
+    const strategy = this.strategyOf(info);
+    if (strategy.virtualRead) {
+      const computed = await this.list(info, namespace, opts);
+      return { apiVersion: computed.apiVersion ?? apiVersionOf(info), kind: computed.kind ?? info.listKind, metadata: computed.metadata, items: computed.items.map((item) => Buffer.from(JSON.stringify(item))) };
+    }
+    // An object stored without apiVersion is shown with the requested one: it is part of the key.
+    const apiVersion = apiVersionOf(info);
+    const wholeAnyState = opts.resourceVersion === '0' && !opts.limit && !opts.continue && !opts.labelSelector && !opts.fieldSelector;
+    if (wholeAnyState) {
+      return this.latestLists.get(`${apiVersion} ${prefixOf(info, namespace)}`, this.backend.observedRevision(), () => this.readSerialized(info, strategy, namespace, opts));
+    }
+    return this.readSerialized(info, strategy, namespace, opts);
+  }
+
+  private async readSerialized(info: ResourceInfo, strategy: KindStrategy, namespace: string | undefined, opts: ListOptions): Promise<SerializedList> {
+    const apiVersion = apiVersionOf(info);
+    const { metadata, items } = await this.collect(info, strategy, namespace, opts, (kv, decoded) => {
+      const key = `${apiVersion} ${kv.key}`;
+      const held = this.serializedItems.get(key, kv.modRevision);
+      if (held) return held;
+      const bytes = Buffer.from(JSON.stringify(decoded ?? decode(info, kv)));
+      this.serializedItems.set(key, kv.modRevision, bytes);
+      return bytes;
+    });
+    return { apiVersion, kind: info.listKind, metadata, items };
+  }
+
+  /** Objects stored under a collection now (a namespace's, or all namespaces' with none), without reading them. */
+  async count(info: ResourceInfo, namespace: string | undefined): Promise<number> {
+    const strategy = this.strategyOf(info);
+    // Computed kinds store nothing; what they answer is made per request.
+    if (strategy.virtualRead) return 0;
+    return this.read(() => this.backend.count(prefixOf(info, namespace)));
+  }
+
+  /**
+   * The list walk shared by list and listSerialized: reads pages at one revision, filters by the
+   * selectors (parsing an item only when a selector needs it) and hands each kept item to `item`
+   * with its parsed object, if one was made.
+   */
+  private async collect<T>(info: ResourceInfo, strategy: KindStrategy, namespace: string | undefined, opts: ListOptions, item: (kv: KeyValue, decoded: KubeObject | undefined) => T): Promise<{ metadata: KubeList['metadata']; items: T[] }> {
     const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
     const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
     if (fieldSel) assertFieldsSupported(fieldSel, this.supportedFields(strategy), info.kind);
@@ -201,26 +281,34 @@ export class Registry {
       const exact = opts.resourceVersionMatch === 'Exact' || (opts.resourceVersionMatch === undefined && limit > 0);
       if (exact) revision = requested;
     }
-    const items: KubeObject[] = [];
+    const items: T[] = [];
     let more = false;
     let remaining = 0;
     let readAt = revision;
     let lastRead: string | undefined;
-    // Filtering happens after the read, so keep reading pages until the limit is filled.
-    for (;;) {
-      const page = await this.readPage(prefix, { revision: readAt, limit: limit ? limit - items.length : 0, startAfter, continuing });
+    // Filtering happens after the read, so keep reading pages until the limit is filled. The store
+    // is read READ_PAGE_SIZE keys at a time, all at the first page's revision, with a turn of the
+    // event loop in between: a collection of 10,000 objects read at once would keep every other
+    // request waiting for the whole read (≈ 100 ms on SQLite).
+    for (let first = true; ; first = false) {
+      if (!first) await new Promise<void>((resolve) => setImmediate(resolve));
+      const want = Math.min(limit ? limit - items.length : Infinity, READ_PAGE_SIZE);
+      const page = await this.readPage(prefix, { revision: readAt, limit: want, startAfter, continuing, withoutRemaining: !limit });
       readAt = page.revision;
       for (const kv of page.items) {
         lastRead = kv.key;
-        const obj = decode(info, kv);
-        if (labelSel && !matchesLabels(labelSel, obj.metadata.labels)) continue;
-        if (fieldSel && !matchesFields(fieldSel, this.fieldsOf(strategy, obj))) continue;
-        items.push(obj);
+        let obj: KubeObject | undefined;
+        if (labelSel || fieldSel) {
+          obj = decode(info, kv);
+          if (labelSel && !matchesLabels(labelSel, obj.metadata.labels)) continue;
+          if (fieldSel && !matchesFields(fieldSel, this.fieldsOf(strategy, obj))) continue;
+        }
+        items.push(item(kv, obj));
       }
       more = page.more;
       remaining = page.remaining;
       const last = page.items[page.items.length - 1];
-      if (!more || !limit || items.length >= limit || !last) break;
+      if (!more || (limit && items.length >= limit) || !last) break;
       startAfter = last.key;
     }
     const metadata: KubeList['metadata'] = { resourceVersion: String(readAt) };
@@ -228,12 +316,12 @@ export class Registry {
       metadata.continue = encodeContinue({ rv: readAt, start: lastRead });
       if (!labelSel && !fieldSel) metadata.remainingItemCount = remaining;
     }
-    return { apiVersion: apiVersionOf(info), kind: info.listKind, metadata, items };
+    return { metadata, items };
   }
 
-  private async readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined; continuing: { start: string } | undefined }) {
+  private async readPage(prefix: string, opts: { revision: number; limit: number; startAfter: string | undefined; continuing: { start: string } | undefined; withoutRemaining: boolean }) {
     try {
-      return await this.backend.list(prefix, { revision: opts.revision || undefined, limit: opts.limit || undefined, startAfter: opts.startAfter });
+      return await this.backend.list(prefix, { revision: opts.revision || undefined, limit: opts.limit || undefined, startAfter: opts.startAfter, withoutRemaining: opts.withoutRemaining });
     } catch (e) {
       if (e instanceof StorageError && e.code === 'Compacted') {
         if (!opts.continuing) throw errors.gone('The resourceVersion for the provided list is too old.');
@@ -565,9 +653,17 @@ export class Registry {
       // The current state as ADDED events, then every change after the revision it was read at.
       // With sendInitialEvents a resourceVersion is only a lower bound on that state.
       if (requested) await this.assertNotFuture(requested);
-      const snapshot = await this.list(info, namespace, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector });
-      for (const item of snapshot.items) opts.onEvent({ type: 'ADDED', object: item });
-      from = parseRevision(snapshot.metadata.resourceVersion ?? '0');
+      const selectors = { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector };
+      if (opts.sendInitialObjects) {
+        // resourceVersion=0 accepts any state, so the snapshot other readers share will do.
+        const snapshot = await this.listSerialized(info, namespace, { ...selectors, resourceVersion: opts.resourceVersion === '0' ? '0' : undefined });
+        from = parseRevision(snapshot.metadata.resourceVersion ?? '0');
+        await opts.sendInitialObjects(snapshot.items);
+      } else {
+        const snapshot = await this.list(info, namespace, selectors);
+        for (const item of snapshot.items) opts.onEvent({ type: 'ADDED', object: item });
+        from = parseRevision(snapshot.metadata.resourceVersion ?? '0');
+      }
       if (opts.sendInitialEvents) opts.onInitialEventsEnd?.(from);
     } else {
       // "Now" is where the store's event stream is: every later change reaches this watch.

@@ -18,7 +18,10 @@ import { registerDiscoveryRoutes, wantsTable, renderTable, tableRowRenderer } fr
 import { columnProviderFor } from './tables.js';
 import { resolveResourcePath } from '../requests/request-path.js';
 import { handleResourceRequest } from '../requests/resource-handlers.js';
-import { sendJsonBytes } from './large-responses.js';
+import { sendJsonBytes, sendJsonList } from './large-responses.js';
+import { DEFAULT_OBJECT_BUDGET, estimateObjects, ObjectBudget, ObjectCounts, resolveObjectBudget, type ObjectBudgetLimits, type ReadRequest } from './object-budget.js';
+import { readConsistency } from '../registry/list-options.js';
+import type { ResourceTarget } from '../requests/request-path.js';
 import { registerPodStreams } from './pod-streams.js';
 import { isDashboardPath, registerDashboard } from './dashboard-static.js';
 import { serveWatch } from './watch-stream.js';
@@ -43,6 +46,11 @@ export interface AppOptions {
   advertiseAddress?: string;
   /** per-client requests in flight (default kube-apiserver's 400 reads / 200 mutations) */
   inflightLimits?: Pick<ConnectionLimits, 'maxReadsInFlight' | 'maxMutationsInFlight'>;
+  /**
+   * objects lists and initial watch events may have in flight, server-wide and per user, then 429
+   * (default DEFAULT_OBJECT_BUDGET: 40,000 and 20,000); see object-budget.ts
+   */
+  objectBudget?: Partial<ObjectBudgetLimits>;
   /** how often watches that allow bookmarks get one (default 60 s, as Kubernetes) */
   watchBookmarkIntervalMs?: number;
   /** decides every request; by default Node and RBAC authorizers over the registry, started with the app */
@@ -171,16 +179,34 @@ export function buildApp(opts: AppOptions): FastifyInstance {
   const inflight = new InflightLimiter(opts.inflightLimits ?? DEFAULT_CONNECTION_LIMITS);
   app.addHook('onRequest', async (req, reply) => {
     if (isLongRunning(req.url)) return;
-    const client = req.identity?.username ?? `address:${req.socket.remoteAddress ?? '?'}`;
-    const mutating = isMutatingMethod(req.method);
-    const release = inflight.tryAcquire(client, mutating);
-    if (!release) {
-      void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
-      throw new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: RETRY_AFTER_SECONDS });
-    }
+    const release = inflight.tryAcquire(clientOf(req), isMutatingMethod(req.method));
+    if (!release) throw tooManyRequests(reply);
     // 'close' fires both when the response is sent and when the client goes away first.
     reply.raw.once('close', release);
   });
+
+  // Lists and watches' initial events are charged by the objects they carry (object-budget.ts).
+  const objectBudget = new ObjectBudget(resolveObjectBudget(opts.objectBudget ?? DEFAULT_OBJECT_BUDGET));
+  const objectCounts = new ObjectCounts();
+  /** Charges a list or watch before it reads anything; the returned release is also called when the response closes. */
+  const chargeRead = async (req: FastifyRequest, reply: FastifyReply, verb: string, target: ResourceTarget, query: Record<string, string | undefined>): Promise<() => void> => {
+    const read = readRequestOf(verb, target, query);
+    // A watch that only follows changes holds nothing but its connection.
+    if (!read || (read.verb === 'watch' && !read.sendsInitialEvents)) return () => {};
+    const client = clientOf(req);
+    if (!objectBudget.hasRoom(client)) throw tooManyRequests(reply);
+    const { info, namespace } = target;
+    const stored = read.singleObject ? 1 : await objectCounts.get(`${info.group}/${info.plural}/${namespace ?? ''}`, () => opts.registry.count(info, namespace));
+    const release = await objectBudget.charge(client, estimateObjects(read, stored));
+    if (!release) throw tooManyRequests(reply);
+    // A client that left while its request waited has no response left to close.
+    if (reply.raw.closed) {
+      release();
+      throw tooManyRequests(reply);
+    }
+    reply.raw.once('close', release);
+    return release;
+  };
 
   app.get('/cacerts', async (_req, reply) => reply.type('text/plain').send(opts.caCert));
   app.post('/berth/v1/join', async (req) => {
@@ -211,6 +237,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     authorize(req.identity!, { verb, group, resource: target.info.plural, subresource: target.subresource, namespace: target.namespace, name: target.name, fieldSelector: target.name === undefined ? query.fieldSelector : undefined });
     // A verb the resource does not implement (GET on a create-only review, deletecollection of namespaces).
     if (!target.subresource && !target.info.verbs.includes(verb)) throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
+    const releaseCharge = await chargeRead(req, reply, verb, target, query);
     const table = wantsTable(req.headers.accept);
     // A CRD served at several versions stores one; the others differ only in apiVersion (no conversion).
     // Kinds with a conversion (autoscaling/v1 HPAs) are rewritten to the asked version's shape.
@@ -229,6 +256,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
         open: openWatches,
         apiVersion: group ? `${group}/${version}` : version,
         bookmarkIntervalMs: opts.watchBookmarkIntervalMs,
+        onInitialEventsWritten: releaseCharge,
         render: table ? tableRowRenderer(columnProviderFor(opts.registry, target.info), query, table) : version === target.info.version ? undefined : asVersion,
       });
       return;
@@ -236,6 +264,19 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     // A plain GET of one object is sent as stored: serialized once per revision, written with backpressure.
     if (req.method === 'GET' && target.name !== undefined && !target.subresource && !table && version === target.info.version) {
       return sendJsonBytes(reply, 200, await opts.registry.getSerialized(target.info, target.namespace, target.name));
+    }
+    // A list shown as stored is sent from the shared serialized items, a slice at a time.
+    if (req.method === 'GET' && verb === 'list' && !target.subresource && !table && version === target.info.version) {
+      const consistency = readConsistency(query, { watch: false });
+      const list = await opts.registry.listSerialized(target.info, target.namespace, {
+        labelSelector: query.labelSelector,
+        fieldSelector: query.fieldSelector,
+        limit: consistency.limit,
+        continue: query.continue,
+        resourceVersion: consistency.resourceVersion,
+        resourceVersionMatch: consistency.resourceVersionMatch,
+      });
+      return sendJsonList(reply, 200, list);
     }
     const result = await handleResourceRequest(opts.registry, {
       method: req.method,
@@ -264,6 +305,40 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     return handler(p.group, p.version, p['*'])(req, reply);
   });
   return app;
+}
+
+/** Who a request is counted against: its user, or its address before authentication. */
+function clientOf(req: FastifyRequest): string {
+  return req.identity?.username ?? `address:${req.socket.remoteAddress ?? '?'}`;
+}
+
+/** kube-apiserver's answer when a request does not fit its limits. */
+function tooManyRequests(reply: FastifyReply): ApiError {
+  void reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+  return new ApiError('TooManyRequests', 'Too many requests, please try again later.', { retryAfterSeconds: RETRY_AFTER_SECONDS });
+}
+
+/**
+ * What a list or watch asks for, for its cost; undefined for other verbs and for parameters the
+ * handler refuses anyway (it reports them). One named object (a path name or a metadata.name
+ * field selector) costs one, as the list work estimator charges a single-object list.
+ */
+function readRequestOf(verb: string, target: ResourceTarget, query: Record<string, string | undefined>): ReadRequest | undefined {
+  if (verb !== 'list' && verb !== 'watch') return undefined;
+  let consistency: ReturnType<typeof readConsistency>;
+  try {
+    consistency = readConsistency(query, { watch: verb === 'watch' });
+  } catch {
+    return undefined;
+  }
+  const anyVersion = !consistency.resourceVersion || consistency.resourceVersion === '0';
+  return {
+    verb,
+    limit: consistency.limit,
+    filtered: Boolean(query.labelSelector || query.fieldSelector),
+    singleObject: target.name !== undefined || /^metadata\.name==?[^,]*$/.test(query.fieldSelector ?? ''),
+    sendsInitialEvents: verb === 'watch' && (consistency.sendInitialEvents ?? anyVersion),
+  };
 }
 
 function verbOf(method: string, name: string | undefined, query: Record<string, string | undefined>): string {

@@ -10,6 +10,10 @@
  * slices are handed out by one scheduler, a few per turn, round robin: whatever the number of large
  * responses in flight, other requests wait for at most that many slices before they are read.
  * A client that stops reading only stops asking for slices; it holds up no one else.
+ *
+ * A list whose items are already serialized (shared bytes, one copy per object for every reader)
+ * goes out the same way, the slices gathered from its items as the socket asks for them: no
+ * reader ever builds the whole list as one string.
  */
 import { Readable } from 'node:stream';
 import type { FastifyReply } from 'fastify';
@@ -56,6 +60,41 @@ export class TurnScheduler {
 
 const sliceTurns = new TurnScheduler(SLICES_PER_TURN);
 
+/** Resolves at this process's next turn for a slice: writers outside a stream (watches) take their turns here too. */
+export function nextSliceTurn(): Promise<void> {
+  return new Promise((resolve) => sliceTurns.enqueue(resolve));
+}
+
+/** A list as its JSON head (apiVersion, kind, metadata) and its items' JSON, in order. */
+export interface SerializedListBody {
+  apiVersion: string;
+  kind: string;
+  metadata: unknown;
+  items: Buffer[];
+}
+
+const ITEMS_END = Buffer.from(']}');
+const COMMA = Buffer.from(',');
+
+/**
+ * Sends `{"apiVersion":…,"kind":…,"metadata":…,"items":[…]}` from already serialized items:
+ * the same bytes JSON.stringify would make of the list, gathered a slice at a time.
+ */
+export function sendJsonList(reply: FastifyReply, code: number, list: SerializedListBody): FastifyReply {
+  const head = JSON.stringify({ apiVersion: list.apiVersion, kind: list.kind, metadata: list.metadata });
+  const pieces: Buffer[] = [Buffer.from(`${head.slice(0, -1)},"items":[`)];
+  list.items.forEach((item, i) => {
+    if (i > 0) pieces.push(COMMA);
+    pieces.push(item);
+  });
+  pieces.push(ITEMS_END);
+  let length = 0;
+  for (const piece of pieces) length += piece.length;
+  if (length <= RESPONSE_SLICE_BYTES) return sendJsonBytes(reply, code, Buffer.concat(pieces, length));
+  void reply.code(code).type('application/json; charset=utf-8').header('content-length', String(length));
+  return reply.send(new GatheredBody(pieces, sliceTurns));
+}
+
 /**
  * A pull stream over a buffer: the next slice is produced only when the consumer (the socket,
  * through pipe) asks for more, and only when the scheduler gives it a turn. Slices share the buffer.
@@ -78,6 +117,44 @@ export class SlicedBody extends Readable {
       this.offset += slice.length;
       this.push(slice);
       if (this.offset >= this.bytes.length) this.push(null);
+    });
+  }
+}
+
+/**
+ * A pull stream over many buffers (a list's items): each slice gathers up to RESPONSE_SLICE_BYTES of
+ * them, in order, only when the consumer asks and the scheduler gives it a turn. A buffer larger
+ * than a slice is cut into slices of its own.
+ */
+export class GatheredBody extends Readable {
+  private piece = 0;
+  private offset = 0;
+
+  constructor(
+    private readonly pieces: readonly Buffer[],
+    private readonly scheduler: TurnScheduler,
+  ) {
+    super({ highWaterMark: RESPONSE_SLICE_BYTES });
+  }
+
+  override _read(): void {
+    this.scheduler.enqueue(() => {
+      if (this.destroyed) return;
+      const parts: Buffer[] = [];
+      let size = 0;
+      while (size < RESPONSE_SLICE_BYTES && this.piece < this.pieces.length) {
+        const current = this.pieces[this.piece]!;
+        const part = current.subarray(this.offset, this.offset + RESPONSE_SLICE_BYTES - size);
+        parts.push(part);
+        size += part.length;
+        this.offset += part.length;
+        if (this.offset >= current.length) {
+          this.piece++;
+          this.offset = 0;
+        }
+      }
+      if (size > 0) this.push(parts.length === 1 ? parts[0] : Buffer.concat(parts, size));
+      if (this.piece >= this.pieces.length) this.push(null);
     });
   }
 }

@@ -4,6 +4,7 @@ import type { KubeObject, WatchEvent } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 import { readConsistency } from '../registry/list-options.js';
 import type { ResourceTarget } from '../requests/request-path.js';
+import { nextSliceTurn, RESPONSE_SLICE_BYTES } from './large-responses.js';
 
 export interface WatchStreamOptions {
   registry: Registry;
@@ -17,6 +18,8 @@ export interface WatchStreamOptions {
   apiVersion: string;
   /** how often a watch with allowWatchBookmarks=true gets a BOOKMARK (Kubernetes: about a minute) */
   bookmarkIntervalMs?: number;
+  /** called once, when the initial events (if any) have been written out or the watch could not start */
+  onInitialEventsWritten?: () => void;
 }
 
 export const DEFAULT_BOOKMARK_INTERVAL_MS = 60_000;
@@ -36,6 +39,48 @@ function serialized(ev: WatchEvent<unknown>): string {
   let line = byType.get(ev.type);
   if (line === undefined) byType.set(ev.type, (line = JSON.stringify(ev) + '\n'));
   return line;
+}
+
+const ADDED_PREFIX = Buffer.from('{"type":"ADDED","object":');
+const EVENT_END = Buffer.from('}\n');
+
+/**
+ * Writes serialized objects as ADDED events (the bytes `serialized` would make), a slice at a time,
+ * each slice only once the socket has taken the last one and the slice scheduler gives it a turn:
+ * a watch of 10,000 objects holds a slice of them in flight, not all of them. Stops early once the
+ * stream has ended.
+ */
+async function writeAddedEvents(res: ServerResponse, objects: Buffer[], ended: () => boolean): Promise<void> {
+  let parts: Buffer[] = [];
+  let size = 0;
+  const flush = async (): Promise<boolean> => {
+    await nextSliceTurn();
+    if (ended()) return false;
+    const writable = res.write(Buffer.concat(parts, size));
+    parts = [];
+    size = 0;
+    if (!writable) await drained(res);
+    return !ended();
+  };
+  for (const object of objects) {
+    parts.push(ADDED_PREFIX, object, EVENT_END);
+    size += ADDED_PREFIX.length + object.length + EVENT_END.length;
+    if (size >= RESPONSE_SLICE_BYTES && !(await flush())) return;
+  }
+  if (size > 0) await flush();
+}
+
+/** Resolves when `res` can take more, or has closed. */
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 /**
@@ -65,6 +110,12 @@ export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions):
   let timer: NodeJS.Timeout | undefined;
   let bookmarks: NodeJS.Timeout | undefined;
   let ended = false;
+  let initialWritten = false;
+  const initialEventsWritten = () => {
+    if (initialWritten) return;
+    initialWritten = true;
+    opts.onInitialEventsWritten?.();
+  };
 
   const end = () => {
     if (ended) return;
@@ -74,6 +125,7 @@ export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions):
     if (bookmarks) clearInterval(bookmarks);
     opts.open.delete(end);
     res.end();
+    initialEventsWritten();
   };
   opts.open.add(end);
   res.on('close', end);
@@ -100,6 +152,8 @@ export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions):
       fieldSelector: query.fieldSelector,
       resourceVersion: consistency.resourceVersion,
       sendInitialEvents: consistency.sendInitialEvents,
+      // Events shown as stored go out as the shared serialized objects, with backpressure.
+      ...(opts.render || target.name !== undefined ? {} : { sendInitialObjects: (objects: Buffer[]) => writeAddedEvents(res, objects, () => ended) }),
       onEvent: (ev) => {
         if (target.name !== undefined && ev.object.metadata.name !== target.name) return;
         send({ type: ev.type, object: opts.render ? opts.render(ev.object) : ev.object });
@@ -117,5 +171,7 @@ export async function serveWatch(res: ServerResponse, opts: WatchStreamOptions):
     }
   } catch (e) {
     sendError(e instanceof ApiError ? e : errors.internal(String(e)));
+  } finally {
+    initialEventsWritten();
   }
 }

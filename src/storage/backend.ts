@@ -49,6 +49,11 @@ export interface ListOptions {
   limit?: number;
   /** return only keys strictly greater than this one (paging cursor) */
   startAfter?: string;
+  /**
+   * The caller reads on to the end and needs no `remaining`: a backend for which counting what
+   * follows costs a second range read (SQLite) may leave it 0. `more` is always exact.
+   */
+  withoutRemaining?: boolean;
 }
 
 export interface ListResult {

@@ -234,7 +234,7 @@ export class SqliteBackend implements Backend {
       const more = limit > 0 && rows.length > limit;
       const items = (more ? rows.slice(0, limit) : rows).map(rowToKeyValue);
       let remaining = 0;
-      if (more) {
+      if (more && !opts.withoutRemaining) {
         const after = { ...range, startAfter: items[items.length - 1]!.key };
         remaining = (this.liveAt(after, 'count').get(this.rangeParams(after)) as { n: number }).n;
       }
