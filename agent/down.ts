@@ -13,6 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { LABEL_CLUSTER, readRecordedClusterId } from './cluster-scope.js';
 import { stopNodeResolver } from './dns/node-dns.js';
+import { processAlive } from './dns/pid-file.js';
 import { ruleComment } from './network/bridge-network.js';
 import { deleteIptablesRulesByComment } from './network/host-commands.js';
 import { unmountAllUnder } from './volumes/mounts.js';
@@ -37,14 +38,6 @@ export interface DownReport {
   tables: string[];
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The pid of the `berth up` running on `dataDir`, if one runs (its pid file, checked against /proc). */
 function runningUp(dataDir: string): number | undefined {
@@ -54,7 +47,7 @@ function runningUp(dataDir: string): number | undefined {
   } catch {
     return undefined;
   }
-  if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
+  if (!Number.isInteger(pid) || pid <= 0 || !processAlive(pid)) return undefined;
   try {
     const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
     return argv.includes('up') ? pid : undefined;
@@ -73,8 +66,8 @@ export async function down(o: DownOptions): Promise<DownReport> {
     o.log(`stopping berth up (pid ${report.stoppedUp})`);
     process.kill(report.stoppedUp, 'SIGTERM');
     const deadline = Date.now() + (o.stopTimeoutMs ?? 60_000);
-    while (alive(report.stoppedUp) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    if (alive(report.stoppedUp)) process.kill(report.stoppedUp, 'SIGKILL');
+    while (processAlive(report.stoppedUp) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    if (processAlive(report.stoppedUp)) process.kill(report.stoppedUp, 'SIGKILL');
   }
   await stopNodeResolver(agentDir);
   if (!report.clusterId) {

@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import type { Service } from '../../src/api/services.js';
 import type { Client } from '../../src/client/client.js';
 import type { ClusterDnsSettings } from '../pod-files.js';
-import { isResolverProcess, readResolverPid, RESOLVER_ENTRY, resolverPidFile } from './pid-file.js';
+import { isResolverProcess, processAlive, readResolverPid, RESOLVER_ENTRY, resolverPidFile } from './pid-file.js';
 
 export interface NodeDnsOptions {
   dataDir: string;
@@ -38,14 +38,6 @@ export interface NodeDnsOptions {
 
 const ENTRY = path.join(path.dirname(fileURLToPath(import.meta.url)), RESOLVER_ENTRY);
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
@@ -169,8 +161,8 @@ export async function stopNodeResolver(dataDir: string, timeoutMs = 5000): Promi
   }
   process.kill(current.pid, 'SIGTERM');
   const deadline = Date.now() + timeoutMs;
-  while (alive(current.pid) && isResolverProcess(current.pid, dir) && Date.now() < deadline) await sleep(50);
-  if (alive(current.pid) && isResolverProcess(current.pid, dir)) process.kill(current.pid, 'SIGKILL');
+  while (processAlive(current.pid) && isResolverProcess(current.pid, dir) && Date.now() < deadline) await sleep(50);
+  if (processAlive(current.pid) && isResolverProcess(current.pid, dir)) process.kill(current.pid, 'SIGKILL');
 }
 
 /** The kube-dns Service's address the control plane assigns (the 10th of the default Service range). */

@@ -39,3 +39,13 @@ export function isResolverProcess(pid: number, dataDir: string): boolean {
     return false;
   }
 }
+
+/** True while a process with this pid exists (a zombie included). */
+export function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -75,3 +75,16 @@ export function parseResourceVersion(rv: string): number {
 export function tooLargeResourceVersion(requested: number, current: number): ApiError {
   return new ApiError('Timeout', `Too large resource version: ${requested}, current: ${current}`, { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 });
 }
+
+/** What a list request asks for: selectors, paging and consistency, read and checked from its query. */
+export function readListOptions(query: Record<string, string | undefined>) {
+  const consistency = readConsistency(query, { watch: false });
+  return {
+    labelSelector: query.labelSelector,
+    fieldSelector: query.fieldSelector,
+    limit: consistency.limit,
+    continue: query.continue,
+    resourceVersion: consistency.resourceVersion,
+    resourceVersionMatch: consistency.resourceVersionMatch,
+  };
+}

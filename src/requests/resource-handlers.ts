@@ -23,7 +23,7 @@ import { handleEvictionRequest } from './eviction-subresource.js';
 import { handleTokenRequest } from './token-subresource.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 import { handleVirtualCreate } from './virtual-create.js';
-import { readConsistency } from '../registry/list-options.js';
+import { readListOptions } from '../registry/list-options.js';
 import { readDeleteOptionsBody, readDeleteOptionsQuery, readWriteOptions, resolveDeleteOptions, type DeleteOptionsInput } from '../api/query-parameters.js';
 import { defaultTypeMeta } from './type-meta.js';
 
@@ -51,18 +51,7 @@ export async function handleResourceRequest(registry: Registry, req: ApiRequest,
   switch (req.method) {
     case 'GET': {
       if (name === undefined) {
-        const consistency = readConsistency(query, { watch: false });
-        return {
-          code: 200,
-          body: await registry.list(info, namespace, {
-            labelSelector: query.labelSelector,
-            fieldSelector: query.fieldSelector,
-            limit: consistency.limit,
-            continue: query.continue,
-            resourceVersion: consistency.resourceVersion,
-            resourceVersionMatch: consistency.resourceVersionMatch,
-          }),
-        };
+        return { code: 200, body: await registry.list(info, namespace, readListOptions(query)) };
       }
       return { code: 200, body: await registry.get(info, namespace, name, { resourceVersion: query.resourceVersion || undefined }) };
     }

@@ -20,7 +20,7 @@ import { resolveResourcePath } from '../requests/request-path.js';
 import { handleResourceRequest } from '../requests/resource-handlers.js';
 import { sendJsonBytes, sendJsonList } from './large-responses.js';
 import { DEFAULT_OBJECT_BUDGET, estimateObjects, ObjectBudget, ObjectCounts, resolveObjectBudget, type ObjectBudgetLimits, type ReadRequest } from './object-budget.js';
-import { readConsistency } from '../registry/list-options.js';
+import { readConsistency, readListOptions } from '../registry/list-options.js';
 import type { ResourceTarget } from '../requests/request-path.js';
 import { registerPodStreams } from './pod-streams.js';
 import { isDashboardPath, registerDashboard } from './dashboard-static.js';
@@ -267,15 +267,7 @@ export function buildApp(opts: AppOptions): FastifyInstance {
     }
     // A list shown as stored is sent from the shared serialized items, a slice at a time.
     if (req.method === 'GET' && verb === 'list' && !target.subresource && !table && version === target.info.version) {
-      const consistency = readConsistency(query, { watch: false });
-      const list = await opts.registry.listSerialized(target.info, target.namespace, {
-        labelSelector: query.labelSelector,
-        fieldSelector: query.fieldSelector,
-        limit: consistency.limit,
-        continue: query.continue,
-        resourceVersion: consistency.resourceVersion,
-        resourceVersionMatch: consistency.resourceVersionMatch,
-      });
+      const list = await opts.registry.listSerialized(target.info, target.namespace, readListOptions(query));
       return sendJsonList(reply, 200, list);
     }
     const result = await handleResourceRequest(opts.registry, {

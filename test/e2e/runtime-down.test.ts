@@ -15,6 +15,7 @@ import { after, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import { infraSpec } from '../../agent/container-config.js';
 import { fetchClusterId, LABEL_CLUSTER } from '../../agent/cluster-scope.js';
+import { processAlive } from '../../agent/dns/pid-file.js';
 import { podNetworkName, removePodNetwork } from '../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 import type { Node, Pod } from '../../src/api/types.js';
@@ -24,14 +25,6 @@ import { docker, podManifest, sleep, startCluster, TEST_IMAGE, waitFor, waitForP
 const execFileP = promisify(execFile);
 const PAUSE_IMAGE = 'berth/pause:3.9';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 function agentLog(c: Cluster, node: string): string {
   try {
@@ -209,7 +202,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
       await waitForPod(c.client, 'default', n, (x) => x.status?.conditions?.find((k) => k.type === 'Ready')?.status === 'False' && x.status.containerStatuses?.[0]?.ready === false, 10_000);
     }
     await sleep(3000); // several failed checks, syncs and reconnects later
-    assert.ok(alive(pid), `agent died while Docker was gone; log:\n${agentLog(c, nodeName).slice(-3000)}`);
+    assert.ok(processAlive(pid), `agent died while Docker was gone; log:\n${agentLog(c, nodeName).slice(-3000)}`);
 
     const restartAt = Date.now();
     await d.start();
@@ -230,7 +223,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
       return true;
     }, 20_000, 'one pause container per pod');
     assert.equal(c.agentPid(nodeName), pid);
-    assert.ok(alive(pid));
+    assert.ok(processAlive(pid));
     const events = await c.kubectl(['get', 'events', '-n', 'default', '--field-selector', `involvedObject.name=${nodeName}`, '-o', 'jsonpath={.items[*].reason}']);
     assert.match(events.stdout, /NodeNotReady/);
     assert.match(events.stdout, /NodeReady/);
@@ -252,12 +245,12 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     for (const n of ['crash-0', 'crash-1']) {
       await c.client.create(CORE.pods, podManifest(n, { nodeName, containers: [{ name: 'app', image: TEST_IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', 'sleep 1; exit 1'] }] }));
     }
-    await waitFor(() => proxy.resets >= 6 || !alive(pid), 90_000, () => `six resets (had ${proxy.resets}); agent log:\n${agentLog(c, nodeName).slice(-3000)}`);
-    assert.ok(alive(pid), `agent crashed after ${proxy.resets} resets; log:\n${agentLog(c, nodeName).slice(-3000)}`);
+    await waitFor(() => proxy.resets >= 6 || !processAlive(pid), 90_000, () => `six resets (had ${proxy.resets}); agent log:\n${agentLog(c, nodeName).slice(-3000)}`);
+    assert.ok(processAlive(pid), `agent crashed after ${proxy.resets} resets; log:\n${agentLog(c, nodeName).slice(-3000)}`);
     // And it keeps doing its job: the crash loops go on being restarted and counted.
     const before = (await c.client.get<Pod>(CORE.pods, { namespace: 'default', name: 'crash-0' })).status?.containerStatuses?.[0]?.restartCount ?? 0;
     await waitForPod(c.client, 'default', 'crash-0', (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) > before, 60_000);
-    assert.ok(alive(pid));
+    assert.ok(processAlive(pid));
     assert.doesNotMatch(agentLog(c, nodeName), /nothing handled|programmer error/);
     t.diagnostic(`${proxy.resets} connection resets survived`);
   });
