@@ -193,20 +193,23 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
     });
   };
 
+  let markStarted: () => void = () => undefined;
+  /** settles once the process started, or failed to */
+  const started = new Promise<void>((resolve) => (markStarted = resolve));
   const run = async () => {
     try {
       proc = await o.start();
     } catch (err) {
+      markStarted();
       log.debug({ err: (err as Error).message }, 'remote command could not start');
       finish(failureStatus(`error executing command in container: ${(err as Error).message}`));
       return;
     }
-    if (ws.readyState !== ws.OPEN) {
-      proc.close();
-      return;
-    }
+    // Even when the client has closed already: the stdin it sent before closing is the process's.
     const pausedForStart = early.length >= EARLY_MESSAGES_BEFORE_PAUSE;
     for (const msg of early.splice(0)) handle(msg);
+    markStarted();
+    if (ws.readyState !== ws.OPEN) return;
     if (pausedForStart && !stdinBlocked) ws.resume();
     await Promise.all([pump(CHANNEL_STDOUT, proc.stdout), pump(CHANNEL_STDERR, proc.stderr), proc.ended]);
     if (finished) return;
@@ -222,9 +225,20 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
   };
 
   void run();
-  return closed.then(() => {
+  return closed.then(async () => {
     clearInterval(heartbeat);
     finished = true;
+    await started;
+    // A client may close right after its last stdin bytes without waiting for the process (the
+    // Python client's copy into a pod does): as the kubelet, deliver them, then EOF, and let the
+    // process finish (within a bound) rather than cut it off mid-input.
+    if (proc?.stdin) {
+      proc.stdin.end();
+      await Promise.race([proc.ended, new Promise((r) => setTimeout(r, STDIN_DRAIN_TIMEOUT_MS).unref())]);
+    }
     proc?.close();
   });
 }
+
+/** How long a process whose client has gone may take to finish the stdin it was sent. */
+const STDIN_DRAIN_TIMEOUT_MS = 60_000;

@@ -76,6 +76,24 @@ elif mode == 'exec':
     out['stderr'] = ws.read_stderr(timeout=1)
     out['returncode'] = ws.returncode
 
+    # Copies into the pod as kubernetes.core's k8s_cp makes them: a tar on stdin, and the socket
+    # closed right after its last bytes, without waiting for tar to finish.
+    import io, tarfile
+    names = ['/tmp/copied-%d.txt' % i for i in range(10)]
+    for name in names:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode='w') as tar:
+            info = tarfile.TarInfo(name.lstrip('/'))
+            info.size = 6
+            tar.addfile(info, io.BytesIO(b'hello\\n'))
+        ws = stream(core.connect_get_namespaced_pod_exec, pod, ns, command=['tar', '-xmf', '-', '-C', '/'],
+                    stdout=True, stderr=True, stdin=True, tty=False, _preload_content=False)
+        ws.write_stdin(buf.getvalue())
+        ws.close()
+    time.sleep(1)
+    listing = stream(core.connect_get_namespaced_pod_exec, pod, ns, command=['sh', '-c', 'cat /tmp/copied-*.txt | wc -l'], stdout=True, stderr=True, stdin=False, tty=False)
+    out['copiedFiles'] = listing.strip()
+
 elif mode == 'rc':
     name = sys.argv[4]
     template = {'metadata': {'labels': {'rc': name}}, 'spec': {'terminationGracePeriodSeconds': 1,
@@ -143,7 +161,7 @@ describe("Debian's kubernetes Python client: watch, exec, ReplicationController 
     assert.ok(timedOut.seconds < 10, `a 1 s watch ended after ${timedOut.seconds} s`);
   });
 
-  it('exec over WebSocket: a one-shot command; stdin, stdout and stderr apart, and the exit code', async () => {
+  it('exec over WebSocket: a one-shot command; stdin, stdout and stderr apart, and the exit code; stdin sent just before the client closes still arrives', async () => {
     await c.client.create(CORE.pods, podManifest('shell', { nodeName: c.nodeNames[0], terminationGracePeriodSeconds: 1, containers: [{ name: 'c', image: TEST_IMAGE, command: ['sleep', '3600'] }] }), { namespace: NAMESPACE });
     await waitForPod(c.client, NAMESPACE, 'shell', (p) => p.status?.phase === 'Running', 45_000);
     const out = await runPython('exec', NAMESPACE, 'shell');
@@ -151,6 +169,7 @@ describe("Debian's kubernetes Python client: watch, exec, ReplicationController 
     assert.equal(out.stdout, 'got hello\n');
     assert.equal(out.stderr, 'to stderr\n');
     assert.equal(out.returncode, 3);
+    assert.equal(out.copiedFiles, '10', 'each tar sent on stdin just before the client closed was unpacked in the pod');
   });
 
   it('a ReplicationController created and scaled to 2 through its scale subresource; both pods run', async () => {
