@@ -3,6 +3,7 @@
  * PersistentVolumeClaim: object shapes, REST identity, defaults, validation and `kubectl get`
  * columns. The controllers live in src/controllers/daemonset and src/controllers/statefulset.
  */
+import { isDeepStrictEqual } from 'node:util';
 import type { FieldError } from '../../api/errors.js';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
 import type { KubeObject } from '../../api/types.js';
@@ -324,11 +325,37 @@ const PVC_COLUMNS: ColumnProvider = {
 
 // ---------- strategies ----------
 
+/**
+ * kube-apiserver keeps a DaemonSet's template generation in this annotation: 1 at creation, one more
+ * with each change of the pod template (other spec changes leave it). `kubectl rollout` and
+ * kubernetes.core's k8s_rollback read it.
+ */
+export const DAEMONSET_TEMPLATE_GENERATION_ANNOTATION = 'deprecated.daemonset.template.generation';
+
+function templateGenerationOf(ds: DaemonSet): number {
+  const n = Number(ds.metadata.annotations?.[DAEMONSET_TEMPLATE_GENERATION_ANNOTATION]);
+  return Number.isSafeInteger(n) && n > 0 ? n : 1;
+}
+
+function setTemplateGeneration(ds: DaemonSet, generation: number): void {
+  ds.metadata.annotations = { ...ds.metadata.annotations, [DAEMONSET_TEMPLATE_GENERATION_ANNOTATION]: String(generation) };
+}
+
 export const daemonSetStrategy: KindStrategy<DaemonSet> = {
   info: DAEMONSET_INFO,
   table: DAEMONSET_COLUMNS,
   hasStatus: true,
   generation: true,
+  prepareForCreate(ds) {
+    setTemplateGeneration(ds, 1);
+  },
+  prepareForUpdate(ds, old) {
+    // Compared as stored: the incoming template with its defaults, as the old one was kept.
+    const incoming = structuredClone(ds.spec?.template);
+    defaultPodTemplate(incoming);
+    const changed = !isDeepStrictEqual(incoming, old.spec?.template);
+    setTemplateGeneration(ds, templateGenerationOf(old) + (changed ? 1 : 0));
+  },
   applyDefaults(ds) {
     if (!isRecord(ds.spec)) return;
     ds.spec.revisionHistoryLimit ??= 10;
