@@ -50,6 +50,16 @@ export interface ResolverProcess {
   pid: number;
   dataDir: string;
   listen: string;
+  /** its network namespace (`net:[inode]`): only a resolver in this agent's own one holds the address here */
+  netns: string;
+}
+
+function netnsOf(pid: number | 'self', procDir: string): string {
+  try {
+    return fs.readlinkSync(`${procDir}/${pid}/ns/net`);
+  } catch {
+    return '';
+  }
 }
 
 /** Node resolver processes running on this host, from /proc (any cluster's). */
@@ -70,14 +80,18 @@ export function nodeResolvers(entry: string, procDir = '/proc'): ResolverProcess
     };
     const dataDir = arg('--data-dir');
     const listen = arg('--listen');
-    if (dataDir && listen) out.push({ pid: Number(name), dataDir, listen });
+    if (dataDir && listen) out.push({ pid: Number(name), dataDir, listen, netns: netnsOf(Number(name), procDir) });
   }
   return out;
 }
 
-/** Refuses a DNS address that the resolver of another agent data dir serves. */
-export function checkDnsAddressFree(p: { address: string; dataDir: string; resolvers: ResolverProcess[] }): void {
-  const holder = p.resolvers.find((r) => r.listen === p.address && r.dataDir !== p.dataDir);
+/**
+ * Refuses a DNS address that the resolver of another agent data dir serves in this network namespace
+ * (agents in namespaces of their own, as on a multi-host lab's simulated hosts, each have the address).
+ */
+export function checkDnsAddressFree(p: { address: string; dataDir: string; resolvers: ResolverProcess[]; ownNetns?: string }): void {
+  const ownNetns = p.ownNetns ?? netnsOf('self', '/proc');
+  const holder = p.resolvers.find((r) => r.listen === p.address && r.dataDir !== p.dataDir && r.netns === ownNetns);
   if (holder) {
     throw new HostConflictError(
       `the cluster DNS address ${p.address} is served by the node resolver of another Berth cluster on this host (pid ${holder.pid}, agent data dir ${holder.dataDir}). ` +
@@ -91,8 +105,9 @@ export function checkDnsAddressFree(p: { address: string; dataDir: string; resol
  * hold `address`: they would answer pods of the next cluster with a dead cluster's records.
  */
 export function stopOrphanResolvers(p: { address: string; resolvers: ResolverProcess[]; log: { warn(o: object, msg: string): void } }): void {
+  const ownNetns = netnsOf('self', '/proc');
   for (const r of p.resolvers) {
-    if (r.listen !== p.address || fs.existsSync(r.dataDir)) continue;
+    if (r.listen !== p.address || r.netns !== ownNetns || fs.existsSync(r.dataDir)) continue;
     p.log.warn({ pid: r.pid, dataDir: r.dataDir }, 'stopping the node resolver of a cluster whose data dir is gone');
     try {
       process.kill(r.pid, 'SIGTERM');

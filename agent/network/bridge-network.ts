@@ -72,15 +72,21 @@ export async function ensurePodBridgeNetwork(p: EnsureNetworkParams): Promise<st
     if (!overlap) continue;
     const dir = n.labels[LABEL_NETWORK_DATA_DIR];
     const inUse = ((await p.networks.attachedContainers(n.id)) ?? 0) > 0;
-    // This data dir's own network of an earlier cluster (the control plane was reinstalled) is a leftover too.
-    if (dir === p.dataDir && inUse) throw new Error(`the pod network ${n.name} of this node's earlier cluster overlaps ${p.podCidr} and containers still use it`);
-    if (dir !== p.dataDir && ((dir && fs.existsSync(dir)) || inUse)) {
+    const owner = n.labels[LABEL_CLUSTER];
+    const live = (dir !== undefined && fs.existsSync(dir)) || inUse;
+    if (owner && owner !== p.clusterId && dir !== p.dataDir && live) {
       throw new HostConflictError(
         `this node's pod range ${p.podCidr} overlaps ${overlap}, the pod network ${n.name} of another Berth cluster on this host ` +
           `(agent data dir ${dir ?? 'unknown'}${inUse ? ', containers attached' : ''}). Give this cluster a pod range of its own with --cluster-cidr`,
       );
     }
-    p.log.warn({ network: n.name }, 'removing a leftover pod network of a cluster that is gone');
+    // Still used: Docker refuses the new bridge until it is not (NetworkUnavailable meanwhile).
+    if (inUse) continue;
+    // Removable: this cluster's own (a deleted node's, whose podCIDR came back to this node, or this
+    // data dir's of an earlier cluster), or one whose cluster is gone. A network made before networks
+    // carried a cluster label, of a data dir still there, may be anyone's: it stays.
+    if (owner !== p.clusterId && dir !== p.dataDir && live) continue;
+    p.log.warn({ network: n.name }, 'removing a leftover pod network (of a deleted node or a cluster that is gone)');
     await p.networks.removeNetwork(n.id).catch(() => undefined);
     for (const table of ['nat', 'filter']) await deleteRules(table, ruleComment(n.name)).catch(() => 0);
   }

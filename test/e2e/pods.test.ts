@@ -2,6 +2,7 @@
  * Pods end to end: real control plane, real agents, real Docker. Each case would fail if the
  * behaviour it names were missing.
  */
+import { fetchClusterId, LABEL_CLUSTER } from '../../agent/cluster-scope.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Namespace, Node, Pod } from '../../src/api/types.js';
@@ -160,18 +161,26 @@ describe('pods on real Docker (two agents on one host)', () => {
     assert.equal(pod.status?.containerStatuses?.[0]?.restartCount, 0);
   });
 
-  it('removes stray containers labeled for its node but never touches unlabeled ones or other nodes', async () => {
+  it('removes stray containers labeled for its node and cluster but never touches unlabeled ones, other nodes or other clusters', async () => {
     // What a crash leaves behind: a fully labeled container of this node whose pod no longer exists.
-    const stray = await docker(['run', '-d', '--label', `berth.dev/node-name=${nodeA}`, '--label', 'berth.dev/pod-uid=00000000-0000-0000-0000-000000000000', '--label', 'berth.dev/pod-name=gone', '--label', 'berth.dev/pod-namespace=default', '--label', 'berth.dev/container-name=main', '--label', 'berth.dev/container-type=app', '--label', 'berth.dev/termination-grace-period=1', TEST_IMAGE, 'sleep', '3600']);
-    const foreign = await docker(['run', '-d', '--label', 'berth.dev/node-name=some-other-node', '--label', 'berth.dev/pod-uid=00000000-0000-0000-0000-000000000001', TEST_IMAGE, 'sleep', '3600']);
+    const cluster = await fetchClusterId(c.client);
+    const podLabels = (node: string, clusterId: string, uid: string) => [
+      '--label', `berth.dev/node-name=${node}`, '--label', `${LABEL_CLUSTER}=${clusterId}`, '--label', `berth.dev/pod-uid=${uid}`, '--label', 'berth.dev/pod-name=gone',
+      '--label', 'berth.dev/pod-namespace=default', '--label', 'berth.dev/container-name=main', '--label', 'berth.dev/container-type=app', '--label', 'berth.dev/termination-grace-period=1',
+    ];
+    const stray = await docker(['run', '-d', ...podLabels(nodeA, cluster, '00000000-0000-0000-0000-000000000000'), TEST_IMAGE, 'sleep', '3600']);
+    const foreign = await docker(['run', '-d', ...podLabels('some-other-node', cluster, '00000000-0000-0000-0000-000000000001'), TEST_IMAGE, 'sleep', '3600']);
+    // The same node name in another cluster on this host (a second `berth up`, say).
+    const otherCluster = await docker(['run', '-d', ...podLabels(nodeA, 'another-cluster', '00000000-0000-0000-0000-000000000002'), TEST_IMAGE, 'sleep', '3600']);
     const unlabeled = await docker(['run', '-d', TEST_IMAGE, 'sleep', '3600']);
     try {
       await waitFor(async () => !(await docker(['ps', '-aq', '--no-trunc'])).includes(stray), 30_000, 'stray container removed');
       const all = await docker(['ps', '-aq', '--no-trunc']);
       assert.ok(all.includes(unlabeled), 'unlabeled container untouched');
       assert.ok(all.includes(foreign), "another node's container untouched");
+      assert.ok(all.includes(otherCluster), "another cluster's container of the same node name untouched");
     } finally {
-      await docker(['rm', '-f', stray, foreign, unlabeled]).catch(() => undefined);
+      await docker(['rm', '-f', stray, foreign, otherCluster, unlabeled]).catch(() => undefined);
     }
   });
 

@@ -9,13 +9,15 @@ import { fullScript } from '../../agent/proxy/nft-rules.js';
 
 describe('host conflicts between clusters', () => {
   it('refuses a DNS address another data dir\'s resolver serves, and allows its own', () => {
-    const resolvers = [{ pid: 42, dataDir: '/var/lib/a/agent', listen: '10.96.0.10' }];
+    const resolvers = [{ pid: 42, dataDir: '/var/lib/a/agent', listen: '10.96.0.10', netns: 'net:[1]' }];
     assert.throws(
-      () => checkDnsAddressFree({ address: '10.96.0.10', dataDir: '/var/lib/b/agent', resolvers }),
+      () => checkDnsAddressFree({ address: '10.96.0.10', dataDir: '/var/lib/b/agent', resolvers, ownNetns: 'net:[1]' }),
       (err: Error) => err instanceof HostConflictError && /10\.96\.0\.10 is served by .*\(pid 42, agent data dir \/var\/lib\/a\/agent/.test(err.message) && /--service-cluster-ip-range/.test(err.message),
     );
-    checkDnsAddressFree({ address: '10.96.0.10', dataDir: '/var/lib/a/agent', resolvers });
-    checkDnsAddressFree({ address: '10.97.0.10', dataDir: '/var/lib/b/agent', resolvers });
+    checkDnsAddressFree({ address: '10.96.0.10', dataDir: '/var/lib/a/agent', resolvers, ownNetns: 'net:[1]' });
+    checkDnsAddressFree({ address: '10.97.0.10', dataDir: '/var/lib/b/agent', resolvers, ownNetns: 'net:[1]' });
+    // Another network namespace has an address of its own (a multi-host lab's simulated host).
+    checkDnsAddressFree({ address: '10.96.0.10', dataDir: '/var/lib/b/agent', resolvers, ownNetns: 'net:[2]' });
   });
 
   it('refuses a table another cluster owns, adopts one without an owner or of its own', async () => {
@@ -48,7 +50,7 @@ describe('host conflicts between clusters', () => {
     write('100', ['node', '/opt/berth/dist/agent/dns/resolver-main.js', '--data-dir', '/d/agent', '--listen', '10.1.0.10']);
     write('101', ['node', '/opt/berth/dist/src/cli.js', 'agent', '--data-dir', '/d/agent']);
     fs.mkdirSync(path.join(proc, 'self'));
-    assert.deepEqual(nodeResolvers('resolver-main.js', proc), [{ pid: 100, dataDir: '/d/agent', listen: '10.1.0.10' }]);
+    assert.deepEqual(nodeResolvers('resolver-main.js', proc), [{ pid: 100, dataDir: '/d/agent', listen: '10.1.0.10', netns: '' }]);
     fs.rmSync(proc, { recursive: true, force: true });
   });
 });
