@@ -11,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { KubeObject, Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
@@ -166,14 +166,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       '--service-proxy-table', serviceProxyTable(nodeName), ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
-    await waitFor(async () => {
-      try {
-        const node = await client.get<KubeObject>(CORE.nodes, { name: nodeName });
-        return JSON.stringify(node).includes('"type":"Ready","status":"True"');
-      } catch {
-        return false;
-      }
-    }, 30_000, () => `agent ${nodeName} did not become Ready; log:\n${readLog(`agent-${nodeName}`)}`);
+    await waitFor(() => nodeSchedulable(client, nodeName), 30_000, () => `agent ${nodeName} did not become Ready; log:\n${readLog(`agent-${nodeName}`)}`);
   };
   const stopChild = async (child: ChildProcess | undefined, signal: NodeJS.Signals = 'SIGTERM') => {
     if (!child || child.exitCode !== null || child.signalCode !== null) return;
@@ -297,6 +290,21 @@ export async function podContainers(podUid: string): Promise<Array<{ id: string;
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
+}
+
+/**
+ * The node is Ready and the node lifecycle controller has taken off the not-ready taint it carried
+ * while its pod network was being set up (as a kubelet's node does until its network plugin is
+ * ready): pods created from now on can be scheduled to it.
+ */
+export async function nodeSchedulable(client: HttpClient, nodeName: string): Promise<boolean> {
+  try {
+    const node = await client.get<Node>(CORE.nodes, { name: nodeName });
+    const ready = node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+    return ready && !(node.spec?.taints ?? []).some((t) => t.key === 'node.kubernetes.io/not-ready');
+  } catch {
+    return false;
+  }
 }
 
 export async function waitFor(cond: () => boolean | Promise<boolean>, timeoutMs: number, describe: string | (() => string) = 'condition'): Promise<void> {

@@ -19,10 +19,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import type { KubeObject } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
 import { HttpClient } from '../../../src/client/http-client.js';
-import { BERTH_BIN, runKubectl, sleep, TEST_IMAGE, waitFor } from '../harness.js';
+import { BERTH_BIN, nodeSchedulable, runKubectl, sleep, TEST_IMAGE, waitFor } from '../harness.js';
 import { stopNodeResolver } from '../../../agent/dns/node-dns.js';
 
 const execFileP = promisify(execFile);
@@ -238,14 +237,7 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
         '--agent-port', '10250', '--log-level', 'info', ...(opts.agentArgs ?? []),
       ]);
       processes.set(`agent-${h.index}`, child);
-      await waitFor(async () => {
-        try {
-          const node = await c.get<KubeObject>(CORE.nodes, { name: h.nodeName });
-          return JSON.stringify(node).includes('"type":"Ready","status":"True"');
-        } catch {
-          return false;
-        }
-      }, 60_000, () => `agent on ${h.netns} Ready; log:\n${logOf(`agent-${h.index}`)}`);
+      await waitFor(() => nodeSchedulable(c, h.nodeName), 60_000, () => `agent on ${h.netns} Ready; log:\n${logOf(`agent-${h.index}`)}`);
     };
     await Promise.all(hosts.map((h) => startAgent(h)));
 
