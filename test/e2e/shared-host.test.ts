@@ -1,6 +1,6 @@
 /**
  * Clusters that share a host are strangers (agent/cluster-scope.ts, agent/host-conflicts.ts,
- * src/down.ts). Two `berth up` clusters run on one Docker engine with the same node name and distinct
+ * agent/down.ts). Two `berth up` clusters run on one Docker engine with the same node name and distinct
  * ranges, each a Deployment behind a Service with DNS. For the soak (BERTH_SHARED_HOST_SOAK_S,
  * default 300 s) a loop in one pod of each cluster asks its Service over and over; meanwhile each
  * agent is killed and restarted, a third `berth up` with the first one's ranges must stop within 30 s
