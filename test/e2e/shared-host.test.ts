@@ -105,8 +105,8 @@ const WEB = [
   '  - name: client',
   '    image: berth/busybox:test',
   '    imagePullPolicy: IfNotPresent',
-  // The soak loop runs as the container's own process, not in an exec session: a restarting agent ends
-  // exec streams (as a restarting kubelet does), while the container keeps running through it.
+  // The soak loop is the container's own command, not a `kubectl exec`: killing an agent ends the exec
+  // streams it proxies (as a kubelet restart does), while the container keeps running.
   '    command: [sh, -c]',
   '    args:',
   '    - |',
