@@ -150,26 +150,31 @@ module Vagrant
 end
 load File.join(__dir__, "Vagrantfile")
 
-Comm = Struct.new(:token, :ready) do
+# A stand-in for the server VM's communicator: answers `cat` with the cluster token and
+# `token create` with a fresh join token, and records every command.
+Comm = Struct.new(:token, :ready, :commands) do
   def ready? = ready
-  def sudo(_cmd, _opts = {})
-    yield :stdout, token if token
-    token ? 0 : 1
+  def sudo(cmd, _opts = {})
+    (self.commands ||= []) << cmd
+    out = cmd.include?(" token create ") ? "berth1::#{"b" * 64}::abc123.0123456789abcdef\n" : token
+    yield :stdout, out if out && block_given?
+    out ? 0 : 1
   end
 end
 Ui = Struct.new(:lines) { def info(msg) = lines << msg }
 Machine = Struct.new(:communicate, :state, :ui, :provider_name)
 Env = Struct.new(:server) { def machine(_name, _provider) = server }
 State = Struct.new(:id)
+def mode(path) = File.stat(path).mode & 0o777
 
 token = "berth1::#{"a" * 64}::secret"
 agent = Machine.new(nil, State.new(:running), Ui.new([]), :virtualbox)
 File.delete(HOST_TOKEN) if File.exist?(HOST_TOKEN)
 
-# 1. a provisioned server: the token lands on the host, private to its owner
+# 1. a provisioned server: the cluster token lands on the host, private to its owner
 fetch_join_token(Env.new(Machine.new(Comm.new("#{token}\n", true), State.new(:running), Ui.new([]), :virtualbox)), agent)
 raise "token not written" unless File.read(HOST_TOKEN) == "#{token}\n"
-raise "token file mode #{format("%o", File.stat(HOST_TOKEN).mode & 0o777)}" unless (File.stat(HOST_TOKEN).mode & 0o777) == 0o600
+raise "token file mode #{format("%o", mode(HOST_TOKEN))}" unless mode(HOST_TOKEN) == 0o600
 
 # 2. no server VM, but a token from before: kept
 fetch_join_token(Env.new(Machine.new(Comm.new(nil, false), State.new(:not_created), Ui.new([]), :virtualbox)), agent)
@@ -182,12 +187,32 @@ begin
 rescue RuntimeError => e
   raise unless e.message.include?("vagrant up server")
 end
+
+# 4. an agent gets a join token of its own, expiring, 0600 on the host; never the cluster token
+comm = Comm.new("#{token}\n", true)
+server = Env.new(Machine.new(comm, State.new(:running), Ui.new([]), :virtualbox))
+make_agent_join_token(server, agent, "agent1")
+path = agent_join_token_path("agent1")
+raise "agent token: #{File.read(path).inspect}" unless File.read(path) == "berth1::#{"b" * 64}::abc123.0123456789abcdef\n"
+raise "agent token file mode #{format("%o", mode(path))}" unless mode(path) == 0o600
+raise "agent token made by #{comm.commands.inspect}" unless comm.commands == ["#{BERTH_CLI} token create --ttl 1h --description 'vagrant lab: agent1'"]
+
+# 5. once the agent is up, its token is revoked on the server and gone from the host
+revoke_agent_join_token(server, agent, "agent1")
+raise "not revoked: #{comm.commands.inspect}" unless comm.commands.last == "#{BERTH_CLI} token delete abc123"
+raise "agent token left on the host" if File.exist?(path)
+
+# 6. a token left by a failed attempt is revoked before the next is made
+make_agent_join_token(server, agent, "agent2")
+make_agent_join_token(server, agent, "agent2")
+raise "old token not revoked first: #{comm.commands.inspect}" unless comm.commands.last(2) == ["#{BERTH_CLI} token delete abc123", "#{BERTH_CLI} token create --ttl 1h --description 'vagrant lab: agent2'"]
+revoke_agent_join_token(server, agent, "agent2")
 puts "trigger ok"
 RUBY
   if [ -z "$ruby_bin" ]; then
     fail "no ruby to run the join-token trigger with"
   elif out="$("$ruby_bin" "$work/lab/trigger_check.rb" 2>&1)" && [ "$out" = "trigger ok" ]; then
-    pass "join-token trigger: fetches from the server VM (0600), keeps an old token, fails clearly without one"
+    pass "token triggers: the cluster token from the server VM (0600), an old one kept, a clear failure without one; each agent's own 1 h join token (0600), revoked and deleted once it is up"
   else
     fail "join-token trigger: $out"
   fi
@@ -211,7 +236,8 @@ File.write(File.join(out, "agent1.sh"), agent)
 if NUM_SERVERS == 1
   check("one server: SQLite, no etcd", !servers[0].include?("etcd"))
   check("one server: no join token for it", !servers[0].include?("install.sh server --port 6443 --token"))
-  check("one server: agents name it alone", agent.include?("--server https://#{sub}.10:6443 --token-file"))
+  check("one server: agents name it alone", agent.include?("--server https://#{sub}.10:6443 \"${token_args[@]}\""))
+  check("one server: hands out no cluster token", !servers[0].include?("/vagrant/.berth-token"))
 else
   ips = ["#{sub}.10"] + (2..NUM_SERVERS).map { |n| "#{sub}.#{200 + n}" }
   etcd = ips.map { |ip| "http://#{ip}:2379" }.join(",")
@@ -228,8 +254,10 @@ else
     check("#{name}: its agent prefers it, then the others", text.include?("install.sh agent --server #{own_first} --token-file"))
     check("#{name}: hands out the token", text.include?("install -m 0600") == i.zero?)
   end
-  check("agents get every server", agent.include?("--server #{urls.join(",")} --token-file"))
+  check("agents get every server", agent.include?("--server #{urls.join(",")} \"${token_args[@]}\""))
 end
+check("agents join with their own token, never the cluster's", agent.include?("token_args=(--token-file /vagrant/.berth-join/agent1)") && !agent.include?(".berth-token"))
+check("an agent's copy of its token is removed", agent.include?("rm -f /vagrant/.berth-join/agent1"))
 puts "render ok"
 RUBY
   for servers in 1 3; do
