@@ -42,7 +42,10 @@
  *                                  it failed waiting for a pod (timeout, Pending, not ready) while
  *                                  the agent logged a failed image pull for a pod created in that
  *                                  time, the failing task installs from PyPI or downloads a URL, or
- *                                  ansible-core lacks a module the task names
+ *                                  ansible-core lacks a module the task names; or, in a pass
+ *                                  below privileged, Pod Security refused the target's pods
+ *                                  (Berth's documented baseline default; the privileged pass
+ *                                  runs the target as Kubernetes' default would)
  * Exit status 1 when any test failed for a reason not classified as outside Berth.
  *
  * Needs: a build (`npx tsc -p tsconfig.json`), Docker, the project's images
@@ -780,6 +783,41 @@ async function runPython(prepared: { dir: string; ids: string[] }, cluster: Clus
  * ready) and nothing else: a test that created a pod with a missing image and then failed on an
  * unrelated answer stays a failure, with the pull noted.
  */
+/**
+ * Pod creations Pod Security refused, as the workload controllers report them (FailedCreate
+ * events), read from a `kubectl get events --watch` kept running for the pass: by the time a target
+ * has failed, its namespace, and the events with it, are usually deleted by its own cleanup.
+ */
+class PodSecurityRefusals {
+  private lines: string[] = [];
+  private readonly child: ReturnType<typeof spawn>;
+  constructor(kubeconfig: string) {
+    const template = '{.involvedObject.kind}/{.involvedObject.namespace}/{.involvedObject.name}: {.message}{"\\n"}';
+    this.child = spawn('kubectl', ['get', 'events', '-A', '--watch', '--field-selector', 'reason=FailedCreate', '-o', `jsonpath=${template}`], {
+      env: { ...process.env, KUBECONFIG: kubeconfig },
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    let partial = '';
+    this.child.stdout!.on('data', (d: Buffer) => {
+      const parts = (partial + d.toString()).split('\n');
+      partial = parts.pop()!;
+      this.lines.push(...parts.filter((l) => /violates PodSecurity/.test(l)));
+    });
+  }
+
+  /** refusals reported since the last call; a refusal in the target's own output counts too */
+  since(output = ''): string[] {
+    const direct = output.split('\n').filter((l) => /violates PodSecurity/.test(l)).map((l) => l.trim().slice(0, 300));
+    const seen = this.lines;
+    this.lines = [];
+    return [...new Set([...seen, ...direct])];
+  }
+
+  close(): void {
+    this.child.kill();
+  }
+}
+
 function chargePulls(result: Result, failedPulls: string[], message: string): void {
   if (result.status !== 'FAIL' || failedPulls.length === 0) return;
   const images = `image ${failedPulls.join(', ')} could not be pulled (no registry access)`;
@@ -960,7 +998,16 @@ function prepareAnsible(checkout: string): { collection: string; targetsDir: str
   return { collection, targetsDir, targets };
 }
 
-async function runAnsible(prepared: { collection: string; targetsDir: string; targets: string[] }, cluster: Cluster, kubeconfig: string, pulls: PullFailures, print: (r: Result) => void): Promise<Result[]> {
+interface AnsiblePass {
+  cluster: Cluster;
+  kubeconfig: string;
+  pulls: PullFailures;
+  refusals: PodSecurityRefusals;
+  podSecurity: string;
+}
+
+async function runAnsible(prepared: { collection: string; targetsDir: string; targets: string[] }, pass: AnsiblePass, print: (r: Result) => void): Promise<Result[]> {
+  const { cluster, kubeconfig, pulls, refusals } = pass;
   const home = path.join(work, `home-${path.basename(cluster.dir)}`);
   fs.mkdirSync(path.join(home, '.kube'), { recursive: true });
   fs.copyFileSync(kubeconfig, path.join(home, '.kube', 'config'));
@@ -977,6 +1024,7 @@ async function runAnsible(prepared: { collection: string; targetsDir: string; ta
     } else {
       fs.rmSync(path.join(prepared.collection, 'tests', 'output'), { recursive: true, force: true });
       pulls.since();
+      refusals.since();
       const started = Date.now();
       const outcome = await run('ansible-test', ['integration', target, '--diff', '--no-temp-workdir', '--color', 'no', '--python-interpreter', PYTHON], {
         cwd: prepared.collection,
@@ -996,8 +1044,12 @@ async function runAnsible(prepared: { collection: string; targetsDir: string; ta
         result = { suite: 'ansible', name: target, status: 'FAIL', detail, seconds };
         const cause = failed ? outsideCause(facts, failed.task, failed.message) : undefined;
         const failedPulls = pulls.since();
+        const refused = refusals.since(outcome.output);
         if (cause) result.outside = cause;
-        else chargePulls(result, failedPulls, outcome.timedOut ? 'timed out' : failed?.message ?? '');
+        else if (refused.length && pass.podSecurity !== 'privileged') {
+          // Berth's documented default; the privileged pass runs the same target as Kubernetes' default would.
+          result.outside = `Berth's default Pod Security level ${pass.podSecurity} refused its pods (Kubernetes' default is privileged; see that pass): ${refused[0]}`;
+        } else chargePulls(result, failedPulls, outcome.timedOut ? 'timed out' : failed?.message ?? '');
       }
     }
     print(result);
@@ -1075,7 +1127,12 @@ async function main(): Promise<number> {
       }
       if (ansible) {
         log(`-- kubernetes.core integration targets (${ansible.targets.length} targets)`);
-        pass.results.push(...(await runAnsible(ansible, cluster, kubeconfig, pulls, (r) => log(line(r)))));
+        const refusals = new PodSecurityRefusals(kubeconfig);
+        try {
+          pass.results.push(...(await runAnsible(ansible, { cluster, kubeconfig, pulls, refusals, podSecurity: level }, (r) => log(line(r)))));
+        } finally {
+          refusals.close();
+        }
         log(`   ansible: ${totals(pass.results.filter((r) => r.suite === 'ansible'))}`);
       }
     } finally {
