@@ -79,6 +79,7 @@ const KIND_DESCRIPTIONS: Record<string, string> = {
   ValidatingWebhookConfiguration: 'Webhooks that may refuse objects before they are stored.',
   CustomResourceDefinition: 'Adds a resource kind to the API.',
   PodDisruptionBudget: 'Limits how many pods of a set voluntary disruptions may take down at once.',
+  NetworkPolicy: 'Which network traffic the pods it selects may receive and send.',
 };
 
 // ---------- served kinds ----------
