@@ -520,7 +520,8 @@ export class Registry {
         obj.metadata.managedFields = recordUpdate({ old, next: obj, manager: opts.fieldManager, schema: builtinPatchSchema(info.kind), apiVersion: apiVersionOf(info), now: isoSeconds(this.clock.now()) });
         if (!obj.metadata.managedFields.length) delete obj.metadata.managedFields;
       }
-      if (opts.dryRun) return obj;
+      // kube-apiserver answers a dry run with the revision the object is at, which `kubectl diff` compares.
+      if (opts.dryRun) return { ...obj, metadata: { ...obj.metadata, resourceVersion: String(current.modRevision) } };
 
       // A terminating object whose last finalizer was just removed is gone now.
       if (obj.metadata.deletionTimestamp && !(obj.metadata.finalizers?.length) && !strategy.deletionBlocked?.(obj) && !this.waitsForGrace(strategy, obj)) {

@@ -110,6 +110,15 @@ describe('registry', () => {
     await assert.rejects(registry.create(PODS, 'default', pod('Bad_Name'), { dryRun: true }), (e) => reason(e) === 'Invalid');
   });
 
+  it('a dry-run update answers with the stored resourceVersion, as kube-apiserver does (kubectl diff compares it)', async () => {
+    const { registry } = await fresh();
+    const p = await registry.create(PODS, 'default', pod('dry-update', {}, { app: 'db' }));
+    const answer = await registry.update(PODS, 'default', 'dry-update', { ...p, metadata: { ...p.metadata, labels: { app: 'web' } } }, { dryRun: true });
+    assert.equal(answer.metadata.resourceVersion, p.metadata.resourceVersion);
+    assert.equal(answer.metadata.labels?.app, 'web');
+    assert.equal((await registry.get(PODS, 'default', 'dry-update')).metadata.labels?.app, 'db');
+  });
+
   it('generateName makes a unique name', async () => {
     const { registry } = await fresh();
     const a = await registry.create(PODS, 'default', { ...pod(''), metadata: { generateName: 'web-' } });
