@@ -1,3 +1,10 @@
+/**
+ * Owns the `berth` command line: each subcommand (server, agent, up, kubeconfig, token, migrate,
+ * down), its flags, help text and defaults, and turning flags into options for the code that does the
+ * work (startControlPlane, startAgent, …), which is loaded only when its command runs. `berth up` also
+ * supervises its local agent as a child process. Shutdown on signals and exit codes are decided here;
+ * what a command does is not.
+ */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,3 +1,10 @@
+/**
+ * Owns starting and stopping one control-plane replica, in order: the store (SQLite or etcd, with
+ * encryption at rest and compaction), the shared secrets and certificates, the registry with its kinds
+ * and admission chain, authentication and authorization, the HTTPS API server and kubeconfig, and the
+ * controllers (the serving stage on every replica, the rest under leader election when asked), then
+ * shutdown in reverse. Flags are cli.ts's; what each piece does lives in its own module.
+ */
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';

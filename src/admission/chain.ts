@@ -1,3 +1,9 @@
+/**
+ * Owns the admission chain: the AdmissionPlugin contract, the order plugins run in (every mutating
+ * plugin before the kind's validation, every validating one after it, on a frozen copy) and how a
+ * plugin's refusal reaches the client. The plugins themselves are in plugins/; when the chain runs
+ * is the registry's business (src/registry/registry.ts).
+ */
 import { ApiError, errors } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { AdmissionAttributes } from '../registry/admission-attributes.js';

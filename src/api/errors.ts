@@ -1,3 +1,9 @@
+/**
+ * Owns the error vocabulary of every layer: ApiError (a Kubernetes Status reason and its HTTP code),
+ * FieldError for validation, constructors that word messages as kube-apiserver does
+ * (`pods "web" not found`, `… is invalid: …`), and the one place an error becomes a Status body
+ * (toStatus), so the transport never invents codes or wording.
+ */
 import type { ListMeta, Status, StatusCause } from './types.js';
 
 /** Stable reasons, as Kubernetes names them in Status.reason. */

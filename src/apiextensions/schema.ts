@@ -1,3 +1,9 @@
+/**
+ * Owns what a CustomResourceDefinition's structural schema does to a custom resource on every write,
+ * as kube-apiserver does it: defaulting, pruning of undeclared fields, and validation of types,
+ * required, enum, pattern and bounds with Kubernetes' field paths and messages. Validating the CRD
+ * itself and serving its resources are src/registry/kinds/apiextensions.ts's.
+ */
 import type { FieldError } from '../api/errors.js';
 
 /** The structural subset of OpenAPI v3 that CRDs use (apiextensions.k8s.io/v1 JSONSchemaProps). */

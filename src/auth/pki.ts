@@ -1,3 +1,10 @@
+/**
+ * Owns the cluster's certificates on disk and issuing them: the CA and the API server's serving
+ * certificate under `<dataDir>/pki`, node agents' serving certificates (for keys the nodes keep),
+ * and the client certificates CertificateSigningRequest signers issue. It does not decide who gets a
+ * certificate: the join (tokens.ts) and CSR approval and signing (src/controllers/csr-signing/) do;
+ * sharing the CA between replicas is cluster-bootstrap.ts's.
+ */
 import { generateKeyPairSync, createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';

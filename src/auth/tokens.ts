@@ -1,3 +1,11 @@
+/**
+ * Owns the server's own bearer tokens and the node join: the admin token, the join secret (or a live
+ * bootstrap token) a node presents at `POST /berth/v1/join`, the credential, proxy secret and serving
+ * certificate it gets back, and the node passwords that keep a joined name its own. ServiceAccount
+ * tokens, the static token file and client certificates are authenticated elsewhere
+ * (service-account-tokens.ts, static-tokens.ts, client-certificates.ts); authentication.ts tries them
+ * all in order.
+ */
 import { createHash, createPublicKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';

@@ -1,3 +1,9 @@
+/**
+ * Owns the Client contract that controllers, the scheduler and the node agent program against (get,
+ * list, create, update, patch, delete and watch of a ResourceRef), its request shapes, and REST paths
+ * as Kubernetes spells them. Its implementations are HttpClient (http-client.ts, over the network) and
+ * LocalClient (local-client.ts, inside the control plane).
+ */
 import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
 
 /** Which resource a call addresses. `group` '' (default) is the core group; `version` defaults to v1. */

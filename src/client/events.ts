@@ -1,3 +1,8 @@
+/**
+ * Owns writing core/v1 Events for controllers, the scheduler and the agent (EventRecorder), including
+ * folding a repeat into the existing Event's count. Expiring old Events is the event-TTL controller's
+ * (src/controllers/event-ttl/).
+ */
 import { randomBytes } from 'node:crypto';
 import type { KubeObject } from '../api/types.js';
 import { CORE, type Client } from './client.js';

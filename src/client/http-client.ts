@@ -1,3 +1,9 @@
+/**
+ * Owns talking to the API over HTTP(S): the Client contract on node:http(s) with keep-alive pools (one
+ * of their own for watches), bearer tokens (fixed or rotating), Status bodies turned back into
+ * ApiErrors, newline-delimited watch streams, and failing over between control-plane replicas,
+ * resending only what cannot be applied twice. Which replica is in use is endpoints.ts's decision.
+ */
 import http from 'node:http';
 import https from 'node:https';
 import { ApiError, type StatusReason } from '../api/errors.js';

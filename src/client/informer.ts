@@ -1,3 +1,10 @@
+/**
+ * Owns client-side caching of one resource: the Informer (list, then watch from that revision; resume
+ * or relist when the watch is lost; add, update and delete handlers; optional resync) and its Indexer
+ * with the indexes controllers share (namespace, owner uid, controller uid, uid), plus the
+ * `namespace/name` keys work queues hold. One informer per resource for all controllers is
+ * SharedInformers' job (src/controllers/runtime/informer-factory.ts).
+ */
 import { ApiError } from '../api/errors.js';
 import type { KubeObject } from '../api/types.js';
 import type { Client, ResourceRef, WatchHandle } from './client.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns the in-process Client used by code inside the control plane: the same request handling as over
+ * HTTP (src/requests/resource-handlers.ts and the registry) without sockets or serialization. It
+ * carries no user, so nothing on this path is authenticated or authorized: it is for the control
+ * plane's own code only.
+ */
 import { errors } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';

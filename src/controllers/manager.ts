@@ -1,3 +1,9 @@
+/**
+ * Owns running a set of named controllers: the registration contract, --disable-controllers, one
+ * SharedInformers for all of them, starting by stage (serving before the API listens, background
+ * after) and stopping in reverse. Which controllers exist is src/controllers/registrations.ts's;
+ * leader election is the control plane's (src/control-plane.ts).
+ */
 import type { Logger } from 'pino';
 import type { Client } from '../client/client.js';
 import { SharedInformers } from './runtime/informer-factory.js';

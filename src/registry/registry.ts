@@ -1,3 +1,11 @@
+/**
+ * Owns the generic resource store: API semantics over a storage Backend for every kind — server-owned
+ * metadata (uid, generation, resourceVersion, timestamps), defaulting and validation through each
+ * kind's strategy, admission at the right moments, graceful deletion and finalizers, selectors,
+ * paging and consistent reads, watches, and the serialized copies lists and watches share. Kind
+ * specifics are the strategies' (strategy.ts, kinds/); authentication and authorization happen before
+ * a request gets here (src/server/, src/requests/).
+ */
 import { randomUUID } from 'node:crypto';
 import { errors, ApiError, type FieldError } from '../api/errors.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, assertFieldsSupported } from '../api/selectors.js';

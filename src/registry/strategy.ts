@@ -1,3 +1,9 @@
+/**
+ * Owns the contract between the generic registry and a kind: KindStrategy (defaults, validation, the
+ * status split, generation, deletion hooks, subresource merges, conversion, protobuf tables, table
+ * columns, virtual kinds) and the store hooks through which a kind keeps keys beside its objects. The
+ * kinds implement it in kinds/.
+ */
 import type { FieldError } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { MessageTable } from '../api/protobuf/schema.js';

@@ -1,3 +1,10 @@
+/**
+ * Owns the API server's request pipeline on fastify: authentication, authorization (Node and RBAC by
+ * default), per-client in-flight limits and the object budget, request metrics, the error and 404
+ * Status bodies, and the routes (resource paths, discovery and OpenAPI, join and CA, health, OIDC
+ * discovery, pod streams, the dashboard). It never listens (listen.ts does); what a resource request
+ * does is src/requests/'s and the registry's.
+ */
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import { MAX_BODY_BYTES } from '../api/body.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns Berth's `POST /berth/v1/apply` endpoint for curl users: create or update every document of a
+ * YAML or JSON body, authorized per document, answered with one result each. It is not Kubernetes'
+ * server-side apply (PATCH with application/apply-patch+yaml), which is handled with the other patch
+ * types in src/requests/.
+ */
 import type { FastifyInstance } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import { assertObject, decodeDocuments } from '../api/body.js';

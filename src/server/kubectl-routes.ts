@@ -1,3 +1,9 @@
+/**
+ * Owns the routes kubectl reads before it acts — /version, discovery (legacy and aggregated), OpenAPI
+ * v3 and v2 — and rendering responses as meta.k8s.io Tables for `kubectl get`. The documents' content
+ * is discovery.ts's, openapi.ts's, openapi-v2.ts's and tables.ts's; this file wires them to paths and
+ * content negotiation.
+ */
 import type { FastifyInstance } from 'fastify';
 import { ApiError, errors } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns serving `?watch=true` over HTTP: the newline-delimited event stream, initial events written
+ * with backpressure, BOOKMARKs (periodic, and the one ending the initial events), timeoutSeconds, the
+ * 410 ERROR event for a compacted revision, and cutting off clients that fall too far behind. Which
+ * events exist is the registry's watch; authorization and budgets are app.ts's.
+ */
 import type { ServerResponse } from 'node:http';
 import { ApiError, errors } from '../api/errors.js';
 import type { KubeObject, WatchEvent } from '../api/types.js';

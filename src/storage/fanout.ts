@@ -1,3 +1,8 @@
+/**
+ * Owns delivering store events to a backend's in-process watchers (EventFanout), in revision order
+ * even when a watcher writes from its handler. Both backends publish into it (SQLite as it commits,
+ * etcd from its one feed of etcd's watch); reading the history a watcher starts with is the backend's.
+ */
 import type { StoreEvent, Watcher } from './backend.js';
 
 /** The slice of a pino logger the storage layer uses. */

@@ -1,3 +1,10 @@
+/**
+ * Owns the SQLite storage Backend: a kine-style append-only log in one file (revisions, lists at a
+ * revision, create, update and delete with revision checks, compaction), its durability settings and
+ * single-writer lock, and running out of disk gracefully (the reserve file and the NOSPACE alarm).
+ * Watch delivery is fanout.ts's, when to compact is compactor.ts's, and encryption at rest wraps it
+ * (transforming-backend.ts).
+ */
 import { randomFillSync } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';

@@ -1,3 +1,8 @@
+/**
+ * Owns the part of kube-apiserver's NamespaceLifecycle admission kept as a plugin: the system
+ * namespaces the control plane names (default, kube-system, …) cannot be deleted. The other half,
+ * refusing new content in a terminating namespace, is the registry's own check.
+ */
 import { errors } from '../../api/errors.js';
 import type { AdmissionPlugin } from '../chain.js';
 

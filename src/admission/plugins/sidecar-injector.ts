@@ -1,3 +1,9 @@
+/**
+ * Owns Berth's sidecar injection (a mutating plugin, pod CREATE only): which pods opt in (namespace
+ * label or pod annotation), where the template lives (the kube-system/sidecar-injector ConfigMap) and
+ * merging it into a pod exactly once. Not a Kubernetes built-in: it plays the part an injection
+ * webhook such as Istio's plays upstream, without a webhook server to run.
+ */
 import type { Logger } from 'pino';
 import YAML from 'yaml';
 import { errors } from '../../api/errors.js';

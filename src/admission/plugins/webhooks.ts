@@ -1,3 +1,10 @@
+/**
+ * Owns calling users' admission webhooks (MutatingAdmissionWebhook, ValidatingAdmissionWebhook):
+ * matching a request against each webhook's rules and selectors, the AdmissionReview it is sent,
+ * reaching the webhook by URL or through its Service's endpoints, and applying or refusing on its
+ * answer. The webhook configurations are stored and validated by their kinds
+ * (src/registry/kinds/admissionregistration.ts).
+ */
 import { randomInt, randomUUID } from 'node:crypto';
 import https from 'node:https';
 import type { Logger } from 'pino';

@@ -1,3 +1,9 @@
+/**
+ * Owns the CustomResourceDefinition controller: serving and unserving custom resources as CRDs come
+ * and go, a CRD's NamesAccepted and Established status, and emptying a deleted CRD of its resources
+ * before releasing its cleanup finalizer. The CRD kind and the custom-resource strategy are
+ * src/registry/kinds/apiextensions.ts's; schemas are applied by src/apiextensions/schema.ts.
+ */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns the CronJob controller's pass (described on the class): status from the Jobs it controls, which
+ * scheduled time is due, concurrencyPolicy, creating the Job and trimming history. Parsing schedules
+ * and computing times is schedule.ts's, arming timers timers.ts's; a Job's pods are the Job
+ * controller's.
+ */
 import type { Logger } from 'pino';
 import type { OwnerReference } from '../../api/types.js';
 import type { Client } from '../../client/client.js';

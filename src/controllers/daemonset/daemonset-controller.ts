@@ -1,3 +1,9 @@
+/**
+ * Owns the DaemonSet controller: which events queue a DaemonSet, the plan of one pass (planDaemonSet:
+ * which nodes get a pod, which pods go, the status) and carrying it out. Which nodes qualify is
+ * eligibility.ts's and ControllerRevisions are history.ts's; daemon pods are pinned by nodeName here,
+ * not placed by the scheduler.
+ */
 import type { Logger } from 'pino';
 import type { Node, OwnerReference, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';

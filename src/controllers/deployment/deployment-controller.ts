@@ -1,3 +1,9 @@
+/**
+ * Owns the Deployment controller's wiring and dispatch: which events queue a Deployment, claiming its
+ * ReplicaSets, and choosing between a status-only pass, proportional scaling and a rollout by
+ * strategy. The writes and shared steps are sync.ts's, the strategies rolling.ts's and recreate.ts's,
+ * the arithmetic util.ts's; Pods are the ReplicaSet controller's.
+ */
 import type { Logger } from 'pino';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
 import type { OwnerReference, Pod } from '../../api/types.js';

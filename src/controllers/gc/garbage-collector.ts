@@ -1,3 +1,9 @@
+/**
+ * Owns garbage collection by ownerReferences for every served kind, CRDs' included: following kinds as
+ * they come and go, deleting dependents whose owners are gone, and carrying out the orphan and
+ * foregroundDeletion finalizers. Which finalizer a delete adds is the registry's
+ * (src/registry/deletion-propagation.ts); this controller only finishes the work.
+ */
 import type { Logger } from 'pino';
 import type { KubeObject, OwnerReference } from '../../api/types.js';
 import type { Client, ResourceRef } from '../../client/client.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns the Job controller: which events queue a Job, the pass described on the class (claiming pods;
+ * deciding failed, complete, suspended or running; creating and deleting pods; status; TTL deletion)
+ * and the pod made from a Job's template (podFromTemplate). Counting finished pods is job-tally.ts's
+ * and the pure helpers are job-util.ts's; starting Jobs on a schedule is the CronJob controller's.
+ */
 import type { Logger } from 'pino';
 import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
 import type { Container, OwnerReference, Pod } from '../../api/types.js';

@@ -1,3 +1,8 @@
+/**
+ * Owns finishing namespace deletion: emptying a Terminating namespace of every namespaced kind, then
+ * clearing spec.finalizers so the registry removes it. Refusing new content meanwhile is the
+ * registry's; protecting the system namespaces is src/admission/plugins/protected-namespaces.ts's.
+ */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Namespace } from '../../api/types.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns the node lifecycle controller: judging heartbeats (Lease renewals and the Ready condition)
+ * against the grace period, marking silent nodes Unknown, keeping the condition taints, and evicting
+ * pods from NoExecute-tainted nodes (force-deleting them on unreachable ones). Which taints a condition
+ * calls for and when a toleration runs out are taints.ts's pure rules; pod CIDRs are node IPAM's.
+ */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Node, NodeCondition, Pod } from '../../api/types.js';

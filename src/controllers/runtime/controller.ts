@@ -1,3 +1,8 @@
+/**
+ * Owns the controller worker loop: N workers taking keys off a WorkQueue and calling reconcile, and
+ * what its outcome means (done, look again after a time, retry with backoff, or give up on a
+ * TerminalError). Queue semantics are workqueue.ts's; caches are the informers'.
+ */
 import type { Logger } from 'pino';
 import { WorkQueue } from './workqueue.js';
 

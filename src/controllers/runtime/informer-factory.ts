@@ -1,3 +1,7 @@
+/**
+ * Owns sharing informers between controllers: one list+watch and one cache per resource, whoever asks,
+ * started together. The informer itself is src/client/informer.ts.
+ */
 import type { KubeObject } from '../../api/types.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import { Informer, type IndexFunc } from '../../client/informer.js';

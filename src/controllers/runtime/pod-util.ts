@@ -1,3 +1,7 @@
+/**
+ * Owns the pod predicates workload controllers share: Ready, Ready since when, available after
+ * minReadySeconds, active (counted toward replicas), and total restarts for ranking. Pure.
+ */
 import type { Pod } from '../../api/types.js';
 
 /** The pod's Ready condition is True (the agent sets it; readiness probes refine it). */

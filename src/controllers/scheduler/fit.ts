@@ -1,3 +1,9 @@
+/**
+ * Owns the scheduler's arithmetic, pure: a pod's requests, a node's allocatable and effective taints,
+ * whether a pod fits a node (nodeSelector, taints, pod count, cpu, memory) with the reasons in
+ * kube-scheduler's words, the spreading score, and the FailedScheduling message. Node affinity, pod
+ * (anti-)affinity and topology spread are not considered.
+ */
 import { milliValue, parseQuantity, value } from '../../api/quantity.js';
 import type { Container, Node, Pod, Taint, Toleration } from '../../api/types.js';
 

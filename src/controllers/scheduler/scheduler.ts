@@ -1,3 +1,9 @@
+/**
+ * Owns the scheduler loop: which pods need a node, the usage view that counts pods it bound before
+ * their binding came back ("assumed"), binding each pod to the best-scoring node, PodScheduled=False
+ * and FailedScheduling for pods that fit nowhere, and retrying those when nodes or pods change. The
+ * fit and score rules are fit.ts's.
+ */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
 import type { Node, Pod, PodCondition } from '../../api/types.js';

@@ -1,3 +1,9 @@
+/**
+ * Owns the StatefulSet controller: stable pod names and hostnames, claims made from
+ * volumeClaimTemplates and their retention policy, ordered or parallel creation and deletion, and
+ * rolling updates by revision down to the partition. ControllerRevision history is shared with
+ * DaemonSets (src/controllers/daemonset/history.ts); the agent backs each claim with a runtime volume.
+ */
 import type { Logger } from 'pino';
 import type { OwnerReference, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';

@@ -1,3 +1,8 @@
+/**
+ * Owns the list of built-in kinds the control plane serves: one strategy per kind, gathered from the
+ * files beside this one, with the flag-dependent ones (Services' ranges) built from options. Custom
+ * resources join at run time through the CRD controller, review kinds through the API server.
+ */
 import type { KubeObject } from '../../api/types.js';
 import type { KindStrategy } from '../strategy.js';
 import { CONFIG_STRATEGIES } from './config.js';
