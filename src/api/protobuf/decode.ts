@@ -5,7 +5,7 @@
  * JSON path of the offending field.
  */
 import { setOwn, isJsonObject, type JsonObject } from '../patch/json-value.js';
-import { SPECIAL_FIELDS } from './meta.js';
+import { SPECIAL_FIELDS } from './messages.js';
 import type { CompiledField, CompiledMessage, CompiledSchema, ScalarType, SpecialType } from './schema.js';
 import { WIRE_TYPE, WireFormatError, readFields, readPacked, type WireField, type WireType } from './wire.js';
 

@@ -7,12 +7,8 @@
  */
 import { ApiError, errors } from '../errors.js';
 import { setOwn, type JsonObject } from '../patch/json-value.js';
-import { APPS_MESSAGES } from './apps.js';
-import { BATCH_MESSAGES } from './batch.js';
-import { CORE_MESSAGES } from './core.js';
 import { ProtobufDecodeError, decodeMessage } from './decode.js';
-import { META_MESSAGES, RUNTIME_TYPE_META_FIELDS, UNKNOWN_FIELDS } from './meta.js';
-import { POLICY_MESSAGES } from './policy.js';
+import { ANY_VERSION_KINDS, BUILTIN_KINDS, BUILTIN_MESSAGES, RUNTIME_TYPE_META_FIELDS, UNKNOWN_FIELDS } from './messages.js';
 import { compileSchema, type CompiledSchema, type MessageTable } from './schema.js';
 import { WIRE_TYPE, WireFormatError, readFields, type WireField } from './wire.js';
 
@@ -22,25 +18,13 @@ export const KUBERNETES_PROTOBUF_MEDIA_TYPE = 'application/vnd.kubernetes.protob
 /** First bytes of every Kubernetes protobuf body: "k8s" and a NUL. */
 export const KUBERNETES_PROTOBUF_MAGIC: readonly number[] = [0x6b, 0x38, 0x73, 0x00];
 
-/** Every message table, compiled once; a broken table fails here at startup. */
-export const PROTOBUF_SCHEMA: CompiledSchema = compileSchema([META_MESSAGES, CORE_MESSAGES, APPS_MESSAGES, BATCH_MESSAGES, POLICY_MESSAGES]);
-
-/** apiVersion → kind → message name, for the objects clients send as protobuf. */
-const KINDS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  v1: { ConfigMap: 'ConfigMap', Secret: 'Secret', Namespace: 'Namespace', Pod: 'Pod' },
-  'apps/v1': { Deployment: 'Deployment', ReplicaSet: 'ReplicaSet' },
-  'batch/v1': { Job: 'Job', CronJob: 'CronJob' },
-  'policy/v1': { Eviction: 'Eviction' },
-  'policy/v1beta1': { Eviction: 'Eviction' },
-};
-
-/** DeleteOptions is registered in every group version, so any apiVersion may carry it. */
-const ANY_VERSION_KINDS: Readonly<Record<string, string>> = { DeleteOptions: 'DeleteOptions' };
+/** The built-in messages (messages.ts), compiled once; a broken table fails here at startup. */
+export const PROTOBUF_SCHEMA: CompiledSchema = compileSchema([BUILTIN_MESSAGES]);
 
 /**
- * A kind whose protobuf messages its own module declares (the API facts the schemas are generated
- * from carry no protobuf field numbers): `messages[kind]` is the top-level message, and may refer to
- * the shared meta messages (ObjectMeta, LabelSelector, IntOrString, Condition, …).
+ * A kind whose protobuf messages its own module passes (generated, see protobufMessagesOf in
+ * messages.ts): `messages[kind]` is the top-level message, and may refer to the built-in messages
+ * (ObjectMeta, LabelSelector, IntOrString, PodTemplateSpec, …).
  */
 export interface ProtobufKind {
   apiVersion: string;
@@ -56,7 +40,7 @@ function schemaFor(kinds: readonly ProtobufKind[]): CompiledSchema {
   const key = kinds.map((k) => `${k.apiVersion}/${k.kind}`).sort().join(',');
   let schema = schemasWithKinds.get(key);
   if (!schema) {
-    schema = compileSchema([META_MESSAGES, CORE_MESSAGES, APPS_MESSAGES, BATCH_MESSAGES, POLICY_MESSAGES, ...kinds.map((k) => k.messages)]);
+    schema = compileSchema([BUILTIN_MESSAGES, ...kinds.map((k) => k.messages)]);
     schemasWithKinds.set(key, schema);
   }
   return schema;
@@ -64,7 +48,7 @@ function schemaFor(kinds: readonly ProtobufKind[]): CompiledSchema {
 
 /** The (apiVersion, kind) pairs decodeKubeProtobuf understands, for messages and tests. */
 export function supportedProtobufKinds(): string[] {
-  const pairs = Object.entries(KINDS).flatMap(([version, kinds]) => Object.keys(kinds).map((kind) => `${version}/${kind}`));
+  const pairs = Object.entries(BUILTIN_KINDS).flatMap(([version, kinds]) => Object.keys(kinds).map((kind) => `${version}/${kind}`));
   return [...pairs, ...Object.keys(ANY_VERSION_KINDS).map((kind) => `*/${kind}`)];
 }
 
@@ -90,7 +74,7 @@ export function decodeKubeProtobuf(buf: Uint8Array, kinds: readonly ProtobufKind
       throw errors.unsupportedMediaType(`protobuf envelopes holding "${envelope.contentType}" are not supported; send application/json`);
     }
     const declared = kinds.find((k) => k.apiVersion === apiVersion && k.kind === kind);
-    const message = declared ? kind : (KINDS[apiVersion]?.[kind] ?? ANY_VERSION_KINDS[kind]);
+    const message = declared ? kind : (BUILTIN_KINDS[apiVersion]?.[kind] ?? ANY_VERSION_KINDS[kind]);
     if (!message) {
       throw errors.unsupportedMediaType(
         `this server cannot decode ${apiVersion}, Kind=${kind} from ${KUBERNETES_PROTOBUF_MEDIA_TYPE}; send it as application/json`,

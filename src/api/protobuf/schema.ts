@@ -1,8 +1,8 @@
 /**
  * How Berth describes Kubernetes protobuf messages: per message, its JSON field names with the
- * field number and type Kubernetes assigned them. The tables themselves (meta.ts, core.ts, apps.ts,
- * batch.ts, policy.ts) are transcribed facts about the wire format of Kubernetes 1.32; this module
- * defines their notation and compiles them into number-indexed lookups for the decoder.
+ * field number and type Kubernetes assigned them. The tables themselves are generated from the
+ * protobuf facts by scripts/gen-protobuf.ts (messages.ts reads them); this module defines their
+ * notation and compiles them into number-indexed lookups for the decoder.
  *
  * Notation of one field: `jsonName: [fieldNumber, type, ...flags]`, where type is
  * - a scalar: `string`, `bytes` (base64 in JSON), `bool`, `int32`, `int64`, `uint32`, `uint64`,

@@ -4,7 +4,7 @@
  * messages and `kubectl get hpa` columns. The controller that acts on it lives in src/controllers/hpa.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { tryParseQuantity } from '../../api/quantity.js';
 import type { KubeObject } from '../../api/types.js';
 import { child, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
@@ -364,67 +364,13 @@ export function hpaFromV1(v1: KubeObject): HorizontalPodAutoscaler {
   return out;
 }
 
-// ---------- protobuf (field numbers of Kubernetes' autoscaling generated.proto) ----------
-
-const CROSS_VERSION_REF: MessageTable = {
-  CrossVersionObjectReference: { kind: [1, 'string'], name: [2, 'string'], apiVersion: [3, 'string'] },
-};
+// ---------- protobuf (generated from Kubernetes' autoscaling generated.proto) ----------
 
 /** What client-go's typed clients send for autoscaling/v2 objects. */
-const HPA_V2_PROTOBUF: MessageTable = {
-  ...CROSS_VERSION_REF,
-  HorizontalPodAutoscaler: { metadata: [1, 'ObjectMeta'], spec: [2, 'HorizontalPodAutoscalerSpec'], status: [3, 'HorizontalPodAutoscalerStatus'] },
-  HorizontalPodAutoscalerSpec: {
-    scaleTargetRef: [1, 'CrossVersionObjectReference'],
-    minReplicas: [2, 'int32', 'pointer'],
-    maxReplicas: [3, 'int32', 'pointer'],
-    metrics: [4, '[]MetricSpec'],
-    behavior: [5, 'HorizontalPodAutoscalerBehavior'],
-  },
-  HorizontalPodAutoscalerBehavior: { scaleUp: [1, 'HPAScalingRules'], scaleDown: [2, 'HPAScalingRules'] },
-  HPAScalingRules: { selectPolicy: [1, 'string'], policies: [2, '[]HPAScalingPolicy'], stabilizationWindowSeconds: [3, 'int32', 'pointer'] },
-  HPAScalingPolicy: { type: [1, 'string'], value: [2, 'int32'], periodSeconds: [3, 'int32'] },
-  MetricSpec: {
-    type: [1, 'string'],
-    object: [2, 'ObjectMetricSource'],
-    pods: [3, 'PodsMetricSource'],
-    resource: [4, 'ResourceMetricSource'],
-    external: [5, 'ExternalMetricSource'],
-    containerResource: [7, 'ContainerResourceMetricSource'],
-  },
-  MetricTarget: { type: [1, 'string'], value: [2, 'Quantity'], averageValue: [3, 'Quantity'], averageUtilization: [4, 'int32', 'pointer'] },
-  MetricIdentifier: { name: [1, 'string'], selector: [2, 'LabelSelector'] },
-  ResourceMetricSource: { name: [1, 'string'], target: [2, 'MetricTarget'] },
-  ContainerResourceMetricSource: { name: [1, 'string'], target: [2, 'MetricTarget'], container: [3, 'string'] },
-  PodsMetricSource: { metric: [1, 'MetricIdentifier'], target: [2, 'MetricTarget'] },
-  ObjectMetricSource: { describedObject: [1, 'CrossVersionObjectReference'], target: [2, 'MetricTarget'], metric: [3, 'MetricIdentifier'] },
-  ExternalMetricSource: { metric: [1, 'MetricIdentifier'], target: [2, 'MetricTarget'] },
-  HorizontalPodAutoscalerStatus: {
-    observedGeneration: [1, 'int64', 'pointer'],
-    lastScaleTime: [2, 'Time'],
-    currentReplicas: [3, 'int32'],
-    desiredReplicas: [4, 'int32', 'pointer'],
-  },
-};
+const HPA_V2_PROTOBUF = protobufMessagesOf('autoscaling/v2', 'HorizontalPodAutoscaler');
 
 /** What `kubectl autoscale` 1.32 sends (1.20 sends JSON). */
-const HPA_V1_PROTOBUF: MessageTable = {
-  ...CROSS_VERSION_REF,
-  HorizontalPodAutoscaler: { metadata: [1, 'ObjectMeta'], spec: [2, 'HorizontalPodAutoscalerSpec'], status: [3, 'HorizontalPodAutoscalerStatus'] },
-  HorizontalPodAutoscalerSpec: {
-    scaleTargetRef: [1, 'CrossVersionObjectReference'],
-    minReplicas: [2, 'int32', 'pointer'],
-    maxReplicas: [3, 'int32', 'pointer'],
-    targetCPUUtilizationPercentage: [4, 'int32', 'pointer'],
-  },
-  HorizontalPodAutoscalerStatus: {
-    observedGeneration: [1, 'int64', 'pointer'],
-    lastScaleTime: [2, 'Time'],
-    currentReplicas: [3, 'int32'],
-    desiredReplicas: [4, 'int32', 'pointer'],
-    currentCPUUtilizationPercentage: [5, 'int32', 'pointer'],
-  },
-};
+const HPA_V1_PROTOBUF = protobufMessagesOf('autoscaling/v1', 'HorizontalPodAutoscaler');
 
 // ---------- kubectl get hpa ----------
 

@@ -17,7 +17,7 @@ import {
   type CertificateSigningRequest,
   type CertificateSigningRequestCondition,
 } from '../../api/certificates.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { child, expectArray, expectInteger, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import { dns1123SubdomainErrors } from '../../api/validation/names.js';
 import { parseCertificateRequestPem, pemBlocks } from '../../api/x509.js';
@@ -235,40 +235,13 @@ function mergeSubresource(subresource: string, input: CertificateSigningRequest,
   return obj;
 }
 
-// ---------- protobuf (field numbers of Kubernetes' certificates/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' certificates/v1 generated.proto) ----------
 
 /**
  * What `kubectl certificate approve|deny` sends to `approval`: client-go's typed clients speak
- * protobuf. spec.extra (field 6, a map of ExtraValue messages) is left out: the server sets it.
+ * protobuf. spec.extra arrives as protobuf's ExtraValue messages; the spec is the server's anyway.
  */
-const CSR_PROTOBUF: MessageTable = {
-  CertificateSigningRequest: {
-    metadata: [1, 'ObjectMeta'],
-    spec: [2, 'CertificateSigningRequestSpec'],
-    status: [3, 'CertificateSigningRequestStatus'],
-  },
-  CertificateSigningRequestSpec: {
-    request: [1, 'bytes'],
-    username: [2, 'string'],
-    uid: [3, 'string'],
-    groups: [4, '[]string'],
-    usages: [5, '[]string'],
-    signerName: [7, 'string'],
-    expirationSeconds: [8, 'int32', 'pointer'],
-  },
-  CertificateSigningRequestStatus: {
-    conditions: [1, '[]CertificateSigningRequestCondition'],
-    certificate: [2, 'bytes'],
-  },
-  CertificateSigningRequestCondition: {
-    type: [1, 'string'],
-    reason: [2, 'string'],
-    message: [3, 'string'],
-    lastUpdateTime: [4, 'Time'],
-    lastTransitionTime: [5, 'Time'],
-    status: [6, 'string'],
-  },
-};
+const CSR_PROTOBUF = protobufMessagesOf('certificates.k8s.io/v1', 'CertificateSigningRequest');
 
 // ---------- table (kubectl's columns for CSRs upstream) ----------
 

@@ -24,7 +24,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
@@ -137,43 +137,9 @@ function validateEndpointSliceUpdate(slice: EndpointSlice, old: EndpointSlice): 
   return errs;
 }
 
-// ---------- protobuf (field numbers of Kubernetes' discovery/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' discovery/v1 generated.proto) ----------
 
-const ENDPOINTSLICE_PROTOBUF: MessageTable = {
-  EndpointSlice: {
-    metadata: [1, 'ObjectMeta'],
-    endpoints: [2, '[]SliceEndpoint'],
-    ports: [3, '[]SliceEndpointPort'],
-    addressType: [4, 'string'],
-  },
-  SliceEndpoint: {
-    addresses: [1, '[]string'],
-    conditions: [2, 'SliceEndpointConditions'],
-    hostname: [3, 'string', 'pointer'],
-    targetRef: [4, 'ObjectReference'],
-    deprecatedTopology: [5, 'map<string>'],
-    nodeName: [6, 'string', 'pointer'],
-    zone: [7, 'string', 'pointer'],
-    hints: [8, 'SliceEndpointHints'],
-  },
-  SliceEndpointConditions: {
-    ready: [1, 'bool', 'pointer'],
-    serving: [2, 'bool', 'pointer'],
-    terminating: [3, 'bool', 'pointer'],
-  },
-  SliceEndpointHints: {
-    forZones: [1, '[]SliceForZone'],
-    forNodes: [2, '[]SliceForNode'],
-  },
-  SliceForZone: { name: [1, 'string'] },
-  SliceForNode: { name: [1, 'string'] },
-  SliceEndpointPort: {
-    name: [1, 'string', 'pointer'],
-    protocol: [2, 'string', 'pointer'],
-    port: [3, 'int32', 'pointer'],
-    appProtocol: [4, 'string', 'pointer'],
-  },
-};
+const ENDPOINTSLICE_PROTOBUF = protobufMessagesOf('discovery.k8s.io/v1', 'EndpointSlice');
 
 // ---------- table (kubectl's endpointslice printer) ----------
 

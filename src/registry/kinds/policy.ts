@@ -21,7 +21,7 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 
@@ -165,32 +165,10 @@ function validatePdb(pdb: PodDisruptionBudget): FieldError[] {
   return [...validateObjectMeta(pdb.metadata, { namespaced: true, nameRule: 'subdomain' }), ...validatePdbSpec(pdb.spec)];
 }
 
-// ---------- protobuf (field numbers of Kubernetes' policy/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' policy/v1 generated.proto) ----------
 
 /** What `kubectl create pdb` sends: client-go's typed clients speak protobuf. */
-const PDB_PROTOBUF: MessageTable = {
-  PodDisruptionBudget: {
-    metadata: [1, 'ObjectMeta'],
-    spec: [2, 'PodDisruptionBudgetSpec'],
-    status: [3, 'PodDisruptionBudgetStatus'],
-  },
-  PodDisruptionBudgetSpec: {
-    minAvailable: [1, 'IntOrString'],
-    selector: [2, 'LabelSelector'],
-    maxUnavailable: [3, 'IntOrString'],
-    unhealthyPodEvictionPolicy: [4, 'string'],
-  },
-  // The counts are not omitempty in Go's JSON: a zero is a value.
-  PodDisruptionBudgetStatus: {
-    observedGeneration: [1, 'int64'],
-    disruptedPods: [2, 'map<Time>'],
-    disruptionsAllowed: [3, 'int32', 'pointer'],
-    currentHealthy: [4, 'int32', 'pointer'],
-    desiredHealthy: [5, 'int32', 'pointer'],
-    expectedPods: [6, 'int32', 'pointer'],
-    conditions: [7, '[]Condition'],
-  },
-};
+const PDB_PROTOBUF = protobufMessagesOf('policy/v1', 'PodDisruptionBudget');
 
 // ---------- table (the columns kubectl shows for PodDisruptionBudgets upstream) ----------
 

@@ -23,7 +23,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
@@ -234,25 +234,12 @@ const BINDING_COLUMNS: ColumnProvider = {
   },
 };
 
-// ---------- protobuf (field numbers of Kubernetes' rbac/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' rbac/v1 generated.proto) ----------
 
-const COMMON_MESSAGES: MessageTable = {
-  PolicyRule: {
-    verbs: [1, '[]string'],
-    apiGroups: [2, '[]string'],
-    resources: [3, '[]string'],
-    resourceNames: [4, '[]string'],
-    nonResourceURLs: [5, '[]string'],
-  },
-  AggregationRule: { clusterRoleSelectors: [1, '[]LabelSelector'] },
-  RoleRef: { apiGroup: [1, 'string'], kind: [2, 'string'], name: [3, 'string'] },
-  Subject: { kind: [1, 'string'], apiGroup: [2, 'string'], name: [3, 'string'], namespace: [4, 'string'] },
-};
-
-const ROLE_PROTOBUF: MessageTable = { ...COMMON_MESSAGES, Role: { metadata: [1, 'ObjectMeta'], rules: [2, '[]PolicyRule'] } };
-const CLUSTER_ROLE_PROTOBUF: MessageTable = { ...COMMON_MESSAGES, ClusterRole: { metadata: [1, 'ObjectMeta'], rules: [2, '[]PolicyRule'], aggregationRule: [3, 'AggregationRule'] } };
-const ROLE_BINDING_PROTOBUF: MessageTable = { ...COMMON_MESSAGES, RoleBinding: { metadata: [1, 'ObjectMeta'], subjects: [2, '[]Subject'], roleRef: [3, 'RoleRef'] } };
-const CLUSTER_ROLE_BINDING_PROTOBUF: MessageTable = { ...COMMON_MESSAGES, ClusterRoleBinding: { metadata: [1, 'ObjectMeta'], subjects: [2, '[]Subject'], roleRef: [3, 'RoleRef'] } };
+const ROLE_PROTOBUF = protobufMessagesOf('rbac.authorization.k8s.io/v1', 'Role');
+const CLUSTER_ROLE_PROTOBUF = protobufMessagesOf('rbac.authorization.k8s.io/v1', 'ClusterRole');
+const ROLE_BINDING_PROTOBUF = protobufMessagesOf('rbac.authorization.k8s.io/v1', 'RoleBinding');
+const CLUSTER_ROLE_BINDING_PROTOBUF = protobufMessagesOf('rbac.authorization.k8s.io/v1', 'ClusterRoleBinding');
 
 // ---------- strategies ----------
 

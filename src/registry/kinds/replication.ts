@@ -6,7 +6,7 @@
  * ReplicaSet controller keeps its pods (src/controllers/replicaset).
  */
 import type { FieldError } from '../../api/errors.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import type { KubeObject, ObjectMeta } from '../../api/types.js';
 import {
   child,
@@ -201,43 +201,11 @@ const PODTEMPLATE_COLUMNS: ColumnProvider = {
   },
 };
 
-// ---------- protobuf (field numbers of Kubernetes' core/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' core/v1 generated.proto) ----------
 
-const REPLICATIONCONTROLLER_PROTOBUF: MessageTable = {
-  ReplicationController: {
-    metadata: [1, 'ObjectMeta'],
-    spec: [2, 'ReplicationControllerSpec'],
-    status: [3, 'ReplicationControllerStatus'],
-  },
-  ReplicationControllerSpec: {
-    replicas: [1, 'int32', 'pointer'],
-    minReadySeconds: [4, 'int32'],
-    selector: [2, 'map<string>'],
-    template: [3, 'PodTemplateSpec'],
-  },
-  ReplicationControllerStatus: {
-    replicas: [1, 'int32'],
-    fullyLabeledReplicas: [2, 'int32'],
-    readyReplicas: [4, 'int32'],
-    availableReplicas: [5, 'int32'],
-    observedGeneration: [3, 'int64'],
-    conditions: [6, '[]ReplicationControllerCondition'],
-  },
-  ReplicationControllerCondition: {
-    type: [1, 'string'],
-    status: [2, 'string'],
-    lastTransitionTime: [3, 'Time'],
-    reason: [4, 'string'],
-    message: [5, 'string'],
-  },
-};
+const REPLICATIONCONTROLLER_PROTOBUF = protobufMessagesOf('v1', 'ReplicationController');
 
-const PODTEMPLATE_PROTOBUF: MessageTable = {
-  PodTemplate: {
-    metadata: [1, 'ObjectMeta'],
-    template: [2, 'PodTemplateSpec'],
-  },
-};
+const PODTEMPLATE_PROTOBUF = protobufMessagesOf('v1', 'PodTemplate');
 
 // ---------- strategies ----------
 

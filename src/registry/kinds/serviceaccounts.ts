@@ -5,7 +5,7 @@
  * the TokenRequest handler is src/requests/token-subresource.ts.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import type { KubeObject } from '../../api/types.js';
 import { child, expectArray, expectObject, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
@@ -82,41 +82,13 @@ export function validateServiceAccount(sa: ServiceAccount): FieldError[] {
   return errs;
 }
 
-// ---------- protobuf (field numbers of Kubernetes' core/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' core/v1 and authentication/v1 generated.proto) ----------
 
 /** What `kubectl create serviceaccount` sends: client-go's typed clients speak protobuf. */
-const SERVICEACCOUNT_PROTOBUF: MessageTable = {
-  ServiceAccount: {
-    metadata: [1, 'ObjectMeta'],
-    secrets: [2, '[]ObjectReference'],
-    imagePullSecrets: [3, '[]LocalObjectReference'],
-    automountServiceAccountToken: [4, 'bool', 'pointer'],
-  },
-};
+const SERVICEACCOUNT_PROTOBUF = protobufMessagesOf('v1', 'ServiceAccount');
 
 /** The authentication.k8s.io/v1 TokenRequest `kubectl create token` POSTs to serviceaccounts/{name}/token. */
-export const TOKENREQUEST_PROTOBUF: MessageTable = {
-  TokenRequest: {
-    metadata: [1, 'ObjectMeta'],
-    spec: [2, 'TokenRequestSpec'],
-    status: [3, 'TokenRequestStatus'],
-  },
-  TokenRequestSpec: {
-    audiences: [1, '[]string'],
-    boundObjectRef: [3, 'BoundObjectReference'],
-    expirationSeconds: [4, 'int64', 'pointer'],
-  },
-  BoundObjectReference: {
-    kind: [1, 'string'],
-    apiVersion: [2, 'string'],
-    name: [3, 'string'],
-    uid: [4, 'string'],
-  },
-  TokenRequestStatus: {
-    token: [1, 'string'],
-    expirationTimestamp: [2, 'Time'],
-  },
-};
+export const TOKENREQUEST_PROTOBUF = protobufMessagesOf('authentication.k8s.io/v1', 'TokenRequest');
 
 // ---------- table (kubectl's columns: NAME, SECRETS, AGE) ----------
 

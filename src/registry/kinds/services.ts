@@ -36,7 +36,7 @@ import {
   validateObjectMeta,
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
-import type { MessageTable } from '../../api/protobuf/schema.js';
+import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
@@ -508,88 +508,12 @@ function defaultEndpoints(ep: Endpoints): void {
   }
 }
 
-// ---------- protobuf (field numbers of Kubernetes' core/v1 generated.proto) ----------
+// ---------- protobuf (generated from Kubernetes' core/v1 generated.proto) ----------
 
 /** What `kubectl create service` sends: client-go's typed clients speak protobuf. */
-const SERVICE_PROTOBUF: MessageTable = {
-  Service: {
-    metadata: [1, 'ObjectMeta'],
-    spec: [2, 'ServiceSpec'],
-    status: [3, 'ServiceStatus'],
-  },
-  ServiceSpec: {
-    ports: [1, '[]ServicePort'],
-    selector: [2, 'map<string>'],
-    clusterIP: [3, 'string'],
-    type: [4, 'string'],
-    externalIPs: [5, '[]string'],
-    sessionAffinity: [7, 'string'],
-    loadBalancerIP: [8, 'string'],
-    loadBalancerSourceRanges: [9, '[]string'],
-    externalName: [10, 'string'],
-    externalTrafficPolicy: [11, 'string'],
-    healthCheckNodePort: [12, 'int32'],
-    publishNotReadyAddresses: [13, 'bool'],
-    sessionAffinityConfig: [14, 'SessionAffinityConfig'],
-    ipFamilyPolicy: [17, 'string', 'pointer'],
-    clusterIPs: [18, '[]string'],
-    ipFamilies: [19, '[]string'],
-    allocateLoadBalancerNodePorts: [20, 'bool', 'pointer'],
-    loadBalancerClass: [21, 'string', 'pointer'],
-    internalTrafficPolicy: [22, 'string', 'pointer'],
-    trafficDistribution: [23, 'string', 'pointer'],
-  },
-  ServicePort: {
-    name: [1, 'string'],
-    protocol: [2, 'string'],
-    port: [3, 'int32'],
-    targetPort: [4, 'IntOrString'],
-    nodePort: [5, 'int32'],
-    appProtocol: [6, 'string', 'pointer'],
-  },
-  SessionAffinityConfig: { clientIP: [1, 'ClientIPConfig'] },
-  ClientIPConfig: { timeoutSeconds: [1, 'int32', 'pointer'] },
-  ServiceStatus: {
-    loadBalancer: [1, 'LoadBalancerStatus'],
-    conditions: [2, '[]Condition'],
-  },
-  LoadBalancerStatus: { ingress: [1, '[]LoadBalancerIngress'] },
-  LoadBalancerIngress: {
-    ip: [1, 'string'],
-    hostname: [2, 'string'],
-    ipMode: [3, 'string', 'pointer'],
-    ports: [4, '[]PortStatus'],
-  },
-  PortStatus: {
-    port: [1, 'int32'],
-    protocol: [2, 'string'],
-    error: [3, 'string', 'pointer'],
-  },
-};
+const SERVICE_PROTOBUF = protobufMessagesOf('v1', 'Service');
 
-const ENDPOINTS_PROTOBUF: MessageTable = {
-  Endpoints: {
-    metadata: [1, 'ObjectMeta'],
-    subsets: [2, '[]EndpointSubset'],
-  },
-  EndpointSubset: {
-    addresses: [1, '[]EndpointAddress'],
-    notReadyAddresses: [2, '[]EndpointAddress'],
-    ports: [3, '[]EndpointPort'],
-  },
-  EndpointAddress: {
-    ip: [1, 'string'],
-    targetRef: [2, 'ObjectReference'],
-    hostname: [3, 'string'],
-    nodeName: [4, 'string', 'pointer'],
-  },
-  EndpointPort: {
-    name: [1, 'string'],
-    port: [2, 'int32'],
-    protocol: [3, 'string'],
-    appProtocol: [4, 'string', 'pointer'],
-  },
-};
+const ENDPOINTS_PROTOBUF = protobufMessagesOf('v1', 'Endpoints');
 
 // ---------- tables (kubectl's service and endpoints printers) ----------
 
