@@ -74,8 +74,9 @@ export interface KindStrategy<T extends KubeObject = KubeObject> {
   openAPISchema?(version: string): Record<string, unknown> | undefined;
   /**
    * The kind's protobuf messages, for clients that send it as protobuf (client-go's typed clients,
-   * e.g. `kubectl create pdb`): field numbers from Kubernetes' generated.proto, which the generated
-   * API data cannot supply. The message named after the kind is the top-level one.
+   * e.g. `kubectl create pdb`): the tables `npm run gen` makes from the protobuf facts
+   * (src/api/generated/protobuf-messages.json, read through protobufMessagesOf in
+   * src/api/protobuf/messages.ts). The message named after the kind is the top-level one.
    */
   protobuf?: MessageTable;
   /** the grace period a delete without options uses; undefined → removed at once */
