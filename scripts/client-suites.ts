@@ -973,6 +973,36 @@ function outsideCause(facts: TargetFacts, task: string, message: string): string
   return undefined;
 }
 
+/** The task a transcript started last, when no result line followed it (what a timeout cut short). */
+function unfinishedTask(output: string): string | undefined {
+  const lines = output.trimEnd().split('\n');
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = /^TASK \[(.*)\] \**$/.exec(lines[i]!);
+    if (m) return lines.slice(i + 1).some((l) => /^(ok|changed|fatal|failed|skipping): \[/.test(l)) ? undefined : m[1]!;
+  }
+  return undefined;
+}
+
+/**
+ * Why a timed-out target was cut short outside Berth: its unfinished task runs one of the suite's
+ * own helper modules (the target's library/ folder) that never talks to the cluster, so the time
+ * went into the suite's code on this machine, not into a request to Berth.
+ */
+function slowLocalModule(targetsDir: string, target: string, facts: TargetFacts, output: string): string | undefined {
+  const task = unfinishedTask(output);
+  if (!task) return undefined;
+  const found = facts.tasks.get(task.replace(/^[^:]*: /, '')) ?? facts.tasks.get(task);
+  if (!found) return undefined;
+  const module = found.module.replace(/^.*\./, '');
+  for (const dir of [target, ...facts.dependencies]) {
+    const file = path.join(targetsDir, dir, 'library', `${module}.py`);
+    if (!fs.existsSync(file)) continue;
+    if (/kubernetes|get_api_client|K8sAnsibleMixin|kubectl/.test(fs.readFileSync(file, 'utf8').replace(/^\s*#.*$/gm, '').replace(/"""[\s\S]*?"""/g, ''))) return undefined;
+    return `timed out in the suite's own helper module ${module} (TASK [${task}]), which makes no cluster call: it ran on this machine's Python for the whole timeout`;
+  }
+  return undefined;
+}
+
 /** A target's outcome known without running it: the suite disables it, or this machine lacks a program it needs. */
 function staticVerdict(targetsDir: string, target: string): Result | undefined {
   const facts = targetFacts(targetsDir, target);
@@ -1045,7 +1075,9 @@ async function runAnsible(prepared: { collection: string; targetsDir: string; ta
         const cause = failed ? outsideCause(facts, failed.task, failed.message) : undefined;
         const failedPulls = pulls.since();
         const refused = refusals.since(outcome.output);
+        const slowHelper = outcome.timedOut ? slowLocalModule(prepared.targetsDir, target, facts, outcome.output) : undefined;
         if (cause) result.outside = cause;
+        else if (slowHelper) result.outside = slowHelper;
         else if (refused.length && pass.podSecurity !== 'privileged') {
           // Berth's documented default; the privileged pass runs the same target as Kubernetes' default would.
           result.outside = `Berth's default Pod Security level ${pass.podSecurity} refused its pods (Kubernetes' default is privileged; see that pass): ${refused[0]}`;
