@@ -188,6 +188,7 @@ export function serverSideApply(o: {
   const previous = mine ? fromFieldsV1(mine.fieldsV1) : new Set<string>();
 
   const conflicts: Conflict[] = [];
+  let tookFields = false;
   if (o.live) {
     for (const e of entries) {
       if (e.manager === o.manager && e.operation === 'Apply') continue;
@@ -196,8 +197,10 @@ export function serverSideApply(o: {
         if (!theirs.has(f)) continue;
         const segs = unkey(f);
         if (JSON.stringify(valueAt(o.live, segs)) === JSON.stringify(valueAt(o.applied, segs))) continue;
-        if (o.force) theirs.delete(f);
-        else conflicts.push({ manager: e.manager, field: describePath(f) });
+        if (o.force) {
+          theirs.delete(f);
+          tookFields = true;
+        } else conflicts.push({ manager: e.manager, field: describePath(f) });
       }
       if (o.force) e.fieldsV1 = toFieldsV1(theirs);
     }
@@ -218,10 +221,33 @@ export function serverSideApply(o: {
   // Deepest first, so items go before the lists that hold them.
   for (const f of dropped.sort((a, b) => unkey(b).length - unkey(a).length)) removeAt(merged, unkey(f));
 
+  // An apply that changes neither the object nor what anyone manages is no write at all, as
+  // kube-apiserver's field manager keeps the entry's time then: re-applying the same configuration
+  // makes no new revision (Ansible's `apply` reports "changed" otherwise).
+  if (o.live && mine && !tookFields && mine.apiVersion === o.apiVersion && sameFields(previous, appliedSet) && sameContent(merged, o.live)) {
+    return { object: structuredClone(o.live), managedFields: entriesOf(o.live) };
+  }
   const next = entries.filter((e) => !(e.manager === o.manager && e.operation === 'Apply') && Object.keys(e.fieldsV1).length);
   next.push({ manager: o.manager, operation: 'Apply', apiVersion: o.apiVersion, time: o.now, fieldsType: 'FieldsV1', fieldsV1: toFieldsV1(appliedSet) });
   merged.metadata.managedFields = next;
   return { object: merged, managedFields: next };
+}
+
+function sameFields(a: Set<string>, b: Set<string>): boolean {
+  return a.size === b.size && [...a].every((f) => b.has(f));
+}
+
+/** Two objects alike but for their managedFields, whatever the order of their keys. */
+function sameContent(a: KubeObject, b: KubeObject): boolean {
+  const canonical = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(canonical);
+    if (value && typeof value === 'object') {
+      return Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]));
+    }
+    return value;
+  };
+  const withoutManagedFields = (o: KubeObject) => ({ ...o, metadata: { ...o.metadata, managedFields: undefined } });
+  return JSON.stringify(canonical(withoutManagedFields(a))) === JSON.stringify(canonical(withoutManagedFields(b)));
 }
 
 function stripServerFields(obj: KubeObject): KubeObject {

@@ -80,6 +80,25 @@ describeEachKubectl('declarative API: server-side apply and kubectl verbs', (k: 
     assert.equal(d.metadata.annotations?.['team-b/note'], 'hello', "team-b's field untouched");
   });
 
+  it('re-applying the same configuration with the same manager writes nothing: same resourceVersion and managedFields time', async () => {
+    const text = 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: same-again\n  namespace: default\ndata:\n  key: value-0\n';
+    const first = await ssa('same-manager', text);
+    assert.equal(first.code, 0, first.stderr);
+    const before = await c.client.get<KubeObject>(CM, { namespace: 'default', name: 'same-again' });
+    // managedFields times have whole seconds: a second apply in another second would show a new one.
+    await new Promise((r) => setTimeout(r, 1100));
+    const again = await ssa('same-manager', text);
+    assert.equal(again.code, 0, again.stderr);
+    const after = await c.client.get<KubeObject>(CM, { namespace: 'default', name: 'same-again' });
+    assert.equal(after.metadata.resourceVersion, before.metadata.resourceVersion);
+    assert.deepEqual(after.metadata.managedFields, before.metadata.managedFields);
+    // A changed value is a write, with a new time.
+    const changed = await ssa('same-manager', text.replace('value-0', 'value-1'));
+    assert.equal(changed.code, 0, changed.stderr);
+    const later = await c.client.get<KubeObject>(CM, { namespace: 'default', name: 'same-again' });
+    assert.notEqual(later.metadata.resourceVersion, before.metadata.resourceVersion);
+  });
+
   it('concurrent applies of different fields by two managers lose nothing', async () => {
     await c.client.create(CM, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'busy', namespace: 'default' }, data: {} } as KubeObject);
     const apply = (manager: string, i: number) =>
