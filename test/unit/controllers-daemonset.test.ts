@@ -3,7 +3,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Node, Pod } from '../../src/api/types.js';
+import { errors } from '../../src/api/errors.js';
+import type { KubeObject, Node, Pod } from '../../src/api/types.js';
 import { DaemonSetController } from '../../src/controllers/daemonset/daemonset-controller.js';
 import { nodeMatchesPlacement, shouldRunOnNode } from '../../src/controllers/daemonset/eligibility.js';
 import { revisionData } from '../../src/controllers/daemonset/history.js';
@@ -46,6 +47,19 @@ async function allReady(env: ControllerEnv) {
 }
 
 describe('DaemonSet controller', () => {
+  it('a refused pod create is a Warning FailedCreate event on the DaemonSet, as upstream shows it, and the pass fails to be retried', async () => {
+    const { env, dsc } = await setup({ nodes: [node('a')] });
+    const refusal = 'pods "agent-x" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "logs")';
+    env.client.failWrites = (a) => (a.verb === 'create' && a.plural === 'pods' ? errors.forbidden(refusal) : undefined);
+    await assert.rejects(dsc.reconcile('default/agent'), /violates PodSecurity/);
+    await new Promise((r) => setImmediate(r));
+    const events = env.list<KubeObject & { type?: string; reason?: string; message?: string }>('', 'events').filter((e) => e.reason === 'FailedCreate');
+    assert.equal(events.length, 1);
+    assert.equal(events[0]!.type, 'Warning');
+    assert.match(events[0]!.message ?? '', /^Error creating: .*violates PodSecurity "baseline:latest": hostPath volumes/);
+    assert.equal(activePods(env).length, 0);
+  });
+
   it('creates one pod per eligible node, pinned by nodeName, with daemon tolerations and a revision', async () => {
     const { env, dsc } = await setup({
       nodes: [node('a', { disk: 'ssd' }), node('b', { disk: 'ssd' }), node('c', { disk: 'hdd' }), node('d', { disk: 'ssd' }, [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }])],

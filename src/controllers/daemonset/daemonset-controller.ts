@@ -195,7 +195,14 @@ export class DaemonSetController {
       spec,
     };
     if (meta.annotations && Object.keys(meta.annotations).length) pod.metadata.annotations = { ...meta.annotations };
-    const created = await this.opts.client.create<Pod>(CORE.pods, pod, { namespace: ds.metadata.namespace });
+    let created: Pod;
+    try {
+      created = await this.opts.client.create<Pod>(CORE.pods, pod, { namespace: ds.metadata.namespace });
+    } catch (e) {
+      // Refusals (Pod Security, quota, a webhook) are shown where the user looks: the DaemonSet's events.
+      void this.events.record({ about: ds, type: 'Warning', reason: 'FailedCreate', message: `Error creating: ${(e as Error).message}` });
+      throw e;
+    }
     void this.events.record({ about: ds, type: 'Normal', reason: 'SuccessfulCreate', message: `Created pod: ${created.metadata.name}` });
   }
 

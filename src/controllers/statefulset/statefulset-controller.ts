@@ -209,6 +209,8 @@ export class StatefulSetController {
     } catch (e) {
       // The previous pod of this ordinal is still terminating: the next pass creates it.
       if (isAlreadyExists(e)) return;
+      // Refusals (Pod Security, quota, a webhook) are shown where the user looks: the set's events.
+      void this.events.record({ about: set, type: 'Warning', reason: 'FailedCreate', message: `create Pod ${name} in StatefulSet ${set.metadata.name} failed error: ${(e as Error).message}` });
       throw e;
     }
     void this.events.record({ about: set, type: 'Normal', reason: 'SuccessfulCreate', message: `create Pod ${name} in StatefulSet ${set.metadata.name} successful` });
