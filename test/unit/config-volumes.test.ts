@@ -238,7 +238,7 @@ describe('volume manager', { skip: !isRoot && 'needs root (mount)' }, () => {
     const vm = new VolumeManager({ paths, objects: reader([], []), log });
     const bad = podWith([{ name: 'missing', configMap: { name: 'nope' } }]);
     await assert.rejects(vm.setUp(bad, { allocatable: {} }), (e) => e instanceof ContainerConfigError && e.reason === 'ContainerCreating' && e.message === 'MountVolume.SetUp failed for volume "missing" : configmap "nope" not found');
-    const odd = podWith([{ name: 'x', nfs: { server: 'a' } }]);
+    const odd = podWith([{ name: 'x', nfs: { server: 'a', path: '/exports' } }]);
     await assert.rejects(vm.setUp(odd, { allocatable: {} }), /volume type nfs is not supported/);
 
     const pod = podWith([{ name: 'h', hostPath: { path: host, type: 'Directory' } }]);

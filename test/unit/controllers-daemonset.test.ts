@@ -3,7 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Node, Pod } from '../../src/api/types.js';
+import type { Node, NodeSelectorTerm, Pod } from '../../src/api/types.js';
 import { DaemonSetController } from '../../src/controllers/daemonset/daemonset-controller.js';
 import { nodeMatchesPlacement, shouldRunOnNode } from '../../src/controllers/daemonset/eligibility.js';
 import { revisionData } from '../../src/controllers/daemonset/history.js';
@@ -99,7 +99,7 @@ describe('DaemonSet controller', () => {
   });
 
   it('honours required node affinity (terms ORed, expressions ANDed, matchFields on metadata.name)', () => {
-    const spec = (terms: unknown[]) => ({ ...template({ app: 'x' }).spec, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+    const spec = (terms: NodeSelectorTerm[]) => ({ ...template({ app: 'x' }).spec, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
     const zoneA = node('n1', { zone: 'a', cores: '8' });
     assert.ok(nodeMatchesPlacement(spec([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }, { key: 'cores', operator: 'Gt', values: ['4'] }] }]), zoneA));
     assert.ok(!nodeMatchesPlacement(spec([{ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }]), zoneA));

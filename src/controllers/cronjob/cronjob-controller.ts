@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { OwnerReference } from '../../api/types.js';
+import type { OwnerReference, Time } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
@@ -375,7 +375,7 @@ function maxDefined(a: number | undefined, b: number | undefined): number | unde
   return Math.max(a, b);
 }
 
-function parseTime(t: string | undefined): number | undefined {
+function parseTime(t: Time | undefined): number | undefined {
   if (!t) return undefined;
   const ms = Date.parse(t);
   return Number.isNaN(ms) ? undefined : ms;

@@ -154,4 +154,4 @@ export const apiServiceStrategy: KindStrategy<APIService> = {
   initialStatus: () => ({}),
 };
 
-export const APIREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [apiServiceStrategy as unknown as KindStrategy<KubeObject>];
+export const APIREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [apiServiceStrategy];

@@ -463,8 +463,8 @@ export const pvcStrategy: KindStrategy<PersistentVolumeClaim> = {
 };
 
 export const APPS_SETS_STRATEGIES: KindStrategy<KubeObject>[] = [
-  daemonSetStrategy as unknown as KindStrategy<KubeObject>,
-  statefulSetStrategy as unknown as KindStrategy<KubeObject>,
-  controllerRevisionStrategy as unknown as KindStrategy<KubeObject>,
-  pvcStrategy as unknown as KindStrategy<KubeObject>,
+  daemonSetStrategy,
+  statefulSetStrategy,
+  controllerRevisionStrategy,
+  pvcStrategy,
 ];

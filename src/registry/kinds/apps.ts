@@ -458,6 +458,6 @@ export const deploymentStrategy: KindStrategy<Deployment> = {
 };
 
 export const APPS_STRATEGIES: KindStrategy<KubeObject>[] = [
-  replicaSetStrategy as unknown as KindStrategy<KubeObject>,
-  deploymentStrategy as unknown as KindStrategy<KubeObject>,
+  replicaSetStrategy,
+  deploymentStrategy,
 ];

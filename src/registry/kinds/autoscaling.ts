@@ -505,4 +505,4 @@ export const hpaStrategy: KindStrategy<HorizontalPodAutoscaler> = {
   },
 };
 
-export const AUTOSCALING_STRATEGIES: KindStrategy<KubeObject>[] = [hpaStrategy as unknown as KindStrategy<KubeObject>];
+export const AUTOSCALING_STRATEGIES: KindStrategy<KubeObject>[] = [hpaStrategy];

@@ -593,6 +593,6 @@ export const cronJobStrategy: KindStrategy<CronJob> = {
 };
 
 export const BATCH_STRATEGIES: KindStrategy<KubeObject>[] = [
-  jobStrategy as unknown as KindStrategy<KubeObject>,
-  cronJobStrategy as unknown as KindStrategy<KubeObject>,
+  jobStrategy,
+  cronJobStrategy,
 ];

@@ -346,4 +346,4 @@ export const csrStrategy: KindStrategy<CertificateSigningRequest> = {
   selectableFields: (csr) => ({ ...baseSelectableFields(csr), 'spec.signerName': csr.spec?.signerName ?? '' }),
 };
 
-export const CERTIFICATES_STRATEGIES: KindStrategy[] = [csrStrategy as unknown as KindStrategy];
+export const CERTIFICATES_STRATEGIES: KindStrategy[] = [csrStrategy];

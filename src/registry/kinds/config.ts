@@ -322,6 +322,6 @@ export const secretStrategy: KindStrategy<Secret> = {
 };
 
 export const CONFIG_STRATEGIES: KindStrategy<KubeObject>[] = [
-  configMapStrategy as unknown as KindStrategy<KubeObject>,
-  secretStrategy as unknown as KindStrategy<KubeObject>,
+  configMapStrategy,
+  secretStrategy,
 ];

@@ -70,4 +70,4 @@ export const leaseStrategy: KindStrategy<Lease> = {
   ],
 };
 
-export const COORDINATION_STRATEGIES: KindStrategy<KubeObject>[] = [leaseStrategy as unknown as KindStrategy<KubeObject>];
+export const COORDINATION_STRATEGIES: KindStrategy<KubeObject>[] = [leaseStrategy];

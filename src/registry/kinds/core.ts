@@ -4,7 +4,7 @@
  * Kubernetes' printers in pkg/printers/internalversion).
  */
 import { validateNamespace, validateNode, validateNodeUpdate, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
-import type { Container, ContainerStatus, KubeObject, Namespace, Node, Pod } from '../../api/types.js';
+import type { Container, ContainerStatus, KubeObject, Namespace, Node, Pod, Time } from '../../api/types.js';
 import { podQosClass, type QosClass } from '../../api/pod-qos.js';
 import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
 import { BUILTIN_RESOURCES, type ResourceInfo } from '../resource-info.js';
@@ -73,7 +73,7 @@ function conditionIsTrue(conditions: Array<{ type: string; status: string }> | u
   return (conditions ?? []).some((c) => c.type === type && c.status === 'True');
 }
 
-function laterOf(current: number, candidate: string | undefined): number {
+function laterOf(current: number, candidate: Time | undefined): number {
   if (!candidate) return current;
   const t = Date.parse(candidate);
   return Number.isNaN(t) || t <= current ? current : t;
@@ -476,8 +476,8 @@ function validateEventShape(ev: EventObject) {
 }
 
 export const CORE_STRATEGIES: KindStrategy<KubeObject>[] = [
-  podStrategy as unknown as KindStrategy<KubeObject>,
-  nodeStrategy as unknown as KindStrategy<KubeObject>,
-  namespaceStrategy as unknown as KindStrategy<KubeObject>,
-  eventStrategy as unknown as KindStrategy<KubeObject>,
+  podStrategy,
+  nodeStrategy,
+  namespaceStrategy,
+  eventStrategy,
 ];

@@ -211,4 +211,4 @@ export const endpointSliceStrategy: KindStrategy<EndpointSlice> = {
   validateUpdate: validateEndpointSliceUpdate,
 };
 
-export const ENDPOINTSLICE_STRATEGIES: KindStrategy<KubeObject>[] = [endpointSliceStrategy as unknown as KindStrategy<KubeObject>];
+export const ENDPOINTSLICE_STRATEGIES: KindStrategy<KubeObject>[] = [endpointSliceStrategy];

@@ -268,4 +268,4 @@ export function setCondition(status: PodDisruptionBudgetStatus, next: Omit<PdbCo
   else conditions.push(merged);
 }
 
-export const POLICY_STRATEGIES: KindStrategy<KubeObject>[] = [pdbStrategy as unknown as KindStrategy<KubeObject>];
+export const POLICY_STRATEGIES: KindStrategy<KubeObject>[] = [pdbStrategy];

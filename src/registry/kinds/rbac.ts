@@ -294,4 +294,4 @@ export const clusterRoleBindingStrategy: KindStrategy<ClusterRoleBinding> = {
   validateUpdate: (b, old) => validateBindingUpdate(b, old, false),
 };
 
-export const RBAC_STRATEGIES = [roleStrategy, clusterRoleStrategy, roleBindingStrategy, clusterRoleBindingStrategy] as unknown as KindStrategy<KubeObject>[];
+export const RBAC_STRATEGIES: KindStrategy<KubeObject>[] = [roleStrategy, clusterRoleStrategy, roleBindingStrategy, clusterRoleBindingStrategy];

@@ -267,6 +267,6 @@ export const podTemplateStrategy: KindStrategy<PodTemplate> = {
 };
 
 export const REPLICATION_STRATEGIES: KindStrategy<KubeObject>[] = [
-  replicationControllerStrategy as unknown as KindStrategy<KubeObject>,
-  podTemplateStrategy as unknown as KindStrategy<KubeObject>,
+  replicationControllerStrategy,
+  podTemplateStrategy,
 ];

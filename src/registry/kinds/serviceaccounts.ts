@@ -137,4 +137,4 @@ export const serviceAccountStrategy: KindStrategy<ServiceAccount> = {
   validateUpdate: (sa, old) => [...validateServiceAccount(sa), ...validateObjectMetaUpdate(sa.metadata, old.metadata)],
 };
 
-export const SERVICEACCOUNT_STRATEGIES: KindStrategy<KubeObject>[] = [serviceAccountStrategy as unknown as KindStrategy<KubeObject>];
+export const SERVICEACCOUNT_STRATEGIES: KindStrategy<KubeObject>[] = [serviceAccountStrategy];

@@ -726,7 +726,7 @@ export const endpointsStrategy: KindStrategy<Endpoints> = {
 };
 
 export function serviceStrategies(opts: ServiceStrategyOptions = {}): KindStrategy<KubeObject>[] {
-  return [serviceStrategy(opts) as unknown as KindStrategy<KubeObject>, endpointsStrategy as unknown as KindStrategy<KubeObject>];
+  return [serviceStrategy(opts), endpointsStrategy];
 }
 
 /** The Service kinds allocating from the default ranges. */
