@@ -5,9 +5,9 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
-import type { Node } from '../src/api/types.js';
+import type { Lease, Node } from '../src/api/types.js';
 import { CORE, type Client } from '../src/client/client.js';
-import { LEASES_REF, microTime, NODE_LEASE_NAMESPACE, type Lease } from '../src/api/lease.js';
+import { LEASES_REF, microTime, NODE_LEASE_NAMESPACE } from '../src/api/lease.js';
 import type { Clock, TimerHandle } from './clock.js';
 
 export interface NodeLeaseOptions {

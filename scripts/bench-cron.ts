@@ -14,8 +14,8 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { WatchEvent } from '../src/api/types.js';
-import { BATCH, CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION, type CronJob, type Job } from '../src/registry/kinds/batch.js';
+import type { CronJob, Job, WatchEvent } from '../src/api/types.js';
+import { BATCH, CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../src/registry/kinds/batch.js';
 import { startCluster, TEST_IMAGE } from '../test/e2e/harness.js';
 
 const { values } = parseArgs({ options: { firings: { type: 'string' }, json: { type: 'string' } } });

@@ -252,17 +252,22 @@ export function renderApiData(data: GeneratedApiData): string {
 }
 
 /**
- * Definitions whose JSON is a scalar with a meaning of its own. Berth stores a Quantity as its
- * canonical string (src/api/quantity-fields.ts rewrites `1` as `"1"` on write), so its type is
- * `string` although the schema also admits a number on input. A Time is a string or `null`: the
- * zero time is written as `null` (a pod condition's `lastProbeTime`, a review's
- * `creationTimestamp`), by Kubernetes and by Berth alike.
+ * Definitions whose type is written here rather than read from the facts, because their JSON takes
+ * more than one form. Berth stores a Quantity as its canonical string (src/api/quantity-fields.ts
+ * rewrites `1` as `"1"` on write), so its type is `string` although a number is accepted on input.
+ * A Time is a string or `null`: the zero time is written as `null` (a pod condition's
+ * `lastProbeTime`, a review's `creationTimestamp`), by Kubernetes and by Berth alike. The
+ * JSONSchemaPropsOr… definitions are a schema or an array, a boolean or a string list, which the
+ * facts leave untyped.
  */
-const SCALAR_TYPES: Record<string, string> = {
+const WRITTEN_TYPES: Record<string, string> = {
   'io.k8s.apimachinery.pkg.api.resource.Quantity': 'string',
   'io.k8s.apimachinery.pkg.util.intstr.IntOrString': 'number | string',
   'io.k8s.apimachinery.pkg.apis.meta.v1.Time': 'string | null',
   'io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime': 'string | null',
+  'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray': 'JSONSchemaProps | JSONSchemaProps[]',
+  'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool': 'JSONSchemaProps | boolean',
+  'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray': 'JSONSchemaProps | string[]',
 };
 
 /** The part of a definition name that says its API group: `core` in io.k8s.api.core.v1.Pod. */
@@ -340,6 +345,7 @@ export const ALWAYS_PRESENT: Readonly<Record<string, readonly string[]>> = {
   'io.k8s.api.core.v1.Container': ['image'],
   'io.k8s.api.apps.v1.Deployment': ['spec'],
   'io.k8s.api.apps.v1.ReplicaSet': ['spec'],
+  'io.k8s.api.apps.v1.ReplicaSetSpec': ['template'],
   'io.k8s.api.apps.v1.DaemonSet': ['spec'],
   'io.k8s.api.apps.v1.StatefulSet': ['spec'],
   'io.k8s.api.batch.v1.Job': ['spec'],
@@ -405,8 +411,9 @@ function objectType(schema: Schema, properties: Schema, names: ReadonlyMap<strin
  * src/api/generated/types.ts for the generated data: one exported type per definition, named by
  * typeNames. A property is optional unless its definition lists it as required; a map is a
  * `Record<string, T>`; a Quantity is a string, a Time or MicroTime a string or null, an IntOrString
- * `number | string` (SCALAR_TYPES); a definition the facts leave untyped (apiextensions' JSON) is
- * `unknown`. The facts carry no enums, so enumerated strings are `string`. Berth adds what it guarantees beyond the facts: a
+ * `number | string` (WRITTEN_TYPES, which also gives apiextensions' JSONSchemaPropsOr… their forms);
+ * a definition the facts leave untyped (apiextensions' JSON) is `unknown`. The facts carry no
+ * enums, so enumerated strings are `string`. Berth adds what it guarantees beyond the facts: a
  * served kind's `metadata` is required (every object Berth stores or serves has one, as KubeObject
  * says), and so are the fields in ALWAYS_PRESENT.
  *
@@ -433,7 +440,7 @@ export function generateApiTypes(data: GeneratedApiData): string {
       const note = `/** ${definition}${served ? ` (${served.join(', ')})` : ''} */`;
       const properties = schema['properties'];
       let type: string;
-      if (SCALAR_TYPES[definition]) type = SCALAR_TYPES[definition];
+      if (WRITTEN_TYPES[definition]) type = WRITTEN_TYPES[definition];
       else if (schema['type'] === 'object' && isObject(properties)) {
         const alsoRequired = [...(kindDefinitions.has(definition) && properties['metadata'] ? ['metadata'] : []), ...(ALWAYS_PRESENT[definition] ?? [])];
         for (const field of alsoRequired) if (!properties[field]) throw new Error(`gen-api: ${definition} has no field ${field}`);

@@ -9,7 +9,18 @@
 // beside the few types that are Berth's own. A name declared here takes the place of a generated
 // one of the same name (WatchEvent: the generated one types its object as a raw extension).
 export * from './generated/types.js';
-import type { ListMeta, ObjectMeta } from './generated/types.js';
+import type {
+  AutoscalingV2CrossVersionObjectReference,
+  AutoscalingV2HorizontalPodAutoscaler,
+  AutoscalingV2HorizontalPodAutoscalerSpec,
+  AutoscalingV2HorizontalPodAutoscalerStatus,
+  ListMeta,
+  MutatingWebhook,
+  MutatingWebhookConfiguration,
+  ObjectMeta,
+  ValidatingWebhook,
+  ValidatingWebhookConfiguration,
+} from './generated/types.js';
 
 /**
  * Any API object, typed or not (a custom resource, an object the registry handles by kind only):
@@ -43,3 +54,14 @@ export interface WatchEvent<T = KubeObject> {
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
+
+// Short names for shapes that more than one served version defines (the generator prefixes every
+// holder of a shared name): the short name means the version Berth stores.
+export type HorizontalPodAutoscaler = AutoscalingV2HorizontalPodAutoscaler;
+export type HorizontalPodAutoscalerSpec = AutoscalingV2HorizontalPodAutoscalerSpec;
+export type HorizontalPodAutoscalerStatus = AutoscalingV2HorizontalPodAutoscalerStatus;
+export type CrossVersionObjectReference = AutoscalingV2CrossVersionObjectReference;
+
+/** Either kind of webhook configuration: the admission plugin calls both kinds' webhooks alike. */
+export type WebhookConfiguration = MutatingWebhookConfiguration | ValidatingWebhookConfiguration;
+export type Webhook = MutatingWebhook | ValidatingWebhook;

@@ -19,9 +19,10 @@
  */
 import { errors, type FieldError } from '../api/errors.js';
 import { formatIpv4, parseCidr, parseIpv4 } from '../api/cidr.js';
-import { CLUSTER_IP_NONE, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, type Service } from '../api/services.js';
+import { CLUSTER_IP_NONE, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE } from '../api/services.js';
 import { fieldErrors } from '../api/validation.js';
 import type { StoreHookContext, StoreHookTransaction, StoreHooks } from './strategy.js';
+import type { Service } from '../api/types.js';
 
 export interface ServiceAllocationConfig {
   /** --service-cluster-ip-range (an IPv4 CIDR) */

@@ -5,9 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
+import type { CronJob, CronJobSpec, Job, JobSpec, KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
-import { BATCH, type CronJob, type CronJobSpec, type Job, type JobSpec } from '../../src/registry/kinds/batch.js';
+import { BATCH } from '../../src/registry/kinds/batch.js';
 import { describeEachKubectl, needsKubectl, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 
 const NS = 'default';

@@ -7,9 +7,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, it } from 'node:test';
-import type { Pod, Status } from '../../src/api/types.js';
+import type { Pod, PodDisruptionBudget, Status } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { POLICY, type PodDisruptionBudget } from '../../src/registry/kinds/policy.js';
+import { POLICY } from '../../src/registry/kinds/policy.js';
 import { describeEachKubectl, needsKubectl, sleep, startCluster, waitFor, type Cluster, type Kubectl } from './harness.js';
 
 const deployment = `apiVersion: apps/v1

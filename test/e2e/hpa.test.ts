@@ -9,11 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Deployment } from '../../src/registry/kinds/apps.js';
-import type { HorizontalPodAutoscaler } from '../../src/registry/kinds/autoscaling.js';
 import { AUTOSCALING } from '../../src/registry/kinds/autoscaling.js';
 import { APPS } from '../../src/registry/kinds/apps.js';
 import { availableKubectls, compareVersions, startCluster, waitFor, type Cluster } from './harness.js';
+import type { Deployment, HorizontalPodAutoscaler } from '../../src/api/types.js';
 
 const DOWNSCALE_WINDOW_S = 30;
 const SYNC_PERIOD_S = 2;

@@ -8,9 +8,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { Job, KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { BATCH, type Job } from '../../src/registry/kinds/batch.js';
+import { BATCH } from '../../src/registry/kinds/batch.js';
 import { describeEachKubectl, needsKubectl, REPO_ROOT, startCluster, waitFor, waitForPod, type Cluster, type Kubectl } from './harness.js';
 
 const manifest = (label: string) => `apiVersion: v1

@@ -10,11 +10,11 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LEASES_REF, type Lease } from '../../src/api/lease.js';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import { LEASES_REF } from '../../src/api/lease.js';
+import type { Deployment, KubeObject, Lease, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
-import { APPS, type Deployment } from '../../src/registry/kinds/apps.js';
+import { APPS } from '../../src/registry/kinds/apps.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 import { BERTH_BIN, podContainers, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 

@@ -9,10 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { APIService, Pod, ReplicationController } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { APISERVICES, type APIService } from '../../src/registry/kinds/apiregistration.js';
-import { REPLICATION, type ReplicationController } from '../../src/registry/kinds/replication.js';
+import { APISERVICES } from '../../src/registry/kinds/apiregistration.js';
+import { REPLICATION } from '../../src/registry/kinds/replication.js';
 import { describeEachKubectl, startCluster, TEST_IMAGE, waitFor, type Cluster, type Kubectl } from './harness.js';
 
 let cluster: Cluster;

@@ -7,11 +7,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { ControllerRevision, DaemonSet, PersistentVolumeClaim, Pod, StatefulSet } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { APPS_SETS, type ControllerRevision, type DaemonSet } from '../../src/registry/kinds/apps-sets.js';
+import { APPS_SETS } from '../../src/registry/kinds/apps-sets.js';
 import { docker, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
-import type { PersistentVolumeClaim, StatefulSet } from '../../src/registry/kinds/apps-sets.js';
 
 const isActive = (p: Pod) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
 const isReady = (p: Pod) => isActive(p) && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');

@@ -6,9 +6,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { Deployment, KubeObject, Pod, ReplicaSet } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
-import { APPS, type Deployment, type ReplicaSet } from '../../src/registry/kinds/apps.js';
+import { APPS } from '../../src/registry/kinds/apps.js';
 import { describeEachKubectl, startCluster, TEST_IMAGE, waitFor, type Cluster, type Kubectl } from './harness.js';
 
 const ROLLOUT_TIMEOUT = '180s';

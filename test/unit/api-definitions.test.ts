@@ -213,6 +213,7 @@ describe('fields the generated types hold as always present', () => {
     'io.k8s.api.core.v1.PodTemplateSpec.spec': { kind: 'Deployment', object: { metadata: name, spec: { selector: { matchLabels: labels }, template: { metadata: { labels } } } }, field: 'spec.template.spec' },
     'io.k8s.api.apps.v1.Deployment.spec': { kind: 'Deployment', object: { metadata: name }, field: 'spec' },
     'io.k8s.api.apps.v1.ReplicaSet.spec': { kind: 'ReplicaSet', object: { metadata: name }, field: 'spec' },
+    'io.k8s.api.apps.v1.ReplicaSetSpec.template': { kind: 'ReplicaSet', object: { metadata: name, spec: { selector: { matchLabels: labels } } }, field: 'spec.template' },
     'io.k8s.api.apps.v1.DaemonSet.spec': { kind: 'DaemonSet', object: { metadata: name }, field: 'spec' },
     'io.k8s.api.apps.v1.StatefulSet.spec': { kind: 'StatefulSet', object: { metadata: name }, field: 'spec' },
     'io.k8s.api.batch.v1.Job.spec': { kind: 'Job', object: { metadata: name }, field: 'spec' },

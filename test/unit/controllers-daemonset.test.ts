@@ -3,11 +3,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Node, NodeSelectorTerm, Pod } from '../../src/api/types.js';
+import type { ControllerRevision, DaemonSet, Node, NodeSelectorTerm, Pod } from '../../src/api/types.js';
 import { DaemonSetController } from '../../src/controllers/daemonset/daemonset-controller.js';
 import { nodeMatchesPlacement, shouldRunOnNode } from '../../src/controllers/daemonset/eligibility.js';
 import { revisionData } from '../../src/controllers/daemonset/history.js';
-import type { ControllerRevision, DaemonSet } from '../../src/registry/kinds/apps-sets.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
 const node = (name: string, labels: Record<string, string> = {}, taints: Node['spec'] extends infer S ? S extends { taints?: infer T } ? T : never : never = undefined as never): Node => ({

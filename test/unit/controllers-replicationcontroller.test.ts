@@ -4,9 +4,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { Pod, ReplicationController } from '../../src/api/types.js';
 import { REPLICATIONCONTROLLERS, ReplicaSetController } from '../../src/controllers/replicaset/replicaset-controller.js';
-import type { ReplicationController } from '../../src/registry/kinds/replication.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
 async function setup(spec: Partial<ReplicationController['spec']> = {}) {

@@ -10,8 +10,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../agent/clock.js';
 import { errors } from '../../src/api/errors.js';
-import { LEASES_REF, type Lease } from '../../src/api/lease.js';
-import type { KubeObject } from '../../src/api/types.js';
+import { LEASES_REF } from '../../src/api/lease.js';
+import type { KubeObject, Lease, MicroTime } from '../../src/api/types.js';
 import type { Client, DeleteRequest, ListQuery, PatchRequest, ResourceRef, WatchHandle, WatchRequest } from '../../src/client/client.js';
 import { LocalClient } from '../../src/client/local-client.js';
 import { durationMs, explicitBoolean } from '../../src/cli.js';
@@ -303,7 +303,7 @@ describe('leader election', () => {
 
   it('leaseTransitions counts changes of holder; acquireTime is when the holder took the Lease', async () => {
     const b = await bench();
-    const holders: Array<[string | undefined, number | undefined, string | undefined]> = [];
+    const holders: Array<[string | undefined, number | undefined, MicroTime | undefined]> = [];
     for (const [i, name] of ['a', 'b', 'a2', 'c'].entries()) {
       const c = b.add(name, { clockOffsetMs: i * 60_000 });
       c.elector.start();

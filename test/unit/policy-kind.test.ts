@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
-import type { KubeObject } from '../../src/api/types.js';
+import type { KubeObject, PodDisruptionBudget } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { PDB_INFO, pdbStrategy, scaledIntOrPercent, type PodDisruptionBudget } from '../../src/registry/kinds/policy.js';
+import { PDB_INFO, pdbStrategy, scaledIntOrPercent } from '../../src/registry/kinds/policy.js';
 import { Registry } from '../../src/registry/registry.js';
 import { toTable } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
@@ -65,7 +65,7 @@ describe('PodDisruptionBudget kind', () => {
     assert.deepEqual(created.status, { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 });
     assert.equal(created.metadata.generation, 1);
     const specChange = (await r.modify(PDB_INFO, 'default', 'web', (o) => {
-      (o as PodDisruptionBudget).spec.minAvailable = 2;
+      ((o as PodDisruptionBudget).spec ??= {}).minAvailable = 2;
       (o as PodDisruptionBudget).status!.disruptionsAllowed = 5;
       return o;
     })) as PodDisruptionBudget;

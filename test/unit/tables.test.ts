@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ContainerStatus, KubeObject, Node, Pod } from '../../src/api/types.js';
+import type { ContainerStatus, CustomResourceDefinition, KubeObject, Node, Pod } from '../../src/api/types.js';
 import { CRDController } from '../../src/controllers/crd/crd-controller.js';
-import { customResourceStrategy, type CustomResourceDefinition } from '../../src/registry/kinds/apiextensions.js';
+import { customResourceStrategy } from '../../src/registry/kinds/apiextensions.js';
 import { eventStrategy, namespaceStrategy, nodeRoles, nodeStatusText, nodeStrategy, podStrategy, summarizePod } from '../../src/registry/kinds/core.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';

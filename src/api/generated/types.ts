@@ -1302,13 +1302,13 @@ export type JSONSchemaProps = {
 };
 
 /** io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray */
-export type JSONSchemaPropsOrArray = unknown;
+export type JSONSchemaPropsOrArray = JSONSchemaProps | JSONSchemaProps[];
 
 /** io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool */
-export type JSONSchemaPropsOrBool = unknown;
+export type JSONSchemaPropsOrBool = JSONSchemaProps | boolean;
 
 /** io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray */
-export type JSONSchemaPropsOrStringArray = unknown;
+export type JSONSchemaPropsOrStringArray = JSONSchemaProps | string[];
 
 /** io.k8s.api.batch.v1.Job (batch/v1 Job) */
 export type Job = {
@@ -2313,7 +2313,7 @@ export type ReplicaSetSpec = {
   minReadySeconds?: number;
   replicas?: number;
   selector: LabelSelector;
-  template?: PodTemplateSpec;
+  template: PodTemplateSpec;
 };
 
 /** io.k8s.api.apps.v1.ReplicaSetStatus */

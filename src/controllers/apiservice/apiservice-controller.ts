@@ -21,11 +21,11 @@
 import { request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { APIService, APIServiceCondition, APIServiceSpec, CustomResourceDefinition, KubeObject } from '../../api/types.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import { APISERVICES, apiServiceName, type APIService, type APIServiceCondition, type APIServiceSpec } from '../../registry/kinds/apiregistration.js';
-import { CRD_RESOURCE, type CustomResourceDefinition } from '../../registry/kinds/apiextensions.js';
+import { APISERVICES, apiServiceName } from '../../registry/kinds/apiregistration.js';
+import { CRD_RESOURCE } from '../../registry/kinds/apiextensions.js';
 import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isNotFound } from '../runtime/controller-ref.js';

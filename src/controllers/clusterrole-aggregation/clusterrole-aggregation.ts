@@ -7,9 +7,9 @@
 import type { Logger } from 'pino';
 import { isDeepStrictEqual } from 'node:util';
 import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
-import type { ClusterRole, PolicyRule } from '../../registry/kinds/rbac.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import { Controller, type Informer, type SharedInformers } from '../runtime/index.js';
+import type { ClusterRole, PolicyRule } from '../../api/types.js';
 
 export const CLUSTER_ROLES: ResourceRef = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterroles', namespaced: false };
 

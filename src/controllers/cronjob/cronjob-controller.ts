@@ -1,17 +1,9 @@
 import type { Logger } from 'pino';
-import type { OwnerReference, Time } from '../../api/types.js';
+import type { CronJob, CronJobStatus, Job, ObjectReference, OwnerReference, Time } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import {
-  BATCH,
-  CRONJOB_KIND,
-  CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION,
-  type CronJob,
-  type CronJobStatus,
-  type Job,
-  type ObjectReference,
-} from '../../registry/kinds/batch.js';
+import { BATCH, CRONJOB_KIND, CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../../registry/kinds/batch.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { controllerRefOf, isAlreadyExists, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';

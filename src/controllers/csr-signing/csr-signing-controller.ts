@@ -12,19 +12,14 @@
  * --cluster-signing-duration), at least ten minutes, never past the CA's own notAfter — as upstream.
  */
 import type { Logger } from 'pino';
-import {
-  CERTIFICATES_GROUP,
-  KUBE_APISERVER_CLIENT_KUBELET_SIGNER,
-  KUBE_APISERVER_CLIENT_SIGNER,
-  csrCondition,
-  type CertificateSigningRequest,
-} from '../../api/certificates.js';
+import { CERTIFICATES_GROUP, KUBE_APISERVER_CLIENT_KUBELET_SIGNER, KUBE_APISERVER_CLIENT_SIGNER, csrCondition } from '../../api/certificates.js';
 import { isApiError } from '../../api/errors.js';
 import { parseCertificateRequestPem, type CertificateRequest } from '../../api/x509.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import type { CertificateSigningRequest } from '../../api/types.js';
 
 export const CSRS: ResourceRef = { group: CERTIFICATES_GROUP, version: 'v1', plural: 'certificatesigningrequests', namespaced: false };
 

@@ -1,16 +1,9 @@
 import type { Logger } from 'pino';
-import type { Node, OwnerReference, Pod } from '../../api/types.js';
+import type { ControllerRevision, DaemonSet, DaemonSetStatus, Node, OwnerReference, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import {
-  APPS_SETS,
-  CONTROLLER_REVISION_HASH_LABEL,
-  DAEMONSET_KIND,
-  type ControllerRevision,
-  type DaemonSet,
-  type DaemonSetStatus,
-} from '../../registry/kinds/apps-sets.js';
+import { APPS_SETS, CONTROLLER_REVISION_HASH_LABEL, DAEMONSET_KIND } from '../../registry/kinds/apps-sets.js';
 import { scaledValue } from '../deployment/util.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';

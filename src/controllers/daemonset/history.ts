@@ -5,10 +5,9 @@
  * controller then finds the revision whose hash matches the restored template and re-numbers it
  * max+1, which is how Kubernetes records "a new revision from the old data".
  */
-import type { KubeObject } from '../../api/types.js';
+import type { ControllerRevision, KubeObject, PodTemplateSpec } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
-import type { PodTemplateSpec } from '../../registry/kinds/apps.js';
-import { APPS_SETS, CONTROLLER_REVISION_HASH_LABEL, type ControllerRevision } from '../../registry/kinds/apps-sets.js';
+import { APPS_SETS, CONTROLLER_REVISION_HASH_LABEL } from '../../registry/kinds/apps-sets.js';
 import { templateHash } from '../deployment/util.js';
 import { isAlreadyExists, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 
@@ -23,7 +22,8 @@ export function templateOfRevision(cr: ControllerRevision): PodTemplateSpec | un
   const t = data?.spec?.template;
   if (!t) return undefined;
   const { $patch: _directive, ...rest } = t;
-  return rest as unknown as PodTemplateSpec;
+  // The template revisionData stored (RawExtension is untyped JSON).
+  return rest as PodTemplateSpec;
 }
 
 /** Hash of a template, stable across key order and server defaults (shared with Deployments). */

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
-import type { OwnerReference, Pod } from '../../api/types.js';
+import type { Deployment, OwnerReference, Pod, ReplicaSet } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, type Informer } from '../../client/informer.js';
-import { APPS, DEPLOYMENT_KIND, REPLICASET_KIND, type Deployment, type ReplicaSet } from '../../registry/kinds/apps.js';
+import { APPS, DEPLOYMENT_KIND, REPLICASET_KIND } from '../../registry/kinds/apps.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';

@@ -4,10 +4,10 @@
  * rolling.ts and recreate.ts; the arithmetic in util.ts.
  */
 import type { Logger } from 'pino';
-import type { Pod } from '../../api/types.js';
+import type { Deployment, DeploymentStatus, Pod, ReplicaSet } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
 import type { EventRecorder } from '../../client/events.js';
-import { APPS, REPLICASET_KIND, type Deployment, type DeploymentStatus, type ReplicaSet } from '../../registry/kinds/apps.js';
+import { APPS, REPLICASET_KIND } from '../../registry/kinds/apps.js';
 import { isAlreadyExists, isControlledBy, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import { DEPLOYMENT_KIND } from '../../registry/kinds/apps.js';
 import {

@@ -20,12 +20,12 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import type { Pod } from '../../api/types.js';
+import type { Deployment, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus, ReplicaSet, StatefulSet } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import { APPS, type Deployment, type ReplicaSet } from '../../registry/kinds/apps.js';
-import { APPS_SETS, type StatefulSet } from '../../registry/kinds/apps-sets.js';
+import { APPS } from '../../registry/kinds/apps.js';
+import { APPS_SETS } from '../../registry/kinds/apps-sets.js';
 import {
   DISRUPTION_ALLOWED_CONDITION,
   POLICY,
@@ -34,8 +34,6 @@ import {
   scaledIntOrPercent,
   setCondition,
   setDisruptionAllowedCondition,
-  type PodDisruptionBudget,
-  type PodDisruptionBudgetStatus,
 } from '../../registry/kinds/policy.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { controllerRefOf } from '../runtime/controller-ref.js';

@@ -9,8 +9,8 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import { MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT, type Endpoints, type Service } from '../../api/services.js';
-import type { Pod } from '../../api/types.js';
+import { MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT } from '../../api/services.js';
+import type { Endpoints, Pod, Service } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { keyOf, type Informer } from '../../client/informer.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';

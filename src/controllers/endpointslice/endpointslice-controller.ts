@@ -17,15 +17,8 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import {
-  ENDPOINTSLICE_CONTROLLER_NAME,
-  MANAGED_BY_LABEL,
-  MAX_ENDPOINTS_PER_SLICE,
-  SERVICE_NAME_LABEL,
-  type EndpointSlice,
-  type Service,
-} from '../../api/services.js';
-import type { Node, Pod } from '../../api/types.js';
+import { ENDPOINTSLICE_CONTROLLER_NAME, MANAGED_BY_LABEL, MAX_ENDPOINTS_PER_SLICE, SERVICE_NAME_LABEL } from '../../api/services.js';
+import type { EndpointSlice, Node, Pod, Service } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import type { Informer } from '../../client/informer.js';

@@ -4,8 +4,7 @@
  * Both controllers key their work by the Service's `namespace/name` and react to the same events.
  */
 import { isApiError } from '../../api/errors.js';
-import type { Service } from '../../api/services.js';
-import type { Pod } from '../../api/types.js';
+import type { Pod, Service } from '../../api/types.js';
 import type { ResourceRef } from '../../client/client.js';
 import { keyOf, type Informer } from '../../client/informer.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';

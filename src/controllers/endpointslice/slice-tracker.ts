@@ -1,3 +1,4 @@
+import type { EndpointSlice } from '../../api/types.js';
 /**
  * Remembers the EndpointSlice writes the controller made and has not yet seen come back through
  * its informer (EndpointSliceTracker upstream): a Service whose cached slices are older than its
@@ -6,7 +7,6 @@
  * value is a resourceVersion (Berth's are store revisions, so later ones compare greater) or a
  * deletion.
  */
-import type { EndpointSlice } from '../../api/services.js';
 
 const DELETED = 'deleted';
 

@@ -17,18 +17,22 @@ import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
 import { parseQuantity } from '../../api/quantity.js';
 import { matchesLabels, parseLabelSelector } from '../../api/selectors.js';
-import type { Container, KubeList, KubeObject, Pod } from '../../api/types.js';
+import type {
+  Container,
+  HorizontalPodAutoscaler,
+  HorizontalPodAutoscalerCondition,
+  HorizontalPodAutoscalerStatus,
+  KubeList,
+  KubeObject,
+  MetricSpec,
+  MetricStatus,
+  Pod,
+  Scale,
+} from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import {
-  AUTOSCALING,
-  type HorizontalPodAutoscaler,
-  type HorizontalPodAutoscalerCondition,
-  type HorizontalPodAutoscalerStatus,
-  type MetricSpec,
-  type MetricStatus,
-} from '../../registry/kinds/autoscaling.js';
+import { AUTOSCALING } from '../../registry/kinds/autoscaling.js';
 import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
@@ -88,11 +92,6 @@ export interface HpaControllerOptions {
   tolerance?: number;
   downscaleStabilizationMs?: number;
   now?: () => number;
-}
-
-interface ScaleView extends KubeObject {
-  spec: { replicas?: number };
-  status: { replicas?: number; selector?: string };
 }
 
 const COMPONENT = 'horizontal-pod-autoscaler';
@@ -197,11 +196,11 @@ export class HpaController {
     if (hpa.metadata.generation !== undefined) status.observedGeneration = hpa.metadata.generation;
 
     const targetRef = this.targetRef(hpa);
-    let scale: ScaleView | undefined;
+    let scale: Scale | undefined;
     let scaleError = targetRef ? undefined : `the server could not find the requested resource (${ref.apiVersion ?? ''} ${ref.kind} with a scale subresource)`;
     if (targetRef) {
       try {
-        scale = await this.opts.client.get<ScaleView>(targetRef, { namespace, name: ref.name, subresource: 'scale' });
+        scale = await this.opts.client.get<Scale>(targetRef, { namespace, name: ref.name, subresource: 'scale' });
       } catch (err) {
         scaleError = (err as Error).message;
       }
@@ -215,8 +214,8 @@ export class HpaController {
     }
     setCondition('AbleToScale', 'True', 'SucceededGetScale', 'the HPA controller was able to get the target\'s current scale');
 
-    const currentReplicas = scale.spec.replicas ?? 0;
-    status.currentReplicas = scale.status.replicas ?? 0;
+    const currentReplicas = scale.spec?.replicas ?? 0;
+    status.currentReplicas = scale.status?.replicas ?? 0;
     const minReplicas = hpa.spec.minReplicas ?? 1;
     let desired = currentReplicas;
     let rescaleReason = '';
@@ -254,7 +253,7 @@ export class HpaController {
 
     if (desired !== currentReplicas) {
       try {
-        await this.opts.client.patch<ScaleView>(targetRef!, { namespace, name: ref.name, subresource: 'scale', type: 'merge', patch: { spec: { replicas: desired } } });
+        await this.opts.client.patch<Scale>(targetRef!, { namespace, name: ref.name, subresource: 'scale', type: 'merge', patch: { spec: { replicas: desired } } });
       } catch (err) {
         const message = (err as Error).message;
         setCondition('AbleToScale', 'False', 'FailedUpdateScale', `the HPA controller was unable to update the target scale: ${message}`);
@@ -276,11 +275,11 @@ export class HpaController {
   /** The highest replica count any metric asks for, with each metric's current reading. */
   private async computeFromMetrics(
     hpa: HorizontalPodAutoscaler,
-    scale: ScaleView,
+    scale: Scale,
     currentReplicas: number,
   ): Promise<{ replicas: number; statuses: MetricStatus[]; description: string; error?: string; invalid: number }> {
     const namespace = hpa.metadata.namespace ?? 'default';
-    const selectorText = scale.status.selector ?? '';
+    const selectorText = scale.status?.selector ?? '';
     const statuses: MetricStatus[] = [];
     let best = -1;
     let description = '';

@@ -1,18 +1,10 @@
 import type { Logger } from 'pino';
 import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
-import type { Container, OwnerReference, Pod } from '../../api/types.js';
+import type { Container, Job, JobCondition, JobStatus, OwnerReference, Pod, Time } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import {
-  BATCH,
-  JOB_COMPLETION_INDEX_ANNOTATION,
-  JOB_COMPLETION_INDEX_ENV,
-  JOB_KIND,
-  type Job,
-  type JobCondition,
-  type JobStatus,
-} from '../../registry/kinds/batch.js';
+import { BATCH, JOB_COMPLETION_INDEX_ANNOTATION, JOB_COMPLETION_INDEX_ENV, JOB_KIND } from '../../registry/kinds/batch.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import { Expectations } from '../runtime/expectations.js';
@@ -385,7 +377,7 @@ export class JobController {
   }
 
   /** Why the Job has failed, if it has. */
-  private failureOf(job: Job, active: Pod[], tally: JobTally, startTime: string | undefined, now: number): { reason: string; message: string } | undefined {
+  private failureOf(job: Job, active: Pod[], tally: JobTally, startTime: Time | undefined, now: number): { reason: string; message: string } | undefined {
     const limit = job.spec.backoffLimit ?? 6;
     let exceeded = tally.failed > limit;
     if (!exceeded && job.spec.template?.spec?.restartPolicy === 'OnFailure') {
@@ -399,7 +391,7 @@ export class JobController {
     return undefined;
   }
 
-  private deadlineRemaining(job: Job, startTime: string | undefined, now: number): number | undefined {
+  private deadlineRemaining(job: Job, startTime: Time | undefined, now: number): number | undefined {
     const ads = job.spec.activeDeadlineSeconds;
     if (ads === undefined || ads === null || !startTime) return undefined;
     const start = Date.parse(startTime);

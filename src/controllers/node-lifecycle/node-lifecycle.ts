@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { Node, NodeCondition, Pod } from '../../api/types.js';
+import type { Lease, Node, NodeCondition, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
-import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../registry/kinds/coordination.js';
+import { LEASES_REF, NODE_LEASE_NAMESPACE } from '../../registry/kinds/coordination.js';
 import { evictionDeadline, reconcileConditionTaints, TAINT_UNREACHABLE } from './taints.js';
 
 export interface NodeLifecycleOptions {

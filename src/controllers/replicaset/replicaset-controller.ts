@@ -4,12 +4,12 @@
  * the object's status. The kind it runs over is a `ReplicatedKind`.
  */
 import type { Logger } from 'pino';
-import { labelSelectorFromObject, matchesLabels, type LabelSelector, type LabelSelectorObject } from '../../api/selectors.js';
-import type { OwnerReference, Pod } from '../../api/types.js';
+import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
+import type { LabelSelector as LabelSelectorObject, OwnerReference, Pod, ReplicaSet, ReplicaSetCondition, ReplicaSetStatus } from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import { APPS, REPLICASET_KIND, type ReplicaSet, type ReplicaSetCondition, type ReplicaSetStatus } from '../../registry/kinds/apps.js';
+import { APPS, REPLICASET_KIND } from '../../registry/kinds/apps.js';
 import { REPLICATION, REPLICATIONCONTROLLER_KIND } from '../../registry/kinds/replication.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';

@@ -26,9 +26,10 @@
 import { systemClock, type Clock } from '../../client/clock.js';
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import { LEASES_REF, microTime, type Lease, type LeaseSpec } from '../../api/lease.js';
+import { LEASES_REF, microTime } from '../../api/lease.js';
 import type { Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
+import type { Lease, LeaseSpec } from '../../api/types.js';
 
 /** kube-controller-manager's defaults (--leader-elect-lease-duration, -renew-deadline, -retry-period). */
 export const DEFAULT_LEASE_DURATION_MS = 15_000;

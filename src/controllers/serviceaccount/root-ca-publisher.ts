@@ -7,8 +7,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import type { ConfigMap } from '../../api/config-objects.js';
-import type { Namespace } from '../../api/types.js';
+import type { ConfigMap, Namespace } from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';

@@ -1,18 +1,9 @@
 import type { Logger } from 'pino';
-import type { OwnerReference, Pod } from '../../api/types.js';
+import type { ControllerRevision, OwnerReference, PersistentVolumeClaim, Pod, PodTemplateSpec, StatefulSet, StatefulSetStatus } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import type { PodTemplateSpec } from '../../registry/kinds/apps.js';
-import {
-  APPS_SETS,
-  CONTROLLER_REVISION_HASH_LABEL,
-  STATEFULSET_KIND,
-  type ControllerRevision,
-  type PersistentVolumeClaim,
-  type StatefulSet,
-  type StatefulSetStatus,
-} from '../../registry/kinds/apps-sets.js';
+import { APPS_SETS, CONTROLLER_REVISION_HASH_LABEL, STATEFULSET_KIND } from '../../registry/kinds/apps-sets.js';
 import { ensureRevision, templateOfRevision } from '../daemonset/history.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isAlreadyExists, isNotFound, newControllerRef } from '../runtime/controller-ref.js';

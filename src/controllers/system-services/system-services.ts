@@ -15,17 +15,8 @@
  */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import {
-  DEFAULT_SERVICE_CLUSTER_IP_RANGE,
-  MANAGED_BY_LABEL,
-  SERVICE_NAME_LABEL,
-  SERVICE_PROXY_NAME_LABEL,
-  type EndpointSlice,
-  type Endpoints,
-  type Service,
-  type ServicePort,
-} from '../../api/services.js';
+import type { Endpoints, EndpointSlice, KubeObject, Service, ServicePort } from '../../api/types.js';
+import { DEFAULT_SERVICE_CLUSTER_IP_RANGE, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, SERVICE_PROXY_NAME_LABEL } from '../../api/services.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';

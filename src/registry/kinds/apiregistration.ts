@@ -5,44 +5,13 @@
  * src/controllers/apiservice; Berth never proxies to an aggregated server.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { APIService, KubeObject } from '../../api/types.js';
 import { child, dns1035LabelErrors, dns1123SubdomainErrors, expectObject, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 
 // ---------- shapes ----------
-
-export interface APIServiceServiceReference {
-  namespace?: string;
-  name?: string;
-  port?: number;
-}
-
-export interface APIServiceSpec {
-  /** absent for a local APIService: the API server serves the group/version itself */
-  service?: APIServiceServiceReference | null;
-  group?: string;
-  version?: string;
-  insecureSkipTLSVerify?: boolean;
-  /** base64 PEM, as []byte is in JSON */
-  caBundle?: string;
-  groupPriorityMinimum: number;
-  versionPriority: number;
-}
-
-export interface APIServiceCondition {
-  type: 'Available' | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface APIService extends KubeObject {
-  spec: APIServiceSpec;
-  status?: { conditions?: APIServiceCondition[] };
-}
 
 export const APIREGISTRATION_GROUP = 'apiregistration.k8s.io';
 

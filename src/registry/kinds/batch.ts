@@ -5,8 +5,8 @@
  */
 import cron from 'node-cron';
 import type { FieldError } from '../../api/errors.js';
-import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject, ObjectMeta } from '../../api/types.js';
+import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import type { CronJob, Job, JobSpec, KubeObject, LabelSelector } from '../../api/types.js';
 import {
   child,
   expectObject,
@@ -25,7 +25,7 @@ import {
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, humanDuration, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
-import { defaultPodTemplate, type PodTemplateSpec } from './apps.js';
+import { defaultPodTemplate } from './apps.js';
 
 // ---------- well-known labels and annotations (Kubernetes' names) ----------
 
@@ -46,90 +46,7 @@ export const CRONJOB_INSTANTIATE_ANNOTATION = 'cronjob.kubernetes.io/instantiate
 
 // ---------- shapes ----------
 
-export type CompletionMode = 'NonIndexed' | 'Indexed';
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
-
-export interface JobSpec {
-  parallelism?: number;
-  completions?: number;
-  activeDeadlineSeconds?: number;
-  backoffLimit?: number;
-  selector?: LabelSelectorObject;
-  manualSelector?: boolean;
-  template: PodTemplateSpec;
-  ttlSecondsAfterFinished?: number;
-  completionMode?: CompletionMode;
-  suspend?: boolean;
-  podReplacementPolicy?: 'TerminatingOrFailed' | 'Failed';
-  [extra: string]: unknown;
-}
-
-export type JobConditionType = 'Complete' | 'Failed' | 'Suspended' | 'FailureTarget' | 'SuccessCriteriaMet';
-
-export interface JobCondition {
-  type: JobConditionType | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastProbeTime?: string | null;
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface JobStatus {
-  conditions?: JobCondition[];
-  startTime?: string;
-  completionTime?: string;
-  active?: number;
-  succeeded?: number;
-  failed?: number;
-  terminating?: number;
-  ready?: number;
-  /** Indexed Jobs: the succeeded indexes, as ranges ("1,3-5") */
-  completedIndexes?: string;
-  uncountedTerminatedPods?: { succeeded?: string[]; failed?: string[] };
-}
-
-export interface Job extends KubeObject {
-  spec: JobSpec;
-  status?: JobStatus;
-}
-
-export interface JobTemplateSpec {
-  metadata?: ObjectMeta;
-  spec: JobSpec;
-}
-
-/** core/v1 ObjectReference, as CronJob status.active holds them. */
-export interface ObjectReference {
-  apiVersion?: string;
-  kind?: string;
-  name?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-}
-
-export interface CronJobSpec {
-  schedule: string;
-  timeZone?: string;
-  startingDeadlineSeconds?: number;
-  concurrencyPolicy?: ConcurrencyPolicy;
-  suspend?: boolean;
-  jobTemplate: JobTemplateSpec;
-  successfulJobsHistoryLimit?: number;
-  failedJobsHistoryLimit?: number;
-}
-
-export interface CronJobStatus {
-  active?: ObjectReference[];
-  lastScheduleTime?: string;
-  lastSuccessfulTime?: string;
-}
-
-export interface CronJob extends KubeObject {
-  spec: CronJobSpec;
-  status?: CronJobStatus;
-}
 
 /** apiVersion/kind pairs the controllers stamp into owner references. */
 export const JOB_KIND = { apiVersion: 'batch/v1', kind: 'Job' } as const;
@@ -317,7 +234,7 @@ function validateJobSpec(spec: Record<string, unknown>, path: string): FieldErro
   const labels = isRecord(meta) && isRecord(meta.labels) ? (meta.labels as Record<string, string>) : {};
   if (isRecord(meta)) errs.push(...validateLabels(meta.labels, child(metaPath, 'labels')), ...validateAnnotations(meta.annotations, child(metaPath, 'annotations')));
   if (!selErrs.length && isRecord(spec.selector)) {
-    const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+    const sel = labelSelectorFromObject(spec.selector as LabelSelector);
     if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid(selectorPath, spec.selector, 'empty selector is invalid for job'));
     else if (!matchesLabels(sel, labels)) errs.push(fieldErrors.invalid(child(metaPath, 'labels'), labels, '`selector` does not match template `labels`'));
   }
@@ -346,7 +263,7 @@ function validateJobSpec(spec: Record<string, unknown>, path: string): FieldErro
  * select another Job's pods.
  */
 function validateGeneratedSelector(job: Job): FieldError[] {
-  const spec = job.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = job.spec;
   if (spec.manualSelector === true) return [];
   const selector = spec.selector;
   if (!isRecord(selector)) return [fieldErrors.required('spec.selector')];
@@ -374,7 +291,7 @@ export function validateJob(job: Job): FieldError[] {
     errs.push(...invalidEach('metadata.name', job.metadata.name, labelValueErrors(job.metadata.name)));
   }
   if (!isRecord(job.spec)) return [...errs, fieldErrors.required('spec.template')];
-  errs.push(...validateJobSpec(job.spec as unknown as Record<string, unknown>, 'spec'));
+  errs.push(...validateJobSpec(job.spec, 'spec'));
   if (!errs.length) errs.push(...validateGeneratedSelector(job));
   return errs;
 }
@@ -411,7 +328,7 @@ export function validateCronJob(cj: CronJob): FieldError[] {
   // Job names append "-<time>" (up to 11 characters) and must stay valid label values (63).
   if (typeof name === 'string' && name.length > CRONJOB_NAME_MAX) errs.push(fieldErrors.invalid('metadata.name', name, `must be no more than ${CRONJOB_NAME_MAX} characters`));
   if (!isRecord(cj.spec)) return [...errs, fieldErrors.required('spec.schedule')];
-  const spec = cj.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = cj.spec;
   if (spec.schedule == null || spec.schedule === '') errs.push(fieldErrors.required('spec.schedule'));
   else if (typeof spec.schedule !== 'string') errs.push(fieldErrors.typeInvalid('spec.schedule', spec.schedule, 'must be a string'));
   else {
@@ -452,7 +369,7 @@ export function validateCronJob(cj: CronJob): FieldError[] {
 
 /** What the cells read; every field optional, since a row must print for any stored object. */
 interface PodTemplateLike {
-  selector?: LabelSelectorObject;
+  selector?: LabelSelector;
   template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
 }
 

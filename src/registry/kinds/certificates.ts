@@ -10,13 +10,7 @@
  * create: a request to the kube-apiserver-client signer for group system:masters is forbidden.
  */
 import { errors, type FieldError } from '../../api/errors.js';
-import {
-  CERTIFICATES_GROUP,
-  KEY_USAGES,
-  KUBE_APISERVER_CLIENT_SIGNER,
-  type CertificateSigningRequest,
-  type CertificateSigningRequestCondition,
-} from '../../api/certificates.js';
+import { CERTIFICATES_GROUP, KEY_USAGES, KUBE_APISERVER_CLIENT_SIGNER } from '../../api/certificates.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
 import { child, expectArray, expectInteger, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import { dns1123SubdomainErrors } from '../../api/validation/names.js';
@@ -25,6 +19,7 @@ import { X509Certificate } from 'node:crypto';
 import type { ResourceInfo } from '../resource-info.js';
 import { baseSelectableFields, type KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
+import type { CertificateSigningRequest, CertificateSigningRequestCondition } from '../../api/types.js';
 
 export const CSR_RESOURCE: ResourceInfo = {
   group: CERTIFICATES_GROUP,

@@ -7,8 +7,7 @@
  * redacted>`, as kube-apiserver does, so nothing that logs errors can leak it.
  */
 import { errors, type FieldError } from '../../api/errors.js';
-import type { ConfigMap, Secret } from '../../api/config-objects.js';
-import type { KubeObject } from '../../api/types.js';
+import type { ConfigMap, KubeObject, Secret } from '../../api/types.js';
 import { child, expectObject, expectString, fieldErrors, isRecord, key, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import { baseSelectableFields, type KindStrategy } from '../strategy.js';
@@ -17,7 +16,6 @@ import { AGE_COLUMN, NAME_COLUMN, ageSince, type ColumnProvider } from '../table
 // ---------- shapes ----------
 
 // The shapes are pure API types, shared with the agent (which reads both kinds for env and volumes).
-export type { ConfigMap, Secret } from '../../api/config-objects.js';
 
 /** Kubernetes' limit on the summed size of a ConfigMap's or Secret's values (decoded bytes). */
 export const MAX_CONFIG_DATA_BYTES = 1024 * 1024;

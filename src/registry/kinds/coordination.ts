@@ -4,14 +4,13 @@
  * tell a live node from a silent one without rewriting the whole Node status every 10 s.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { KubeObject, Lease } from '../../api/types.js';
 import { child, expectInteger, expectObject, expectString, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import type { Lease } from '../../api/lease.js';
 // The shapes and constants agents share live in src/api/lease.ts (no validation or server code).
-export { LEASES_REF, microTime, NODE_LEASE_NAMESPACE, type Lease, type LeaseSpec } from '../../api/lease.js';
+export { LEASES_REF, microTime, NODE_LEASE_NAMESPACE } from '../../api/lease.js';
 
 
 export const LEASE_RESOURCE: ResourceInfo = {

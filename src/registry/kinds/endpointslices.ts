@@ -9,8 +9,7 @@
  */
 import { isIP } from 'node:net';
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import type { EndpointSlice } from '../../api/services.js';
+import type { EndpointSlice, KubeObject } from '../../api/types.js';
 import {
   child,
   dns1123LabelErrors,
@@ -30,7 +29,6 @@ import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { SERVICE_PROTOCOLS } from './services.js';
 
-export type { EndpointSlice } from '../../api/services.js';
 
 export const ENDPOINTSLICE_INFO: ResourceInfo = {
   group: 'discovery.k8s.io',

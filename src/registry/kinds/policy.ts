@@ -9,8 +9,8 @@
  * unhealthyPodEvictionPolicy behaves as IfHealthyBudget.
  */
 import type { FieldError } from '../../api/errors.js';
-import { labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject, Pod } from '../../api/types.js';
+import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import type { Condition, IntOrString, KubeObject, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus } from '../../api/types.js';
 import {
   child,
   expectInteger,
@@ -27,44 +27,8 @@ import type { KindStrategy } from '../strategy.js';
 
 // ---------- shapes ----------
 
-/** `2` or `"50%"` (Kubernetes IntOrString). */
-export type IntOrPercent = number | string;
-
 export type UnhealthyPodEvictionPolicy = 'IfHealthyBudget' | 'AlwaysAllow';
 export const UNHEALTHY_POD_EVICTION_POLICIES: readonly UnhealthyPodEvictionPolicy[] = ['IfHealthyBudget', 'AlwaysAllow'];
-
-export interface PodDisruptionBudgetSpec {
-  minAvailable?: IntOrPercent;
-  maxUnavailable?: IntOrPercent;
-  selector?: LabelSelectorObject | null;
-  unhealthyPodEvictionPolicy?: UnhealthyPodEvictionPolicy;
-}
-
-/** metav1.Condition, as PodDisruptionBudget status carries it. */
-export interface PdbCondition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  observedGeneration?: number;
-  lastTransitionTime: string;
-  reason: string;
-  message: string;
-}
-
-export interface PodDisruptionBudgetStatus {
-  observedGeneration?: number;
-  /** pod name → when an eviction was admitted for it (RFC 3339); the controller expires entries */
-  disruptedPods?: Record<string, string>;
-  disruptionsAllowed: number;
-  currentHealthy: number;
-  desiredHealthy: number;
-  expectedPods: number;
-  conditions?: PdbCondition[];
-}
-
-export interface PodDisruptionBudget extends KubeObject {
-  spec: PodDisruptionBudgetSpec;
-  status?: PodDisruptionBudgetStatus;
-}
 
 /** The condition the controller keeps, and its reasons (upstream's names). */
 export const DISRUPTION_ALLOWED_CONDITION = 'DisruptionAllowed';
@@ -103,7 +67,7 @@ const PERCENT = /^[0-9]+%$/;
  * The count an int-or-percent stands for out of `total`: an integer as is, a percentage of `total`
  * rounded up or down (intstr.GetScaledValueFromIntOrPercent).
  */
-export function scaledIntOrPercent(value: IntOrPercent, total: number, roundUp: boolean): number {
+export function scaledIntOrPercent(value: IntOrString, total: number, roundUp: boolean): number {
   if (typeof value === 'number') return value;
   if (!PERCENT.test(value)) throw new Error(`invalid value for IntOrString: invalid value ${JSON.stringify(value)}`);
   const scaled = (Number(value.slice(0, -1)) * total) / 100;
@@ -204,7 +168,7 @@ const PDB_COLUMNS: ColumnProvider = {
   ],
   cells: (obj, { now }) => {
     const pdb = obj as PodDisruptionBudget;
-    const shown = (v: IntOrPercent | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
+    const shown = (v: IntOrString | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
     return [obj.metadata.name ?? '', shown(pdb.spec?.minAvailable), shown(pdb.spec?.maxUnavailable), pdb.status?.disruptionsAllowed ?? 0, ageSince(obj.metadata.creationTimestamp, now)];
   },
 };
@@ -247,7 +211,7 @@ export function pdbSelectsPod(pdb: PodDisruptionBudget, pod: Pod): boolean {
  * changes only when the status does.
  */
 export function setDisruptionAllowedCondition(status: PodDisruptionBudgetStatus, now: number): void {
-  const allowed = status.disruptionsAllowed > 0;
+  const allowed = (status.disruptionsAllowed ?? 0) > 0;
   setCondition(status, {
     type: DISRUPTION_ALLOWED_CONDITION,
     status: allowed ? 'True' : 'False',
@@ -258,12 +222,12 @@ export function setDisruptionAllowedCondition(status: PodDisruptionBudgetStatus,
 }
 
 /** meta.SetStatusCondition: replace the condition of that type, keeping its transition time unless the status changed. */
-export function setCondition(status: PodDisruptionBudgetStatus, next: Omit<PdbCondition, 'lastTransitionTime'>, now: number): void {
+export function setCondition(status: PodDisruptionBudgetStatus, next: Omit<Condition, 'lastTransitionTime'>, now: number): void {
   const conditions = (status.conditions ??= []);
   const i = conditions.findIndex((c) => c.type === next.type);
   const current = i >= 0 ? conditions[i] : undefined;
   const lastTransitionTime = current && current.status === next.status ? current.lastTransitionTime : metaTime(now);
-  const merged: PdbCondition = { type: next.type, status: next.status, ...(next.observedGeneration !== undefined ? { observedGeneration: next.observedGeneration } : {}), lastTransitionTime, reason: next.reason, message: next.message };
+  const merged: Condition = { type: next.type, status: next.status, ...(next.observedGeneration !== undefined ? { observedGeneration: next.observedGeneration } : {}), lastTransitionTime, reason: next.reason, message: next.message };
   if (i >= 0) conditions[i] = merged;
   else conditions.push(merged);
 }

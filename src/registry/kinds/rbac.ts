@@ -10,8 +10,7 @@
  * immutable, and subjects are Users, Groups or ServiceAccounts.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { ClusterRole, ClusterRoleBinding, KubeObject, Role, RoleBinding, Subject } from '../../api/types.js';
 import {
   child,
   dns1123SubdomainErrors,
@@ -31,47 +30,6 @@ import type { KindStrategy } from '../strategy.js';
 // ---------- shapes ----------
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
-
-export interface PolicyRule {
-  verbs: string[];
-  apiGroups?: string[];
-  resources?: string[];
-  resourceNames?: string[];
-  nonResourceURLs?: string[];
-}
-
-export interface AggregationRule {
-  clusterRoleSelectors?: LabelSelectorObject[];
-}
-
-export interface Role extends KubeObject {
-  rules?: PolicyRule[] | null;
-}
-
-export interface ClusterRole extends KubeObject {
-  rules?: PolicyRule[] | null;
-  aggregationRule?: AggregationRule;
-}
-
-export interface RoleRef {
-  apiGroup: string;
-  kind: 'Role' | 'ClusterRole' | string;
-  name: string;
-}
-
-export interface Subject {
-  kind: 'User' | 'Group' | 'ServiceAccount' | string;
-  apiGroup?: string;
-  name: string;
-  namespace?: string;
-}
-
-export interface RoleBinding extends KubeObject {
-  subjects?: Subject[] | null;
-  roleRef: RoleRef;
-}
-
-export type ClusterRoleBinding = RoleBinding;
 
 /** Bootstrap objects carrying this annotation with "false" are left as they are at start. */
 export const AUTOUPDATE_ANNOTATION = 'rbac.authorization.kubernetes.io/autoupdate';

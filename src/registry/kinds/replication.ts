@@ -7,7 +7,7 @@
  */
 import type { FieldError } from '../../api/errors.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
-import type { KubeObject, ObjectMeta } from '../../api/types.js';
+import type { KubeObject, ObjectMeta, PodTemplate, ReplicationController } from '../../api/types.js';
 import {
   child,
   expectObject,
@@ -23,30 +23,9 @@ import {
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
-import { defaultPodTemplate, validateNonNegative, validateReplicatedTemplate, type PodTemplateSpec, type ReplicaSetCondition, type ReplicaSetStatus } from './apps.js';
+import { defaultPodTemplate, validateNonNegative, validateReplicatedTemplate } from './apps.js';
 
 // ---------- shapes ----------
-
-export interface ReplicationControllerSpec {
-  replicas?: number;
-  minReadySeconds?: number;
-  /** equality-based: every key must have this value */
-  selector?: Record<string, string>;
-  template?: PodTemplateSpec;
-}
-
-/** The same counts and condition a ReplicaSet's status has. */
-export type ReplicationControllerStatus = ReplicaSetStatus;
-export type ReplicationControllerCondition = ReplicaSetCondition;
-
-export interface ReplicationController extends KubeObject {
-  spec: ReplicationControllerSpec;
-  status?: ReplicationControllerStatus;
-}
-
-export interface PodTemplate extends KubeObject {
-  template?: PodTemplateSpec;
-}
 
 /** apiVersion/kind stamped into the owner references of a ReplicationController's pods. */
 export const REPLICATIONCONTROLLER_KIND = { apiVersion: 'v1', kind: 'ReplicationController' } as const;
@@ -97,7 +76,7 @@ export const PODTEMPLATE_INFO: ResourceInfo = {
  */
 export function defaultReplicationController(rc: ReplicationController): void {
   if (!isRecord(rc.spec)) return;
-  const spec: ReplicationControllerSpec = rc.spec;
+  const spec = rc.spec;
   const template: unknown = spec.template;
   const templateLabels = isRecord(template) && isRecord(template.metadata) && isRecord(template.metadata.labels) ? (template.metadata.labels as Record<string, string>) : undefined;
   if (templateLabels) {
@@ -117,7 +96,7 @@ function selectorMatches(selector: Record<string, string>, labels: Record<string
 export function validateReplicationController(rc: ReplicationController): FieldError[] {
   const errs = validateObjectMeta(rc.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!isRecord(rc.spec)) return [...errs, fieldErrors.required('spec.selector'), fieldErrors.required('spec.template')];
-  const spec = rc.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = rc.spec;
   errs.push(...validateNonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
   const selectorErrs = expectStringMap('spec.selector', spec.selector);
   if (!selectorErrs.length) selectorErrs.push(...validateLabels(spec.selector, 'spec.selector'));

@@ -6,29 +6,13 @@
  */
 import type { FieldError } from '../../api/errors.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
-import type { KubeObject } from '../../api/types.js';
+import type { KubeObject, ServiceAccount } from '../../api/types.js';
 import { child, expectArray, expectObject, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 
 // ---------- shapes ----------
-
-export interface ServiceAccountSecretRef {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  apiVersion?: string;
-  resourceVersion?: string;
-  fieldPath?: string;
-}
-
-export interface ServiceAccount extends KubeObject {
-  secrets?: ServiceAccountSecretRef[];
-  imagePullSecrets?: Array<{ name?: string }>;
-  automountServiceAccountToken?: boolean;
-}
 
 /** The prefix of every service account's user name: `system:serviceaccount:<namespace>:<name>`. */
 export const SERVICE_ACCOUNT_USERNAME_PREFIX = 'system:serviceaccount:';

@@ -12,14 +12,8 @@
  */
 import { BlockList, isIP } from 'node:net';
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import {
-  CLUSTER_IP_NONE,
-  DEFAULT_CLIENT_IP_AFFINITY_SECONDS,
-  type Endpoints,
-  type Service,
-  type ServicePort,
-} from '../../api/services.js';
+import type { Endpoints, KubeObject, Service, ServicePort } from '../../api/types.js';
+import { CLUSTER_IP_NONE, DEFAULT_CLIENT_IP_AFFINITY_SECONDS } from '../../api/services.js';
 import {
   child,
   dns1123LabelErrors,
@@ -44,7 +38,6 @@ import { DEFAULT_SERVICE_ALLOCATION, serviceAllocationHooks, type ServiceAllocat
 import { cidrContains, parseCidr } from '../../api/cidr.js';
 import { DEFAULT_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
 
-export type { Endpoints, Service } from '../../api/services.js';
 
 const CRUD_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 

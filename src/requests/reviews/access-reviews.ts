@@ -219,7 +219,7 @@ export function subjectOf(spec: AccessReviewSpec): UserInfo & { nodeName?: strin
 function answer(review: AccessReview, decision: { allowed: boolean; reason?: string }): AccessReview {
   const status: NonNullable<AccessReview['status']> = { allowed: decision.allowed };
   if (decision.reason) status.reason = decision.reason;
-  return { ...review, metadata: { ...review.metadata, creationTimestamp: null } as unknown as KubeObject['metadata'], status };
+  return { ...review, metadata: { ...review.metadata, creationTimestamp: null }, status };
 }
 
 function callerOf(ctx: VirtualCreateContext): UserInfo {
@@ -255,7 +255,7 @@ export function accessReviewStrategies(authorizer: ReviewAuthorizer): KindStrate
       const out: SelfSubjectRulesReview = {
         apiVersion: obj.apiVersion,
         kind: obj.kind,
-        metadata: { creationTimestamp: null } as unknown as KubeObject['metadata'],
+        metadata: { creationTimestamp: null },
         spec: {},
         status: { resourceRules: rules.resourceRules, nonResourceRules: rules.nonResourceRules, incomplete: rules.incomplete },
       };
