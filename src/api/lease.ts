@@ -6,8 +6,6 @@
 /** The namespace node heartbeats live in. */
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
 
-export const LEASES_REF = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
-
 /** MicroTime in Kubernetes' wire form: 2006-01-02T15:04:05.000000Z. */
 export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');

@@ -4,6 +4,8 @@
  * plane (the kinds' strategies, the allocators, the EndpointSlice controller) and the agent (the
  * service proxy, cluster DNS, service environment variables).
  */
+import { formatIpv4, parseCidr } from './cidr.js';
+
 export type ServiceType = 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
 export type ServiceProtocol = 'TCP' | 'UDP' | 'SCTP';
 export type TrafficPolicy = 'Cluster' | 'Local';
@@ -36,3 +38,17 @@ export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 export const DEFAULT_CLIENT_IP_AFFINITY_SECONDS = 10800;
 /** The headless marker in spec.clusterIP. */
 export const CLUSTER_IP_NONE = 'None';
+
+/** The addresses a service CIDR hands out: all but its network and broadcast addresses. */
+export function serviceIPRange(cidrText: string): { first: number; size: number; cidr: string } {
+  const cidr = parseCidr(cidrText);
+  if (cidr.prefix > 30) throw new Error(`service cluster IP range ${cidrText} is too small: it needs at least 2 usable addresses`);
+  return { first: cidr.base + 1, size: 2 ** (32 - cidr.prefix) - 2, cidr: `${formatIpv4(cidr.base)}/${cidr.prefix}` };
+}
+
+/** The Nth usable address of the range (index 0 is the `kubernetes` Service's). */
+export function serviceIPAt(cidrText: string, indexInRange: number): string {
+  const range = serviceIPRange(cidrText);
+  if (indexInRange < 0 || indexInRange >= range.size) throw new Error(`index ${indexInRange} is outside ${cidrText}`);
+  return formatIpv4(range.first + indexInRange);
+}

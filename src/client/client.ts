@@ -1,3 +1,4 @@
+import { EVENTS, NAMESPACES, NODES, PODS } from '../api/identities.js';
 import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
 
 /** Which resource a call addresses. `group` '' (default) is the core group; `version` defaults to v1. */
@@ -87,9 +88,5 @@ export function resourcePath(
   return path;
 }
 
-export const CORE = {
-  pods: { plural: 'pods' } as ResourceRef,
-  nodes: { plural: 'nodes', namespaced: false } as ResourceRef,
-  namespaces: { plural: 'namespaces', namespaced: false } as ResourceRef,
-  events: { plural: 'events' } as ResourceRef,
-};
+/** The core kinds most callers need, by resource (their identities are src/api/identities.ts's). */
+export const CORE: Readonly<Record<'pods' | 'nodes' | 'namespaces' | 'events', ResourceRef>> = { pods: PODS, nodes: NODES, namespaces: NAMESPACES, events: EVENTS };

@@ -19,10 +19,10 @@
  */
 import { ApiError, isApiError } from '../api/errors.js';
 import type { KubeObject, Pod, PodDisruptionBudget, Status } from '../api/types.js';
-import { DISRUPTION_BUDGET_CAUSE, metaTime, pdbSelectsPod, setDisruptionAllowedCondition } from '../registry/kinds/policy.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { HandlerResult } from './request.js';
+import type { ResourceInfo } from '../api/identities.js';
+import { DISRUPTION_BUDGET_CAUSE, metaTime, pdbSelectsPod, setDisruptionAllowedCondition } from '../api/disruption-budget.js';
 
 /** Upstream's limit on status.disruptedPods: past it, evictions are refused until the controller catches up. */
 export const MAX_DISRUPTED_POD_SIZE = 2000;

@@ -11,9 +11,9 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatch
 import { labelSelectorFromObject, labelSelectorToString } from '../api/selectors.js';
 import type { KubeObject, LabelSelector, Scale, ScaleStatus } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { ApiRequest, HandlerResult } from './request.js';
 import { decodeTypedBody } from './type-meta.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 
 /** Where a kind keeps what Scale shows; built-in kinds use the defaults, CRDs declare theirs. */

@@ -7,10 +7,11 @@ import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
 import type { KubeObject, PodDisruptionBudget } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { PDB_INFO, pdbStrategy, scaledIntOrPercent } from '../../src/registry/kinds/policy.js';
+import { PDB_INFO, pdbStrategy } from '../../src/registry/kinds/policy.js';
 import { Registry } from '../../src/registry/registry.js';
 import { toTable } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { scaledIntOrPercent } from '../../src/api/disruption-budget.js';
 
 async function registry() {
   const r = new Registry({ backend: openSqliteBackend({ file: ':memory:' }), clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } });

@@ -1,9 +1,9 @@
-import type { Deployment, DeploymentCondition, DeploymentStatus, IntOrString, PodTemplateSpec, ReplicaSet } from '../../api/types.js';
 /**
  * Pure Deployment arithmetic: revisions, template identity (pod-template-hash), surge and
  * unavailability budgets, proportional scaling, conditions and status. No I/O here — the sync
  * code in sync.ts, rolling.ts and recreate.ts decides and writes; these functions only compute.
  */
+import type { Deployment, DeploymentCondition, DeploymentStatus, IntOrString, PodTemplateSpec, ReplicaSet } from '../../api/types.js';
 
 export const REVISION_ANNOTATION = 'deployment.kubernetes.io/revision';
 export const REVISION_HISTORY_ANNOTATION = 'deployment.kubernetes.io/revision-history';

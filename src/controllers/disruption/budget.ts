@@ -5,8 +5,8 @@
  * (src/registry/kinds/policy.ts), since the eviction subresource applies them too.
  */
 import type { Pod, PodDisruptionBudget } from '../../api/types.js';
-import { DISRUPTION_ALLOWED_CONDITION, INSUFFICIENT_PODS_REASON, SUFFICIENT_PODS_REASON } from '../../registry/kinds/policy.js';
 import { isPodReady } from '../runtime/pod-util.js';
+import { DISRUPTION_ALLOWED_CONDITION, INSUFFICIENT_PODS_REASON, SUFFICIENT_PODS_REASON } from '../../api/disruption-budget.js';
 
 /**
  * How long an admitted eviction keeps its pod out of the healthy count while the pod is not yet

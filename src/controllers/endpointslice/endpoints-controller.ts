@@ -17,7 +17,8 @@ import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { desiredEndpoints, endpointsEqual } from './endpoints.js';
-import { DEFAULT_WORKERS, ENDPOINTS, isTerminatingNamespaceRefusal, queueServicesOnChange, SERVICES } from './service-watch.js';
+import { DEFAULT_WORKERS, isTerminatingNamespaceRefusal, queueServicesOnChange } from './service-watch.js';
+import { ENDPOINTS, SERVICES } from '../../api/identities.js';
 
 /** Endpoints objects kept for leader election have no Service and are never deleted (upstream's rule). */
 const LEADER_ELECTION_ANNOTATION = 'control-plane.alpha.kubernetes.io/leader';

@@ -26,8 +26,9 @@ import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { planSlices } from './reconciler.js';
-import { DEFAULT_WORKERS, ENDPOINTSLICES, isTerminatingNamespaceRefusal, queueServicesOnChange, SERVICES } from './service-watch.js';
+import { DEFAULT_WORKERS, isTerminatingNamespaceRefusal, queueServicesOnChange } from './service-watch.js';
 import { SliceTracker } from './slice-tracker.js';
+import { ENDPOINTSLICES, SERVICES } from '../../api/identities.js';
 
 /** Index of the slices by the `namespace/name` of the Service their label names. */
 export const SLICE_SERVICE_INDEX = 'endpointslice-service';

@@ -1,4 +1,3 @@
-import type { EndpointSlice } from '../../api/types.js';
 /**
  * Remembers the EndpointSlice writes the controller made and has not yet seen come back through
  * its informer (EndpointSliceTracker upstream): a Service whose cached slices are older than its
@@ -7,6 +6,7 @@ import type { EndpointSlice } from '../../api/types.js';
  * value is a resourceVersion (Berth's are store revisions, so later ones compare greater) or a
  * deletion.
  */
+import type { EndpointSlice } from '../../api/types.js';
 
 const DELETED = 'deleted';
 

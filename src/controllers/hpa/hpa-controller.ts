@@ -32,13 +32,12 @@ import type {
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import { AUTOSCALING } from '../../registry/kinds/autoscaling.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodReady } from '../runtime/pod-util.js';
 import { ScalingHistory } from './behavior.js';
 import { MetricUnavailableError, resourceReplicas, type CalculatorPod } from './replica-calculator.js';
+import { HORIZONTALPODAUTOSCALERS, type ResourceInfo } from '../../api/identities.js';
 
 /** Kubernetes' defaults for the controller's flags. */
 export const DEFAULT_HPA_SYNC_PERIOD_MS = 15_000;
@@ -140,7 +139,7 @@ export class HpaController {
     this.tolerance = opts.tolerance ?? DEFAULT_HPA_TOLERANCE;
     this.history = new ScalingHistory(opts.downscaleStabilizationMs ?? DEFAULT_HPA_DOWNSCALE_STABILIZATION_MS);
     this.metrics = opts.metrics ?? new ApiPodMetricsSource(opts.client);
-    this.hpas = opts.informers.informerFor<HorizontalPodAutoscaler>(AUTOSCALING.horizontalpodautoscalers);
+    this.hpas = opts.informers.informerFor<HorizontalPodAutoscaler>(HORIZONTALPODAUTOSCALERS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'horizontal-pod-autoscaler', reconcile: (key) => this.reconcile(key), log: opts.log });
@@ -336,7 +335,7 @@ export class HpaController {
     if (JSON.stringify(hpa.status ?? {}) === JSON.stringify(status)) return;
     const copy = structuredClone(hpa);
     copy.status = status;
-    await this.opts.client.update(AUTOSCALING.horizontalpodautoscalers, copy, { subresource: 'status' });
+    await this.opts.client.update(HORIZONTALPODAUTOSCALERS, copy, { subresource: 'status' });
   }
 }
 

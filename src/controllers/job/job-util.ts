@@ -3,8 +3,8 @@
  * and condition bookkeeping. No I/O, no clock of their own: callers pass `now`.
  */
 import type { Job, JobCondition, Pod } from '../../api/types.js';
-import { JOB_COMPLETION_INDEX_ANNOTATION } from '../../registry/kinds/batch.js';
 import { isPodReady } from '../runtime/pod-util.js';
+import { JOB_COMPLETION_INDEX_ANNOTATION } from '../../api/batch.js';
 
 /** Kubernetes' timestamp form: RFC 3339, whole seconds, UTC. */
 export function kubeTime(ms: number): string {

@@ -6,25 +6,13 @@
 import type { FieldError } from '../../api/errors.js';
 import type { KubeObject, WebhookConfiguration } from '../../api/types.js';
 import { validateObjectMeta } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { MUTATINGWEBHOOKCONFIGURATIONS, resourceInfo, VALIDATINGWEBHOOKCONFIGURATIONS, type KindIdentity, type ResourceInfo } from '../../api/identities.js';
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-function info(kind: string, plural: string): ResourceInfo {
-  return {
-    group: 'admissionregistration.k8s.io',
-    version: 'v1',
-    kind,
-    listKind: `${kind}List`,
-    plural,
-    singular: plural.slice(0, -1),
-    namespaced: false,
-    shortNames: [],
-    verbs: VERBS,
-    subresources: [],
-    categories: ['api-extensions'],
-  };
+function info(id: KindIdentity): ResourceInfo {
+  return resourceInfo(id, { listKind: `${id.kind}List`, singular: id.plural.slice(0, -1), shortNames: [], verbs: VERBS, subresources: [], categories: ['api-extensions'] });
 }
 
 function validateWebhooks(obj: WebhookConfiguration, mutating: boolean): FieldError[] {
@@ -77,8 +65,8 @@ function defaults(obj: WebhookConfiguration): void {
   }
 }
 
-export const MUTATING_WEBHOOKS = info('MutatingWebhookConfiguration', 'mutatingwebhookconfigurations');
-export const VALIDATING_WEBHOOKS = info('ValidatingWebhookConfiguration', 'validatingwebhookconfigurations');
+export const MUTATING_WEBHOOKS = info(MUTATINGWEBHOOKCONFIGURATIONS);
+export const VALIDATING_WEBHOOKS = info(VALIDATINGWEBHOOKCONFIGURATIONS);
 
 export const ADMISSIONREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [
   { info: MUTATING_WEBHOOKS, hasStatus: false, generation: true, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, true) },

@@ -7,26 +7,21 @@ import type { FieldError } from '../../api/errors.js';
 import type { CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion, KubeObject } from '../../api/types.js';
 import { validateObjectMeta } from '../../api/validation.js';
 import { applySchema } from '../../apiextensions/schema.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { printerColumnsProvider } from '../table-columns.js';
+import { CUSTOMRESOURCEDEFINITIONS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 /** Held on every CRD until its custom resources are gone (the Kubernetes finalizer name). */
 export const CRD_CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io';
 
-export const CRD_RESOURCE: ResourceInfo = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  kind: 'CustomResourceDefinition',
+export const CRD_RESOURCE: ResourceInfo = resourceInfo(CUSTOMRESOURCEDEFINITIONS, {
   listKind: 'CustomResourceDefinitionList',
-  plural: 'customresourcedefinitions',
   singular: 'customresourcedefinition',
-  namespaced: false,
   shortNames: ['crd', 'crds'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status'],
   categories: ['api-extensions'],
-};
+});
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 

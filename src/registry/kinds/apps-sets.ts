@@ -17,50 +17,34 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate } from './apps.js';
+import { CONTROLLERREVISIONS, DAEMONSETS, PERSISTENTVOLUMECLAIMS, type ResourceInfo, resourceInfo, STATEFULSETS } from '../../api/identities.js';
 
 // ---------- shapes ----------
-
-export const DAEMONSET_KIND = { apiVersion: 'apps/v1', kind: 'DaemonSet' } as const;
-export const STATEFULSET_KIND = { apiVersion: 'apps/v1', kind: 'StatefulSet' } as const;
-
-/** Client references for the kinds of this file. */
-export const APPS_SETS = {
-  daemonsets: { group: 'apps', version: 'v1', plural: 'daemonsets' },
-  statefulsets: { group: 'apps', version: 'v1', plural: 'statefulsets' },
-  controllerrevisions: { group: 'apps', version: 'v1', plural: 'controllerrevisions' },
-  persistentvolumeclaims: { plural: 'persistentvolumeclaims' },
-} as const;
-
-/** The label kubectl and the controllers use to tie a pod to its template revision. */
-export const CONTROLLER_REVISION_HASH_LABEL = 'controller-revision-hash';
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const DAEMONSET_INFO: ResourceInfo = {
-  group: 'apps', version: 'v1', kind: 'DaemonSet', listKind: 'DaemonSetList', plural: 'daemonsets', singular: 'daemonset',
-  namespaced: true, shortNames: ['ds'], verbs: ALL_VERBS, subresources: ['status'], categories: ['all'],
-};
+export const DAEMONSET_INFO: ResourceInfo = resourceInfo(DAEMONSETS, {
+  listKind: 'DaemonSetList', singular: 'daemonset',
+  shortNames: ['ds'], verbs: ALL_VERBS, subresources: ['status'], categories: ['all'],
+});
 
-export const STATEFULSET_INFO: ResourceInfo = {
-  group: 'apps', version: 'v1', kind: 'StatefulSet', listKind: 'StatefulSetList', plural: 'statefulsets', singular: 'statefulset',
-  namespaced: true, shortNames: ['sts'], verbs: ALL_VERBS, subresources: ['status', 'scale'], categories: ['all'],
-};
+export const STATEFULSET_INFO: ResourceInfo = resourceInfo(STATEFULSETS, {
+  listKind: 'StatefulSetList', singular: 'statefulset',
+  shortNames: ['sts'], verbs: ALL_VERBS, subresources: ['status', 'scale'], categories: ['all'],
+});
 
-export const CONTROLLERREVISION_INFO: ResourceInfo = {
-  group: 'apps', version: 'v1', kind: 'ControllerRevision', listKind: 'ControllerRevisionList', plural: 'controllerrevisions',
-  singular: 'controllerrevision', namespaced: true, shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
-};
+export const CONTROLLERREVISION_INFO: ResourceInfo = resourceInfo(CONTROLLERREVISIONS, {
+  listKind: 'ControllerRevisionList', singular: 'controllerrevision', shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
+});
 
-export const PVC_INFO: ResourceInfo = {
-  group: '', version: 'v1', kind: 'PersistentVolumeClaim', listKind: 'PersistentVolumeClaimList', plural: 'persistentvolumeclaims',
-  singular: 'persistentvolumeclaim', namespaced: true, shortNames: ['pvc'], verbs: ALL_VERBS, subresources: ['status'], categories: [],
-};
+export const PVC_INFO: ResourceInfo = resourceInfo(PERSISTENTVOLUMECLAIMS, {
+  listKind: 'PersistentVolumeClaimList', singular: 'persistentvolumeclaim', shortNames: ['pvc'], verbs: ALL_VERBS, subresources: ['status'], categories: [],
+});
 
 // ---------- validation ----------
 

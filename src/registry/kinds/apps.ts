@@ -20,54 +20,32 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPullPolicy } from './core.js';
-
-// ---------- shapes ----------
-
-/** apiVersion/kind pairs the controllers stamp into owner references. */
-export const REPLICASET_KIND = { apiVersion: 'apps/v1', kind: 'ReplicaSet' } as const;
-export const DEPLOYMENT_KIND = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
-
-/** Client references (group/version/plural) for the apps kinds. */
-export const APPS = {
-  replicasets: { group: 'apps', version: 'v1', plural: 'replicasets' },
-  deployments: { group: 'apps', version: 'v1', plural: 'deployments' },
-} as const;
+import { DEPLOYMENTS, REPLICASETS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const REPLICASET_INFO: ResourceInfo = {
-  group: 'apps',
-  version: 'v1',
-  kind: 'ReplicaSet',
+export const REPLICASET_INFO: ResourceInfo = resourceInfo(REPLICASETS, {
   listKind: 'ReplicaSetList',
-  plural: 'replicasets',
   singular: 'replicaset',
-  namespaced: true,
   shortNames: ['rs'],
   verbs: ALL_VERBS,
   subresources: ['status', 'scale'],
   categories: ['all'],
-};
+});
 
-export const DEPLOYMENT_INFO: ResourceInfo = {
-  group: 'apps',
-  version: 'v1',
-  kind: 'Deployment',
+export const DEPLOYMENT_INFO: ResourceInfo = resourceInfo(DEPLOYMENTS, {
   listKind: 'DeploymentList',
-  plural: 'deployments',
   singular: 'deployment',
-  namespaced: true,
   shortNames: ['deploy'],
   verbs: ALL_VERBS,
   subresources: ['status', 'scale'],
   categories: ['all'],
-};
+});
 
 // ---------- defaults ----------
 

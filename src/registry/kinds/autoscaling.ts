@@ -3,6 +3,7 @@
  * REST identity (autoscaling/v1 served too), defaults, validation, the v1 ↔ v2 conversion, protobuf
  * messages and `kubectl get hpa` columns. The controller that acts on it lives in src/controllers/hpa.
  */
+import { DEFAULT_CPU_UTILIZATION, DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES } from '../../api/autoscaling.js';
 import type { FieldError } from '../../api/errors.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
 import { tryParseQuantity } from '../../api/quantity.js';
@@ -17,9 +18,9 @@ import type {
   MetricStatus,
 } from '../../api/types.js';
 import { child, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import { HORIZONTALPODAUTOSCALERS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- shapes (autoscaling/v2) ----------
 
@@ -28,47 +29,20 @@ export type MetricTargetType = 'Utilization' | 'Value' | 'AverageValue';
 export type ScalingPolicyType = 'Pods' | 'Percent';
 export type ScalingPolicySelect = 'Max' | 'Min' | 'Disabled';
 
-export const AUTOSCALING = {
-  horizontalpodautoscalers: { group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers' },
-} as const;
-
 // ---------- REST identity ----------
 
-export const HPA_INFO: ResourceInfo = {
-  group: 'autoscaling',
-  version: 'v2',
+export const HPA_INFO: ResourceInfo = resourceInfo(HORIZONTALPODAUTOSCALERS, {
   // v1 is what `kubectl autoscale` creates (1.32 still does); it converts to and from v2.
   servedVersions: ['v2', 'v1'],
-  kind: 'HorizontalPodAutoscaler',
   listKind: 'HorizontalPodAutoscalerList',
-  plural: 'horizontalpodautoscalers',
   singular: 'horizontalpodautoscaler',
-  namespaced: true,
   shortNames: ['hpa'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
 // ---------- defaults (SetDefaults_HorizontalPodAutoscaler, autoscaling/v2) ----------
-
-/** The metric an HPA without any scales on: 80% average CPU utilization. */
-export const DEFAULT_CPU_UTILIZATION = 80;
-
-export const DEFAULT_SCALE_UP_RULES: Required<Pick<HPAScalingRules, 'stabilizationWindowSeconds' | 'selectPolicy' | 'policies'>> = {
-  stabilizationWindowSeconds: 0,
-  selectPolicy: 'Max',
-  policies: [
-    { type: 'Pods', value: 4, periodSeconds: 15 },
-    { type: 'Percent', value: 100, periodSeconds: 15 },
-  ],
-};
-
-/** Scale-down's window is left unset: the controller's --horizontal-pod-autoscaler-downscale-stabilization applies. */
-export const DEFAULT_SCALE_DOWN_RULES: HPAScalingRules = {
-  selectPolicy: 'Max',
-  policies: [{ type: 'Percent', value: 100, periodSeconds: 15 }],
-};
 
 export function defaultHpa(hpa: HorizontalPodAutoscaler): void {
   if (!isRecord(hpa.spec)) return;

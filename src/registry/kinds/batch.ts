@@ -3,7 +3,7 @@
  * columns.
  * The controllers that act on them live in src/controllers/job and src/controllers/cronjob.
  */
-import cron from 'node-cron';
+import { JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, LEGACY_JOB_NAME_LABEL, scheduleError } from '../../api/batch.js';
 import type { FieldError } from '../../api/errors.js';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
 import type { CronJob, Job, JobSpec, KubeObject, LabelSelector } from '../../api/types.js';
@@ -22,96 +22,41 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, humanDuration, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate } from './apps.js';
-
-// ---------- well-known labels and annotations (Kubernetes' names) ----------
-
-/** Selects a Job's pods; its value is the Job's uid, so two Jobs never share pods. */
-export const JOB_CONTROLLER_UID_LABEL = 'batch.kubernetes.io/controller-uid';
-/** The same, under the pre-1.27 name that older tools still select on. */
-export const LEGACY_CONTROLLER_UID_LABEL = 'controller-uid';
-export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
-export const LEGACY_JOB_NAME_LABEL = 'job-name';
-/** Annotation (and label) carrying an Indexed Job pod's completion index. */
-export const JOB_COMPLETION_INDEX_ANNOTATION = 'batch.kubernetes.io/job-completion-index';
-/** Env var an Indexed Job's containers read their index from. */
-export const JOB_COMPLETION_INDEX_ENV = 'JOB_COMPLETION_INDEX';
-/** Set by the CronJob controller on each Job: the nominal start time, RFC 3339 in the CronJob's time zone. */
-export const CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION = 'batch.kubernetes.io/cronjob-scheduled-timestamp';
-/** Set by `kubectl create job --from=cronjob/x` on the Job it creates. */
-export const CRONJOB_INSTANTIATE_ANNOTATION = 'cronjob.kubernetes.io/instantiate';
+import { CRONJOBS, JOBS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
 
-/** apiVersion/kind pairs the controllers stamp into owner references. */
-export const JOB_KIND = { apiVersion: 'batch/v1', kind: 'Job' } as const;
-export const CRONJOB_KIND = { apiVersion: 'batch/v1', kind: 'CronJob' } as const;
-
-/** Client references (group/version/plural) for the batch kinds. */
-export const BATCH = {
-  jobs: { group: 'batch', version: 'v1', plural: 'jobs' },
-  cronjobs: { group: 'batch', version: 'v1', plural: 'cronjobs' },
-} as const;
-
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const JOB_INFO: ResourceInfo = {
-  group: 'batch',
-  version: 'v1',
-  kind: 'Job',
+export const JOB_INFO: ResourceInfo = resourceInfo(JOBS, {
   listKind: 'JobList',
-  plural: 'jobs',
   singular: 'job',
-  namespaced: true,
   shortNames: [],
   verbs: ALL_VERBS,
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
-export const CRONJOB_INFO: ResourceInfo = {
-  group: 'batch',
-  version: 'v1',
+export const CRONJOB_INFO: ResourceInfo = resourceInfo(CRONJOBS, {
   // batch/v1beta1 is the same object under another apiVersion, as the apiserver served it from 1.21
   // to 1.24: kubectl ≤ 1.20 knows CronJob only as v1beta1, so `create job --from` needs it.
   servedVersions: ['v1', 'v1beta1'],
-  kind: 'CronJob',
   listKind: 'CronJobList',
-  plural: 'cronjobs',
   singular: 'cronjob',
-  namespaced: true,
   shortNames: ['cj'],
   verbs: ALL_VERBS,
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
 // ---------- schedules ----------
-
-/**
- * The schedule forms CronJobs accept: five-field cron, the `@hourly`-style macros, and — a Berth
- * extension for labs and tests — six fields with seconds first. Returns why it is not valid, or
- * undefined when it is.
- */
-export function scheduleError(schedule: string): string | undefined {
-  const trimmed = schedule.trim();
-  if (/^(CRON_)?TZ=/.test(trimmed)) return 'cannot use TZ or CRON_TZ in schedule, use timeZone field instead';
-  if (trimmed.startsWith('@')) {
-    return cron.validate(trimmed) ? undefined : `unrecognized descriptor: ${trimmed}`;
-  }
-  const fields = trimmed.split(/\s+/).filter(Boolean);
-  if (fields.length !== 5 && fields.length !== 6) return `expected exactly 5 fields (6 with seconds), found ${fields.length}: ${JSON.stringify(trimmed)}`;
-  const detail = cron.validateDetailed(fields.join(' '));
-  if (detail.valid) return undefined;
-  return detail.errors.map((e) => e.message).join('; ') || 'unparseable schedule';
-}
 
 /** Whether an IANA time zone name is known to this runtime's tz database. */
 export function isKnownTimeZone(tz: string): boolean {
@@ -466,7 +411,6 @@ const CRONJOB_COLUMNS: ColumnProvider = {
     ];
   },
 };
-
 
 // ---------- strategies ----------
 

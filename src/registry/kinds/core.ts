@@ -7,9 +7,10 @@ import { validateNamespace, validateNode, validateNodeUpdate, validateObjectMeta
 import type { Container, ContainerStatus, Event, KubeObject, Namespace, Node, Pod, Time } from '../../api/types.js';
 import { podQosClass, type QosClass } from '../../api/pod-qos.js';
 import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
-import { BUILTIN_RESOURCES, type ResourceInfo } from '../resource-info.js';
+import { BUILTIN_RESOURCES } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 function infoOf(plural: string): ResourceInfo {
   const info = BUILTIN_RESOURCES.find((r) => r.group === '' && r.plural === plural);

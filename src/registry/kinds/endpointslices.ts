@@ -24,25 +24,19 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { SERVICE_PROTOCOLS } from './services.js';
+import { ENDPOINTSLICES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
-
-export const ENDPOINTSLICE_INFO: ResourceInfo = {
-  group: 'discovery.k8s.io',
-  version: 'v1',
-  kind: 'EndpointSlice',
+export const ENDPOINTSLICE_INFO: ResourceInfo = resourceInfo(ENDPOINTSLICES, {
   listKind: 'EndpointSliceList',
-  plural: 'endpointslices',
   singular: 'endpointslice',
-  namespaced: true,
   shortNames: [],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: [],
   categories: [],
-};
+});
 
 export const ADDRESS_TYPES = ['FQDN', 'IPv4', 'IPv6'] as const;
 /** Upstream's limits on one slice. */

@@ -24,8 +24,8 @@ import {
 } from '../../api/validation.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { CLUSTERROLEBINDINGS, CLUSTERROLES, resourceInfo, ROLEBINDINGS, ROLES, type KindIdentity, type ResourceInfo } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
@@ -38,14 +38,14 @@ export const AUTOUPDATE_ANNOTATION = 'rbac.authorization.kubernetes.io/autoupdat
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-function rbacInfo(kind: string, plural: string, namespaced: boolean): ResourceInfo {
-  return { group: RBAC_GROUP, version: 'v1', kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), namespaced, shortNames: [], verbs: VERBS, subresources: [], categories: [] };
+function rbacInfo(id: KindIdentity): ResourceInfo {
+  return resourceInfo(id, { listKind: `${id.kind}List`, singular: id.kind.toLowerCase(), shortNames: [], verbs: VERBS, subresources: [], categories: [] });
 }
 
-export const ROLE_INFO = rbacInfo('Role', 'roles', true);
-export const CLUSTER_ROLE_INFO = rbacInfo('ClusterRole', 'clusterroles', false);
-export const ROLE_BINDING_INFO = rbacInfo('RoleBinding', 'rolebindings', true);
-export const CLUSTER_ROLE_BINDING_INFO = rbacInfo('ClusterRoleBinding', 'clusterrolebindings', false);
+export const ROLE_INFO = rbacInfo(ROLES);
+export const CLUSTER_ROLE_INFO = rbacInfo(CLUSTERROLES);
+export const ROLE_BINDING_INFO = rbacInfo(ROLEBINDINGS);
+export const CLUSTER_ROLE_BINDING_INFO = rbacInfo(CLUSTERROLEBINDINGS);
 
 // ---------- defaults (rbac/v1 SetDefaults_*) ----------
 

@@ -20,53 +20,32 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate, validateNonNegative, validateReplicatedTemplate } from './apps.js';
-
-// ---------- shapes ----------
-
-/** apiVersion/kind stamped into the owner references of a ReplicationController's pods. */
-export const REPLICATIONCONTROLLER_KIND = { apiVersion: 'v1', kind: 'ReplicationController' } as const;
-
-/** Client references for the two kinds. */
-export const REPLICATION = {
-  replicationcontrollers: { group: '', version: 'v1', plural: 'replicationcontrollers' },
-  podtemplates: { group: '', version: 'v1', plural: 'podtemplates' },
-} as const;
+import { PODTEMPLATES, REPLICATIONCONTROLLERS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const REPLICATIONCONTROLLER_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'ReplicationController',
+export const REPLICATIONCONTROLLER_INFO: ResourceInfo = resourceInfo(REPLICATIONCONTROLLERS, {
   listKind: 'ReplicationControllerList',
-  plural: 'replicationcontrollers',
   singular: 'replicationcontroller',
-  namespaced: true,
   shortNames: ['rc'],
   verbs: ALL_VERBS,
   subresources: ['status', 'scale'],
   categories: ['all'],
-};
+});
 
-export const PODTEMPLATE_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'PodTemplate',
+export const PODTEMPLATE_INFO: ResourceInfo = resourceInfo(PODTEMPLATES, {
   listKind: 'PodTemplateList',
-  plural: 'podtemplates',
   singular: 'podtemplate',
-  namespaced: true,
   shortNames: [],
   verbs: ALL_VERBS,
   subresources: [],
   categories: [],
-};
+});
 
 // ---------- defaults ----------
 

@@ -8,9 +8,9 @@ import type { FieldError } from '../../api/errors.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
 import type { KubeObject, ServiceAccount } from '../../api/types.js';
 import { child, expectArray, expectObject, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import { type ResourceInfo, resourceInfo, SERVICEACCOUNTS } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
@@ -24,19 +24,14 @@ export function serviceAccountUsername(namespace: string, name: string): string 
 
 // ---------- REST identity ----------
 
-export const SERVICEACCOUNT_RESOURCE: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'ServiceAccount',
+export const SERVICEACCOUNT_RESOURCE: ResourceInfo = resourceInfo(SERVICEACCOUNTS, {
   listKind: 'ServiceAccountList',
-  plural: 'serviceaccounts',
   singular: 'serviceaccount',
-  namespaced: true,
   shortNames: ['sa'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['token'],
   categories: [],
-};
+});
 
 // ---------- validation ----------
 

@@ -31,43 +31,32 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import type { MessageTable } from '../../api/protobuf/schema.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { DEFAULT_SERVICE_ALLOCATION, serviceAllocationHooks, type ServiceAllocationConfig } from '../service-allocation.js';
 import { cidrContains, parseCidr } from '../../api/cidr.js';
 import { DEFAULT_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
-
+import { ENDPOINTS, type ResourceInfo, resourceInfo, SERVICES } from '../../api/identities.js';
 
 const CRUD_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const SERVICE_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'Service',
+export const SERVICE_INFO: ResourceInfo = resourceInfo(SERVICES, {
   listKind: 'ServiceList',
-  plural: 'services',
   singular: 'service',
-  namespaced: true,
   shortNames: ['svc'],
   verbs: CRUD_VERBS,
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
-export const ENDPOINTS_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'Endpoints',
+export const ENDPOINTS_INFO: ResourceInfo = resourceInfo(ENDPOINTS, {
   listKind: 'EndpointsList',
-  plural: 'endpoints',
   singular: 'endpoints',
-  namespaced: true,
   shortNames: ['ep'],
   verbs: CRUD_VERBS,
   subresources: [],
   categories: [],
-};
+});
 
 export const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'] as const;
 export const SERVICE_PROTOCOLS = ['SCTP', 'TCP', 'UDP'] as const;

@@ -14,7 +14,6 @@ import { fieldErrors } from '../../api/validation.js';
 import type { RequestAttributes } from '../../auth/authz.js';
 import { nodeNameOf } from '../../auth/impersonation.js';
 import type { UserRules } from '../../auth/rbac/rbac-authorizer.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import type { KindStrategy, VirtualCreateContext } from '../../registry/strategy.js';
 import {
   LOCAL_SUBJECT_ACCESS_REVIEW_PROTOBUF,
@@ -23,6 +22,7 @@ import {
   SUBJECT_ACCESS_REVIEW_PROTOBUF,
   normalizeExtra,
 } from './protobuf.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 export const AUTHORIZATION_GROUP = 'authorization.k8s.io';
 

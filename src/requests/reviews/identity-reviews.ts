@@ -9,9 +9,9 @@ import { errors, type FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import type { UserInfo } from '../../api/user-info.js';
 import { fieldErrors } from '../../api/validation.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import type { KindStrategy } from '../../registry/strategy.js';
 import { SELF_SUBJECT_REVIEW_PROTOBUF, TOKEN_REVIEW_PROTOBUF } from './protobuf.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 export const AUTHENTICATION_GROUP = 'authentication.k8s.io';
 
