@@ -3,7 +3,7 @@
  * longer fails with reason DeadlineExceeded and its containers are killed, as the kubelet's
  * activeDeadlineHandler does. Pure.
  */
-import type { Pod } from '../src/api/types.js';
+import type { Pod, Time } from '../src/api/types.js';
 
 export const DEADLINE_EXCEEDED_REASON = 'DeadlineExceeded';
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';
@@ -14,7 +14,7 @@ export interface DeadlineCheck {
   remainingMs?: number;
 }
 
-export function checkActiveDeadline(pod: Pod, startTime: string | undefined, now: number): DeadlineCheck {
+export function checkActiveDeadline(pod: Pod, startTime: Time | undefined, now: number): DeadlineCheck {
   const seconds = pod.spec.activeDeadlineSeconds;
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) return { exceeded: false };
   const parsed = startTime ? Date.parse(startTime) : NaN;

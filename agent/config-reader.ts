@@ -3,7 +3,7 @@
  * environment (env.ts), the volume payloads (volumes/projection.ts) and the watching cache
  * (volumes/config-objects.ts) share it. The shapes are core/v1's, from src/api/config-objects.ts.
  */
-import type { ConfigMap, Secret } from '../src/api/config-objects.js';
+import type { ConfigMap, Secret } from '../src/api/types.js';
 
 export type ConfigKind = 'configmaps' | 'secrets';
 

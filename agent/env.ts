@@ -7,10 +7,9 @@
  * given, are what `$(VAR)` falls back to, and are added after the container's own variables unless one
  * of those has the same name (the kubelet's order).
  */
-import type { Container, Pod } from '../src/api/types.js';
+import type { ConfigMap, Container, Pod, Secret } from '../src/api/types.js';
 import { ContainerConfigError } from './config-error.js';
 import { objectKey, type ConfigObjectReader } from './config-reader.js';
-import type { ConfigMap, Secret } from '../src/api/config-objects.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from './downward-api.js';
 import { expandVars } from './expand-vars.js';
 

@@ -5,10 +5,11 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
-import type { Node } from '../src/api/types.js';
+import type { Lease, Node } from '../src/api/types.js';
 import { CORE, type Client } from '../src/client/client.js';
-import { LEASES_REF, microTime, NODE_LEASE_NAMESPACE, type Lease } from '../src/api/lease.js';
+import { microTime, NODE_LEASE_NAMESPACE } from '../src/api/lease.js';
 import type { Clock, TimerHandle } from './clock.js';
+import { LEASES } from '../src/api/identities.js';
 
 export interface NodeLeaseOptions {
   client: Client;
@@ -36,9 +37,9 @@ export class NodeLease {
     const { client, nodeName, clock } = this.opts;
     const now = microTime(clock.now());
     try {
-      const lease = await client.get<Lease>(LEASES_REF, { namespace: NODE_LEASE_NAMESPACE, name: nodeName });
+      const lease = await client.get<Lease>(LEASES, { namespace: NODE_LEASE_NAMESPACE, name: nodeName });
       lease.spec = { ...(lease.spec ?? {}), holderIdentity: nodeName, leaseDurationSeconds: this.duration(), renewTime: now };
-      await client.update(LEASES_REF, lease);
+      await client.update(LEASES, lease);
       return;
     } catch (err) {
       if (!(isApiError(err) && err.reason === 'NotFound')) throw err;
@@ -54,7 +55,7 @@ export class NodeLease {
       },
       spec: { holderIdentity: nodeName, leaseDurationSeconds: this.duration(), acquireTime: now, renewTime: now },
     };
-    await client.create(LEASES_REF, lease, { namespace: NODE_LEASE_NAMESPACE });
+    await client.create(LEASES, lease, { namespace: NODE_LEASE_NAMESPACE });
     this.log.info('node lease created');
   }
 

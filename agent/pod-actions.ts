@@ -3,7 +3,7 @@
  * a pure function from the pod spec and the observed containers to a list of kills, removals, an optional
  * new infra container, and container starts. The pod worker carries the actions out; nothing here does I/O.
  */
-import type { Container, Pod, PodPhase } from '../src/api/types.js';
+import type { Container, Pod, RestartPolicy } from '../src/api/types.js';
 import { containerHash, graceSecondsOf, infraHash } from './container-config.js';
 import { finishedAtMs, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
 import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
@@ -63,7 +63,7 @@ export interface ComputeActionsInput {
   network: string;
   backoff: Backoff;
   /** the pod's latest phase; Succeeded/Failed pods never run anything again */
-  phase?: PodPhase | undefined;
+  phase?: string | undefined;
   /** probe results; without it every container counts as started and healthy */
   probes?: ProbeActionsView;
 }
@@ -330,12 +330,12 @@ export function computePodActions(input: ComputeActionsInput): PodActions {
 }
 
 /** Every app container ended and none will run again under the policy (Always never finishes). */
-function allAppsDone(pod: Pod, latestOf: (name: string) => ObservedContainer[], policy: string): boolean {
+function allAppsDone(pod: Pod, latestOf: (name: string) => ObservedContainer[], policy: RestartPolicy): boolean {
   if (policy === 'Always') return false;
   return pod.spec.containers.every((spec) => {
     const latest = latestOf(spec.name)[0];
     if (!latest || latest.info.state !== 'exited' || !latest.info.exit) return false;
-    return latest.identity.hash === containerHash(spec) && !shouldRestart(policy as 'OnFailure' | 'Never', latest.info.exit);
+    return latest.identity.hash === containerHash(spec) && !shouldRestart(policy, latest.info.exit);
   });
 }
 

@@ -5,8 +5,7 @@
  * pod is not desired are torn down. Containers without Berth labels or of another node are never touched.
  */
 import type { Logger } from 'pino';
-import type { Service } from '../src/api/services.js';
-import type { Pod } from '../src/api/types.js';
+import type { Pod, Service } from '../src/api/types.js';
 import type { Client } from '../src/client/client.js';
 import type { EventRecorder } from '../src/client/events.js';
 import type { Informer } from '../src/client/informer.js';

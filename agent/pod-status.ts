@@ -51,7 +51,7 @@ const ALWAYS_READY: ProbeView = { started: () => true, ready: () => true };
 /** Condition types the agent owns; any other condition on the pod is kept as it is. */
 const OWN_CONDITIONS = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'];
 
-export function isTerminalPhase(phase: PodPhase | undefined): boolean {
+export function isTerminalPhase(phase: string | undefined): phase is 'Succeeded' | 'Failed' {
   return phase === 'Succeeded' || phase === 'Failed';
 }
 
@@ -160,29 +160,29 @@ export function computePhase(pod: Pod, init: ContainerStatus[], apps: ContainerS
   for (const { name, s } of initEntries) {
     if (sidecars.has(name)) {
       if (!s) unknown++;
-      else if (s.state.running) {
+      else if (s.state?.running) {
         if (!s.started) pendingSidecars++;
         running++;
-      } else if (s.state.waiting && !s.lastState.terminated) pendingSidecars++;
-      else if (!s.state.terminated && !s.state.waiting) pendingSidecars++;
+      } else if (s.state?.waiting && !s.lastState?.terminated) pendingSidecars++;
+      else if (!s.state?.terminated && !s.state?.waiting) pendingSidecars++;
       continue;
     }
     if (!s) pendingInit++;
-    else if (s.state.running) pendingInit++;
-    else if (s.state.terminated) {
+    else if (s.state?.running) pendingInit++;
+    else if (s.state?.terminated) {
       if (s.state.terminated.exitCode !== 0) failedInit++;
-    } else if (s.state.waiting && s.lastState.terminated) {
+    } else if (s.state?.waiting && s.lastState?.terminated) {
       if (s.lastState.terminated.exitCode !== 0) failedInit++;
       else pendingInit++;
     } else pendingInit++;
   }
   for (const s of apps) {
-    if (s.state.running) running++;
-    else if (s.state.terminated) {
+    if (s.state?.running) running++;
+    else if (s.state?.terminated) {
       stopped++;
       if (s.state.terminated.exitCode === 0) succeeded++;
-    } else if (s.state.waiting) {
-      if (s.lastState.terminated) stopped++;
+    } else if (s.state?.waiting) {
+      if (s.lastState?.terminated) stopped++;
       else waiting++;
     } else unknown++;
   }
@@ -225,7 +225,7 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
     const s = containerStatusOf(spec, listOf(spec.name), input.waiting.get(spec.name), { init: true, blockedByInit: false, probes, messages: input.messages });
     initStatuses.push(s);
     // A regular init container is done once it exited 0; a sidecar once it started.
-    const done = isSidecar(spec) ? s.started === true && s.state.running !== undefined : s.state.terminated?.exitCode === 0;
+    const done = isSidecar(spec) ? s.started === true && s.state?.running !== undefined : s.state?.terminated?.exitCode === 0;
     if (!done) incompleteInit.push(spec.name);
   }
   // Once any app container exists the pod was initialized, and stays so when a sidecar restarts later.
@@ -243,10 +243,11 @@ export function computePodStatus(input: ComputeStatusInput): PodStatus {
     ({ reason, message } = input.failure);
   }
   // Terminal is forever: a finished pod never runs again, whatever the runtime shows later.
-  if (isTerminalPhase(previous?.phase)) {
-    phase = previous!.phase!;
-    reason = previous!.reason;
-    message = previous!.message;
+  const previousPhase = previous?.phase;
+  if (isTerminalPhase(previousPhase)) {
+    phase = previousPhase;
+    reason = previous?.reason;
+    message = previous?.message;
   }
 
   const infra = containers.infra[0];

@@ -22,7 +22,7 @@ import type { ProbeManager, ProbedContainer } from './prober/manager.js';
 import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
-import { defaultPullPolicy, ImagePullError, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
+import { ImagePullError, pullPolicyOf, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
 import { wantsRuntimeWiredSandbox, type SandboxNetwork } from './network/sandbox-network.js';
 import type { StatusManager } from './status.js';
 import { FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES, readTerminationMessage, removeTerminationLog, terminationLogPath } from './termination-message.js';
@@ -564,7 +564,7 @@ export class PodWorker {
     const ref: ContainerRef = { name: c.name, init: s.type === 'init' };
     const log = this.log.child({ container: c.name });
     // Pull, with its own backoff per image.
-    const policy = c.imagePullPolicy ?? defaultPullPolicy(c.image);
+    const policy = pullPolicyOf(c);
     const pullKey = pullBackoffKey(this.uid, c.image);
     const pullWait = this.deps.pullBackoff.remainingSinceLast(pullKey);
     if (pullWait > 0) {

@@ -25,8 +25,9 @@ export const TerminatedReason = {
   ContainerCannotRun: 'ContainerCannotRun',
 } as const;
 
-export function effectiveRestartPolicy(policy: RestartPolicy | undefined): RestartPolicy {
-  return policy ?? 'Always';
+/** The pod's restartPolicy as the agent acts on it: unset (or a value validation would refuse) is Always. */
+export function effectiveRestartPolicy(policy: string | undefined): RestartPolicy {
+  return policy === 'OnFailure' || policy === 'Never' ? policy : 'Always';
 }
 
 /** Whether a container that ended with `exit` is started again under the pod's restart policy. */

@@ -14,9 +14,10 @@
  */
 import fs from 'node:fs';
 import { parseArgs } from 'node:util';
-import type { WatchEvent } from '../src/api/types.js';
-import { BATCH, CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION, type CronJob, type Job } from '../src/registry/kinds/batch.js';
+import type { CronJob, Job, WatchEvent } from '../src/api/types.js';
 import { startCluster, TEST_IMAGE } from '../test/e2e/harness.js';
+import { CRONJOBS, JOBS } from '../src/api/identities.js';
+import { CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../src/api/batch.js';
 
 const { values } = parseArgs({ options: { firings: { type: 'string' }, json: { type: 'string' } } });
 const firings = Number(values.firings ?? 50);
@@ -32,12 +33,12 @@ async function main(): Promise<void> {
   const c = await startCluster({ agents: [] });
   const latencies: number[] = [];
   try {
-    const list = await c.client.list<Job>(BATCH.jobs, { namespace: NS });
+    const list = await c.client.list<Job>(JOBS, { namespace: NS });
     let createdAt = 0;
     let done: () => void = () => undefined;
     const finished = new Promise<void>((r) => (done = r));
     const seen = new Set<string>();
-    const watch = c.client.watch<Job>(BATCH.jobs, {
+    const watch = c.client.watch<Job>(JOBS, {
       namespace: NS,
       resourceVersion: list.metadata.resourceVersion,
       onEvent: (ev: WatchEvent<Job>) => {
@@ -68,12 +69,12 @@ async function main(): Promise<void> {
       },
     };
     createdAt = Date.now();
-    await c.client.create(BATCH.cronjobs, cronJob, { namespace: NS });
+    await c.client.create(CRONJOBS, cronJob, { namespace: NS });
     const timeout = setTimeout(() => done(), (firings + 30) * 1000);
     await finished;
     clearTimeout(timeout);
     watch.close();
-    await c.client.delete(BATCH.cronjobs, { namespace: NS, name: 'bench-cron' }).catch(() => undefined);
+    await c.client.delete(CRONJOBS, { namespace: NS, name: 'bench-cron' }).catch(() => undefined);
   } finally {
     await c.stop();
   }

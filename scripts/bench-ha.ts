@@ -35,15 +35,15 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../src/api/lease.js';
-import type { KubeObject } from '../src/api/types.js';
+import { NODE_LEASE_NAMESPACE } from '../src/api/lease.js';
+import type { KubeObject, Lease } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
 import { HttpClient } from '../src/client/http-client.js';
 import { NODE_FLAGS } from '../src/node-flags.js';
-import { APPS } from '../src/registry/kinds/apps.js';
 import { startEtcdCluster, type EtcdCluster } from '../test/e2e/etcd-cluster.js';
 import { BERTH_BIN, freeClusterCidr, startCluster, type Cluster } from '../test/e2e/harness.js';
 import { CM, mixedLoad, pct, round, summariseLoad } from './bench-lib.js';
+import { DEPLOYMENTS, LEASES } from '../src/api/identities.js';
 
 const { values } = parseArgs({
   options: {
@@ -266,7 +266,7 @@ async function joinedReplica(name: string, opts: { etcd: EtcdCluster; clusterCid
 }
 
 async function controllerLease(client: HttpClient): Promise<Lease | undefined> {
-  return client.get<Lease>(LEASES_REF, CONTROLLER_LOCK).catch(() => undefined);
+  return client.get<Lease>(LEASES, CONTROLLER_LOCK).catch(() => undefined);
 }
 
 /** The replica whose log says it became leader as `identity` (identities are unique per process). */
@@ -281,7 +281,7 @@ async function controllerFailover(replicas: Replica[]) {
   const deploymentName = 'failover';
   const selector = 'app=failover';
   const anyLive = () => replicas[0]!.client;
-  await anyLive().create(APPS.deployments, {
+  await anyLive().create(DEPLOYMENTS, {
     apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: deploymentName, namespace: NS },
     spec: {
       replicas: 0,
@@ -301,7 +301,7 @@ async function controllerFailover(replicas: Replica[]) {
 
     const killedAt = performance.now();
     await leader.kill();
-    await waitFor(async () => survivor.client.patch(APPS.deployments, { namespace: NS, name: deploymentName, type: 'merge', patch: { spec: { replicas: k + 1 } } }), 10_000, 'the scale-up through a survivor', 50);
+    await waitFor(async () => survivor.client.patch(DEPLOYMENTS, { namespace: NS, name: deploymentName, type: 'merge', patch: { spec: { replicas: k + 1 } } }), 10_000, 'the scale-up through a survivor', 50);
     let electedMs = NaN;
     let newLeader = '';
     await waitFor(async () => {
@@ -319,7 +319,7 @@ async function controllerFailover(replicas: Replica[]) {
     console.error(`controller failover ${k + 1}/${kills}: killed ${leader.name}; ${newLeader} led after ${Math.round(electedMs)} ms, its pod existed after ${Math.round(reconciledMs)} ms`);
     await leader.restart();
   }
-  await anyLive().delete(APPS.deployments, { namespace: NS, name: deploymentName }).catch(() => undefined);
+  await anyLive().delete(DEPLOYMENTS, { namespace: NS, name: deploymentName }).catch(() => undefined);
   return {
     election: election.label,
     kills: rounds.length,
@@ -363,7 +363,7 @@ async function agentFailover(replicas: Replica[], c: Cluster, nodeName: string) 
     const killedAt = Date.now();
     await current.kill();
     const movedMs = await waitFor(async () => {
-      const lease = await survivor.client.get<Lease>(LEASES_REF, { namespace: NODE_LEASE_NAMESPACE, name: nodeName });
+      const lease = await survivor.client.get<Lease>(LEASES, { namespace: NODE_LEASE_NAMESPACE, name: nodeName });
       const renewed = lease.spec?.renewTime ? Date.parse(lease.spec.renewTime) : 0;
       return renewed > killedAt ? renewed - killedAt : false;
     }, 30_000, 'a node Lease renewal after the kill', 50);

@@ -63,7 +63,7 @@ function dockerTimeMs(s: string): number {
 function mentions(p: Pod, dockerId: string): boolean {
   const s = p.status?.containerStatuses?.[0];
   const id = `docker://${dockerId}`;
-  return s?.state.terminated?.containerID === id || s?.lastState.terminated?.containerID === id;
+  return s?.state?.terminated?.containerID === id || s?.lastState?.terminated?.containerID === id;
 }
 
 /** When Docker's own event stream reported each container's `die` (the floor under any agent). */
@@ -94,7 +94,7 @@ async function exitLatency(c: Cluster): Promise<{ berth: number[]; dockerEvent: 
   for (const name of names) {
     await c.client.create(CORE.pods, { apiVersion: 'v1', kind: 'Pod', metadata: { name }, spec: { nodeName: c.nodeNames[0], terminationGracePeriodSeconds: 0, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] } }, { namespace: NS });
   }
-  for (const name of names) await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state.running, 60_000);
+  for (const name of names) await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state?.running, 60_000);
 
   // One watch for the whole run: each exit waits for the first status that names its container.
   const waiters = new Map<string, (p: Pod, at: number) => void>();
@@ -113,7 +113,7 @@ async function exitLatency(c: Cluster): Promise<{ berth: number[]; dockerEvent: 
   try {
     for (let i = 0; i < EXITS; i++) {
       const name = names[i % names.length]!;
-      const pod = await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state.running, 60_000);
+      const pod = await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state?.running, 60_000);
       const dockerId = pod.status!.containerStatuses![0]!.containerID!.replace('docker://', '');
       const seen = new Promise<number>((resolve) => {
         waiters.set(name, (p, at) => {
@@ -131,7 +131,7 @@ async function exitLatency(c: Cluster): Promise<{ berth: number[]; dockerEvent: 
       const dieSeen = dockerDies.dies.get(dockerId);
       if (dieSeen !== undefined) dockerEvent.push(dieSeen - finishedAt);
       // One exit at a time: the restart it causes (a Docker create + start) is done before the next kill.
-      await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state.running && p.status.containerStatuses[0].containerID !== `docker://${dockerId}`, 60_000);
+      await waitForPod(c.client, NS, name, (p) => !!p.status?.containerStatuses?.[0]?.state?.running && p.status.containerStatuses[0].containerID !== `docker://${dockerId}`, 60_000);
       await sleep(300);
     }
   } finally {

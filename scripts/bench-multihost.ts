@@ -33,7 +33,7 @@ const TCP_RR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'tcp-rr.j
 const TCP_PORT = 7000;
 
 const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' };
-const running = (p: Pod) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 function percentile(sorted: number[], p: number): number {
   if (!sorted.length) return NaN;

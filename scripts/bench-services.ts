@@ -23,8 +23,7 @@ import { parseArgs } from 'node:util';
 import { NftCommand } from '../agent/proxy/nft-executor.js';
 import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService } from '../agent/proxy/nft-rules.js';
 import { planServicePorts } from '../agent/proxy/service-ports.js';
-import type { EndpointSlice, Service } from '../src/api/services.js';
-import type { Pod } from '../src/api/types.js';
+import type { EndpointSlice, Pod, Service } from '../src/api/types.js';
 import { CORE } from '../src/client/client.js';
 import { podManifest, serviceProxyTable, startCluster, TEST_IMAGE, waitFor, waitForPod } from '../test/e2e/harness.js';
 import { steadyRssMb } from './bench-lib.js';
@@ -166,7 +165,7 @@ async function onCluster(): Promise<void> {
           const s = Math.floor(Math.random() * n);
           const ip = `10.248.${i >> 8}.${i & 255}`;
           const slice = await c.client.get<EndpointSlice>(SLICES, { namespace: 'default', name: `b${s}-bench` });
-          slice.endpoints = [slice.endpoints[0]!, { addresses: [ip], conditions: { ready: true }, nodeName: 'elsewhere' }];
+          slice.endpoints = [slice.endpoints?.[0]!, { addresses: [ip], conditions: { ready: true }, nodeName: 'elsewhere' }];
           const seen = new Promise<number>((resolve, reject) => {
             waiting.set(ip, resolve);
             setTimeout(() => reject(new Error(`rule for ${ip} not seen in 10 s`)), 10_000).unref();

@@ -1,16 +1,20 @@
 /**
  * `npm run gen`: turns the Kubernetes API facts (the published OpenAPI v2 document with its
  * descriptions removed, ../shared/data/kubernetes-api/openapi-v2-facts.json) into the committed
- * schema data Berth serves from: src/api/generated/openapi-definitions.json.
+ * schema data Berth serves from, src/api/generated/openapi-definitions.json, and the TypeScript
+ * shapes Berth's code is written against, src/api/generated/types.ts.
  *
- * The output holds, for every kind in SERVED_KINDS below, the name of its definition (and of its
+ * The JSON holds, for every kind in SERVED_KINDS below, the name of its definition (and of its
  * list's), and every definition reachable from them in OpenAPI v3 form (`#/components/schemas/`
  * references, a reference beside other keywords wrapped in `allOf` as the apiserver publishes it).
  * The OpenAPI documents, unknown-field checking and strategic-merge metadata all read it
- * (src/api/api-definitions.ts). A checkout builds without ../shared because the output is committed.
+ * (src/api/api-definitions.ts). types.ts declares one type per definition of that JSON
+ * (generateApiTypes below says how), so the code and the served schemas cannot drift apart. A
+ * checkout builds without ../shared because both outputs are committed.
  *
  * Usage: npm run gen [-- --facts <openapi-v2-facts.json>] [-- --out <dir>]
- *   (the facts path may also come from BERTH_API_FACTS)
+ *   (the facts path may also come from BERTH_API_FACTS; without either, findApiFacts looks for
+ *   shared/data/kubernetes-api/ above the checkout)
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -132,8 +136,8 @@ export interface GeneratedApiData {
 
 const V2_REF = '#/definitions/';
 const V3_REF = '#/components/schemas/';
-const FACTS_DEFAULT = '../shared/data/kubernetes-api/openapi-v2-facts.json';
 export const GENERATED_FILE = 'src/api/generated/openapi-definitions.json';
+export const GENERATED_TYPES_FILE = 'src/api/generated/types.ts';
 
 function isObject(value: unknown): value is Schema {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -248,8 +252,235 @@ export function renderApiData(data: GeneratedApiData): string {
   return `${JSON.stringify(data, null, 1)}\n`;
 }
 
+/**
+ * Definitions whose type is written here rather than read from the facts, because their JSON takes
+ * more than one form. Berth stores a Quantity as its canonical string (src/api/quantity-fields.ts
+ * rewrites `1` as `"1"` on write), so its type is `string` although a number is accepted on input.
+ * A Time is a string or `null`: the zero time is written as `null` (a pod condition's
+ * `lastProbeTime`, a review's `creationTimestamp`), by Kubernetes and by Berth alike. The
+ * JSONSchemaPropsOr… definitions are a schema or an array, a boolean or a string list, which the
+ * facts leave untyped.
+ */
+const WRITTEN_TYPES: Record<string, string> = {
+  'io.k8s.apimachinery.pkg.api.resource.Quantity': 'string',
+  'io.k8s.apimachinery.pkg.util.intstr.IntOrString': 'number | string',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.Time': 'string | null',
+  'io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime': 'string | null',
+  'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray': 'JSONSchemaProps | JSONSchemaProps[]',
+  'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool': 'JSONSchemaProps | boolean',
+  'io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray': 'JSONSchemaProps | string[]',
+};
+
+/** The part of a definition name that says its API group: `core` in io.k8s.api.core.v1.Pod. */
+function groupOf(definition: string): string {
+  const parts = definition.split('.');
+  const version = parts.length - 2;
+  return /^v\d/.test(parts[version] ?? '') ? parts[version - 1]! : parts[version]!;
+}
+
+function versionOf(definition: string): string {
+  const parts = definition.split('.');
+  const version = parts[parts.length - 2] ?? '';
+  return /^v\d/.test(version) ? version : '';
+}
+
+function pascal(word: string): string {
+  return word
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((w) => w[0]!.toUpperCase() + w.slice(1))
+    .join('');
+}
+
+/**
+ * The TypeScript name of every definition. A definition is named by its short name, the last
+ * segment (io.k8s.api.core.v1.PodSpec → PodSpec). When several definitions share a short name, every
+ * one of them is prefixed with its API group (CoreEndpointPort, DiscoveryEndpointPort), or with its
+ * group and version when that still leaves two alike (AutoscalingV1HorizontalPodAutoscaler,
+ * AutoscalingV2HorizontalPodAutoscaler). The rule looks only at the set of names, never at their
+ * order, so it is deterministic; a kind added later can rename an existing shape only by bringing a
+ * definition of the same short name, and src/api/types.ts then says which one the short name means.
+ */
+export function typeNames(definitions: readonly string[]): Map<string, string> {
+  const byShort = new Map<string, string[]>();
+  for (const name of definitions) {
+    const short = name.slice(name.lastIndexOf('.') + 1);
+    byShort.set(short, [...(byShort.get(short) ?? []), name]);
+  }
+  const names = new Map<string, string>();
+  for (const [short, holders] of byShort) {
+    if (holders.length === 1) {
+      names.set(holders[0]!, short);
+      continue;
+    }
+    const groups = holders.map(groupOf);
+    const byGroup = new Set(groups).size === holders.length;
+    for (const holder of holders) {
+      const prefix = byGroup ? pascal(groupOf(holder)) : pascal(groupOf(holder)) + pascal(versionOf(holder));
+      names.set(holder, prefix + short);
+    }
+  }
+  const taken = new Map<string, string>();
+  for (const [definition, name] of names) {
+    const other = taken.get(name);
+    if (other) throw new Error(`gen-api: ${definition} and ${other} would both be named ${name}`);
+    taken.set(name, definition);
+  }
+  return names;
+}
+
+/**
+ * Fields Berth's types hold as always present where the facts leave them optional: every object of
+ * these kinds that Berth stores has them, because its validation refuses one without. Kubernetes'
+ * Go types hold them as struct values, so its objects always carry them as well. (A served kind's
+ * metadata is always present too; generateApiTypes adds it for every kind.)
+ * test/unit/api-definitions.test.ts checks each entry against the registry.
+ */
+export const ALWAYS_PRESENT: Readonly<Record<string, readonly string[]>> = {
+  'io.k8s.api.core.v1.Pod': ['spec'],
+  'io.k8s.api.core.v1.Service': ['spec'],
+  'io.k8s.api.core.v1.PersistentVolumeClaim': ['spec'],
+  'io.k8s.api.core.v1.ReplicationController': ['spec'],
+  'io.k8s.api.core.v1.PodTemplate': ['template'],
+  'io.k8s.api.core.v1.PodTemplateSpec': ['spec'],
+  'io.k8s.api.core.v1.Container': ['image'],
+  'io.k8s.api.apps.v1.Deployment': ['spec'],
+  'io.k8s.api.apps.v1.ReplicaSet': ['spec'],
+  'io.k8s.api.apps.v1.ReplicaSetSpec': ['template'],
+  'io.k8s.api.apps.v1.DaemonSet': ['spec'],
+  'io.k8s.api.apps.v1.StatefulSet': ['spec'],
+  'io.k8s.api.batch.v1.Job': ['spec'],
+  'io.k8s.api.batch.v1.CronJob': ['spec'],
+  'io.k8s.api.batch.v1.JobTemplateSpec': ['spec'],
+  'io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler': ['spec'],
+  'io.k8s.api.autoscaling.v2.HorizontalPodAutoscaler': ['spec'],
+  'io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService': ['spec'],
+};
+
+const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+function union(type: string): string {
+  return type.includes('|') ? `(${type})` : type;
+}
+
+/** The TypeScript type of a v3 schema (a property, an item, a map value or a whole definition). */
+function typeOf(schema: unknown, names: ReadonlyMap<string, string>, indent: string): string {
+  if (!isObject(schema)) return 'unknown';
+  const ref = schema['$ref'];
+  if (typeof ref === 'string') {
+    const name = names.get(ref.slice(V3_REF.length));
+    if (!name) throw new Error(`gen-api: dangling reference ${ref}`);
+    return name;
+  }
+  const allOf = schema['allOf'];
+  if (Array.isArray(allOf) && allOf.length === 1) return typeOf(allOf[0], names, indent);
+  for (const key of ['oneOf', 'anyOf']) {
+    const options = schema[key];
+    if (Array.isArray(options)) return [...new Set(options.map((o) => typeOf(o, names, indent)))].join(' | ');
+  }
+  switch (schema['type']) {
+    case 'string':
+      return 'string';
+    case 'integer':
+    case 'number':
+      return 'number';
+    case 'boolean':
+      return 'boolean';
+    case 'array':
+      return `${union(typeOf(schema['items'], names, indent))}[]`;
+    case 'object': {
+      const properties = schema['properties'];
+      if (isObject(properties)) return objectType(schema, properties, names, indent);
+      const values = schema['additionalProperties'];
+      return `Record<string, ${isObject(values) && Object.keys(values).length > 0 ? typeOf(values, names, indent) : 'unknown'}>`;
+    }
+    default:
+      return 'unknown';
+  }
+}
+
+function objectType(schema: Schema, properties: Schema, names: ReadonlyMap<string, string>, indent: string, alsoRequired: readonly string[] = []): string {
+  const required = new Set([...(Array.isArray(schema['required']) ? (schema['required'] as string[]) : []), ...alsoRequired]);
+  const inner = `${indent}  `;
+  const lines = Object.keys(properties)
+    .sort()
+    .map((name) => `${inner}${IDENTIFIER.test(name) ? name : `'${name}'`}${required.has(name) ? '' : '?'}: ${typeOf(properties[name], names, inner)};`);
+  return `{\n${lines.join('\n')}\n${indent}}`;
+}
+
+/**
+ * src/api/generated/types.ts for the generated data: one exported type per definition, named by
+ * typeNames. A property is optional unless its definition lists it as required; a map is a
+ * `Record<string, T>`; a Quantity is a string, a Time or MicroTime a string or null, an IntOrString
+ * `number | string` (WRITTEN_TYPES, which also gives apiextensions' JSONSchemaPropsOr… their forms);
+ * a definition the facts leave untyped (apiextensions' JSON) is `unknown`. The facts carry no
+ * enums, so enumerated strings are `string`. Berth adds what it guarantees beyond the facts: a
+ * served kind's `metadata` is required (every object Berth stores or serves has one, as KubeObject
+ * says), and so are the fields in ALWAYS_PRESENT.
+ *
+ * The shapes are object type aliases rather than `interface`s: only an alias gets TypeScript's
+ * implicit index signature, so a typed Pod can go wherever any API object goes (KubeObject, a
+ * `Record<string, unknown>` walked by generic code) without a cast.
+ */
+export function generateApiTypes(data: GeneratedApiData): string {
+  const definitions = Object.keys(data.definitions).sort();
+  const names = typeNames(definitions);
+  const kindDefinitions = new Set(data.kinds.map((k) => k.definition));
+  const kindsOf = new Map<string, string[]>();
+  for (const k of data.kinds) {
+    const apiVersion = k.group ? `${k.group}/${k.version}` : k.version;
+    kindsOf.set(k.definition, [...(kindsOf.get(k.definition) ?? []), `${apiVersion} ${k.kind}`]);
+    if (k.listDefinition) kindsOf.set(k.listDefinition, [...(kindsOf.get(k.listDefinition) ?? []), `${apiVersion} ${k.listKind}`]);
+  }
+  const blocks = definitions
+    .map((definition) => ({ definition, name: names.get(definition)! }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+    .map(({ definition, name }) => {
+      const schema = data.definitions[definition]!;
+      const served = kindsOf.get(definition);
+      const note = `/** ${definition}${served ? ` (${served.join(', ')})` : ''} */`;
+      const properties = schema['properties'];
+      let type: string;
+      if (WRITTEN_TYPES[definition]) type = WRITTEN_TYPES[definition];
+      else if (schema['type'] === 'object' && isObject(properties)) {
+        const alsoRequired = [...(kindDefinitions.has(definition) && properties['metadata'] ? ['metadata'] : []), ...(ALWAYS_PRESENT[definition] ?? [])];
+        for (const field of alsoRequired) if (!properties[field]) throw new Error(`gen-api: ${definition} has no field ${field}`);
+        type = objectType(schema, properties, names, '', alsoRequired);
+      } else type = typeOf(schema, names, '');
+      return `${note}\nexport type ${name} = ${type};\n`;
+    });
+  return [
+    '/**',
+    ` * ${data._generated}`,
+    ' *',
+    ' * The shapes of every definition the built-in kinds reach, one type each, named by short name;',
+    ' * names that clash across groups are prefixed with the group (and version): see typeNames and',
+    ' * generateApiTypes in scripts/gen-api.ts. Import them from src/api/types.ts.',
+    ' */',
+    '',
+    ...blocks,
+  ]
+    .join('\n')
+    .replace(/\n+$/, '\n');
+}
+
 /** The facts file as a relative name for the output's note (it names the path the default uses). */
 export const FACTS_NAME = 'shared/data/kubernetes-api/openapi-v2-facts.json';
+
+/**
+ * Where the API facts are: `explicit` (a --facts argument or BERTH_API_FACTS, relative to `root`)
+ * when given, else the first shared/data/kubernetes-api/openapi-v2-facts.json found in `root`'s
+ * parent, its grandparent, and so on up (../shared beside a checkout, ../../shared beside a
+ * worktree). Undefined when nothing is found.
+ */
+export function findApiFacts(root: string, explicit?: string): string | undefined {
+  if (explicit) return path.resolve(root, explicit);
+  for (let dir = path.dirname(path.resolve(root)); ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, FACTS_NAME);
+    if (existsSync(candidate)) return candidate;
+    if (path.dirname(dir) === dir) return undefined;
+  }
+}
 
 function argument(name: string): string | undefined {
   const at = process.argv.indexOf(name);
@@ -259,10 +490,10 @@ function argument(name: string): string | undefined {
 function main(): void {
   // dist/scripts/gen-api.js → the repository root
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const factsPath = path.resolve(root, argument('--facts') ?? process.env['BERTH_API_FACTS'] ?? FACTS_DEFAULT);
+  const factsPath = findApiFacts(root, argument('--facts') ?? process.env['BERTH_API_FACTS']);
   const outDir = path.resolve(root, argument('--out') ?? path.dirname(GENERATED_FILE));
-  if (!existsSync(factsPath)) {
-    process.stderr.write(`gen-api: no API facts at ${factsPath}; pass --facts <openapi-v2-facts.json> or set BERTH_API_FACTS\n`);
+  if (!factsPath || !existsSync(factsPath)) {
+    process.stderr.write(`gen-api: no API facts ${factsPath ? `at ${factsPath}` : `(${FACTS_NAME}) above ${root}`}; pass --facts <openapi-v2-facts.json> or set BERTH_API_FACTS\n`);
     process.exit(1);
   }
   const facts = JSON.parse(readFileSync(factsPath, 'utf8')) as Facts;
@@ -271,6 +502,9 @@ function main(): void {
   const target = path.join(outDir, path.basename(GENERATED_FILE));
   writeFileSync(target, renderApiData(data));
   process.stdout.write(`${target}: ${data.kinds.length} kinds, ${Object.keys(data.definitions).length} definitions\n`);
+  const typesTarget = path.join(outDir, path.basename(GENERATED_TYPES_FILE));
+  writeFileSync(typesTarget, generateApiTypes(data));
+  process.stdout.write(`${typesTarget}: ${Object.keys(data.definitions).length} types\n`);
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) main();

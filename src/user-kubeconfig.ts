@@ -7,9 +7,10 @@
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { KUBE_APISERVER_CLIENT_SIGNER, csrCondition, type CertificateSigningRequest } from './api/certificates.js';
+import { KUBE_APISERVER_CLIENT_SIGNER, csrCondition } from './api/certificates.js';
 import { HttpClient } from './client/http-client.js';
 import { kubeconfigText } from './kubeconfig-text.js';
+import type { CertificateSigningRequest } from './api/types.js';
 
 const CSRS = { group: 'certificates.k8s.io', version: 'v1', plural: 'certificatesigningrequests', namespaced: false };
 

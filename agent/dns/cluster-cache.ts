@@ -4,10 +4,11 @@
  * the reverse maps PTR needs (ClusterIP → Service, endpoint IP → headless Service). The indexes live on
  * the caches, so every watch event keeps them current without a rebuild.
  */
-import { CLUSTER_IP_NONE, SERVICE_NAME_LABEL, type EndpointSlice, type Service } from '../../src/api/services.js';
+import { CLUSTER_IP_NONE, SERVICE_NAME_LABEL } from '../../src/api/services.js';
 import type { Client, ResourceRef } from '../../src/client/client.js';
 import { Indexer, Informer, NAMESPACE_INDEX } from '../../src/client/informer.js';
 import type { ClusterView } from './cluster-records.js';
+import type { EndpointSlice, Service } from '../../src/api/types.js';
 
 export const SERVICES: ResourceRef = { plural: 'services' };
 export const ENDPOINT_SLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };

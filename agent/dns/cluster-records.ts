@@ -15,7 +15,8 @@
  * they go upstream (CoreDNS's `fallthrough in-addr.arpa ip6.arpa`).
  */
 import type { Answer } from 'dns-packet';
-import { CLUSTER_IP_NONE, type Endpoint, type EndpointSlice, type Service, type ServicePort } from '../../src/api/services.js';
+import { CLUSTER_IP_NONE } from '../../src/api/services.js';
+import type { Endpoint, EndpointSlice, Service, ServicePort } from '../../src/api/types.js';
 
 /** CoreDNS's default TTL for cluster records. */
 export const CLUSTER_TTL = 5;

@@ -17,10 +17,10 @@ import { fileURLToPath } from 'node:url';
 import * as dnsPacket from 'dns-packet';
 import dgram from 'node:dgram';
 import type { Logger } from 'pino';
-import type { Service } from '../../src/api/services.js';
 import type { Client } from '../../src/client/client.js';
 import type { ClusterDnsSettings } from '../pod-files.js';
 import { isResolverProcess, processAlive, readResolverPid, RESOLVER_ENTRY, resolverPidFile } from './pid-file.js';
+import type { Service } from '../../src/api/types.js';
 
 export interface NodeDnsOptions {
   dataDir: string;

@@ -8,8 +8,7 @@
  * kubelet refuses to build them from a cache never filled) and is retried when the list lands.
  */
 import type { Logger } from 'pino';
-import type { Pod } from '../../src/api/types.js';
-import type { Service } from '../../src/api/services.js';
+import type { Pod, Service } from '../../src/api/types.js';
 import { ContainerConfigError } from '../config-error.js';
 import { envObjectRefs, resolveEnv } from '../env.js';
 import { serviceEnvironment } from '../services/service-env.js';

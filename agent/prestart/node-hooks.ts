@@ -13,7 +13,6 @@
  * with them.
  */
 import type { Logger } from 'pino';
-import type { Service } from '../../src/api/services.js';
 import type { Client } from '../../src/client/client.js';
 import type { Informer } from '../../src/client/informer.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -32,6 +31,7 @@ import { PrestartRunner } from './runner.js';
 import { SecurityContextHook } from './security-context.js';
 import { TerminationLogHook } from './termination-log.js';
 import { VolumesHook } from './volumes.js';
+import type { Service } from '../../src/api/types.js';
 
 export interface NodePrestartOptions {
   client: Client;

@@ -3,53 +3,12 @@
  * keeps Container open for these fields), the Kubernetes defaults for probe timing, and port resolution
  * (a number, or the name of one of the container's ports). Pure; no I/O.
  */
-import type { Container } from '../../src/api/types.js';
+import type { Container, Lifecycle, LifecycleHandler, Probe } from '../../src/api/types.js';
 
-export interface ExecAction {
-  command?: string[];
-}
+export type { ExecAction, HTTPGetAction, HTTPHeader, Lifecycle, Probe, TCPSocketAction } from '../../src/api/types.js';
 
-export interface HTTPHeader {
-  name: string;
-  value: string;
-}
-
-export interface HTTPGetAction {
-  path?: string;
-  /** number, or the name of a container port */
-  port: number | string;
-  /** defaults to the pod IP */
-  host?: string;
-  scheme?: 'HTTP' | 'HTTPS';
-  httpHeaders?: HTTPHeader[];
-}
-
-export interface TCPSocketAction {
-  port: number | string;
-  host?: string;
-}
-
-/** What a probe or a hook does: exactly one of these is set. */
-export interface Handler {
-  exec?: ExecAction;
-  httpGet?: HTTPGetAction;
-  tcpSocket?: TCPSocketAction;
-  /** lifecycle hooks only */
-  sleep?: { seconds: number };
-}
-
-export interface Probe extends Handler {
-  initialDelaySeconds?: number;
-  timeoutSeconds?: number;
-  periodSeconds?: number;
-  successThreshold?: number;
-  failureThreshold?: number;
-}
-
-export interface Lifecycle {
-  postStart?: Handler;
-  preStop?: Handler;
-}
+/** What a probe or a hook does: one of these is set (`sleep` on lifecycle hooks only). */
+export type Handler = Pick<LifecycleHandler, 'exec' | 'httpGet' | 'tcpSocket' | 'sleep'>;
 
 export type ProbeKind = 'liveness' | 'readiness' | 'startup';
 
@@ -69,7 +28,7 @@ export interface ResolvedProbe {
   failureThreshold: number;
 }
 
-const FIELD: Record<ProbeKind, string> = { liveness: 'livenessProbe', readiness: 'readinessProbe', startup: 'startupProbe' };
+const FIELD: Record<ProbeKind, 'livenessProbe' | 'readinessProbe' | 'startupProbe'> = { liveness: 'livenessProbe', readiness: 'readinessProbe', startup: 'startupProbe' };
 
 /** Display name used in events ("Liveness probe failed: …"). */
 export const PROBE_LABEL: Record<ProbeKind, string> = { liveness: 'Liveness', readiness: 'Readiness', startup: 'Startup' };
@@ -80,7 +39,7 @@ function positiveInt(v: unknown, fallback: number): number {
 
 /** The container's probe of that kind, if it has one with a handler the agent can run. */
 export function probeOf(c: Container, kind: ProbeKind): Probe | undefined {
-  const p = c[FIELD[kind]] as Probe | undefined;
+  const p = c[FIELD[kind]];
   if (!p || typeof p !== 'object') return undefined;
   return p.exec || p.httpGet || p.tcpSocket ? p : undefined;
 }
@@ -100,7 +59,7 @@ export function resolveProbe(p: Probe, kind: ProbeKind): ResolvedProbe {
 }
 
 export function lifecycleOf(c: Container): Lifecycle | undefined {
-  const l = c.lifecycle as Lifecycle | undefined;
+  const l = c.lifecycle;
   return l && typeof l === 'object' ? l : undefined;
 }
 

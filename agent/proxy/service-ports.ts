@@ -6,15 +6,8 @@
  * Services and ExternalName Services get nothing; endpoints are the ready ones, or, when none is ready,
  * the serving-and-terminating ones; a Local traffic policy keeps only the endpoints on this node.
  */
-import {
-  CLUSTER_IP_NONE,
-  DEFAULT_CLIENT_IP_AFFINITY_SECONDS,
-  SERVICE_NAME_LABEL,
-  SERVICE_PROXY_NAME_LABEL,
-  type EndpointSlice,
-  type Service,
-  type ServiceProtocol,
-} from '../../src/api/services.js';
+import { CLUSTER_IP_NONE, DEFAULT_CLIENT_IP_AFFINITY_SECONDS, SERVICE_NAME_LABEL, SERVICE_PROXY_NAME_LABEL } from '../../src/api/services.js';
+import type { EndpointSlice, Service } from '../../src/api/types.js';
 
 export interface ProxyEndpoint {
   ip: string;
@@ -60,7 +53,7 @@ export function sliceService(slice: EndpointSlice): string | undefined {
   return name ? `${slice.metadata.namespace ?? ''}/${name}` : undefined;
 }
 
-const PROTOCOLS: Record<ServiceProtocol, ServicePortPlan['protocol']> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
+const PROTOCOLS: Record<string, ServicePortPlan['protocol'] | undefined> = { TCP: 'tcp', UDP: 'udp', SCTP: 'sctp' };
 
 interface Candidate extends ProxyEndpoint {
   ready: boolean;

@@ -13,7 +13,6 @@
  *   restarting; the next agent's start-up rebuild takes over from them.
  */
 import type { Logger } from 'pino';
-import type { EndpointSlice, Service } from '../../src/api/services.js';
 import type { Client, ResourceRef } from '../../src/client/client.js';
 import { Informer, keyOf } from '../../src/client/informer.js';
 import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService, type RenderOptions } from './nft-rules.js';
@@ -22,6 +21,7 @@ import { DEFAULT_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
 import type { NftExecutor } from './nft-executor.js';
 import { planServicePorts, sliceService } from './service-ports.js';
 import { staleUdpFilters, udpPorts, type ConntrackExecutor, type UdpPortView } from './udp-conntrack.js';
+import type { EndpointSlice, Service } from '../../src/api/types.js';
 
 export const SERVICES: ResourceRef = { plural: 'services' };
 export const ENDPOINT_SLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };

@@ -5,7 +5,6 @@
  * does not wait for the first table build; failures are logged and retried by the proxy).
  */
 import type { Logger } from 'pino';
-import type { Service } from '../../src/api/services.js';
 import type { Client } from '../../src/client/client.js';
 import type { Informer } from '../../src/client/informer.js';
 import { ensureDnatForwardAccepted } from './forward-accept.js';
@@ -13,6 +12,7 @@ import { startHairpinKeeper } from './hairpin.js';
 import { NftCommand, type NftExecutor } from './nft-executor.js';
 import { ServiceProxy } from './service-proxy.js';
 import { ConntrackCommand } from './udp-conntrack.js';
+import type { Service } from '../../src/api/types.js';
 
 export interface StartServiceProxyOptions {
   client: Client;

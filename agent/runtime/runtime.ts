@@ -138,6 +138,12 @@ export class ImagePullError extends Error {
   }
 }
 
+/** The container's imagePullPolicy, or the default when it is unset (validation refuses any other value). */
+export function pullPolicyOf(c: { image: string; imagePullPolicy?: string }): PullPolicy {
+  const policy = c.imagePullPolicy;
+  return policy === 'Always' || policy === 'IfNotPresent' || policy === 'Never' ? policy : defaultPullPolicy(c.image);
+}
+
 /** Policy Kubernetes applies when imagePullPolicy is unset: Always for `:latest` or untagged, else IfNotPresent. */
 export function defaultPullPolicy(image: string): PullPolicy {
   if (image.includes('@')) return 'IfNotPresent';

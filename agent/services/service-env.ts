@@ -7,7 +7,8 @@
  * (headless, ExternalName) give none. A Service of the pod's own namespace named `kubernetes`
  * takes the place of the default one when links are enabled, as upstream. Pure.
  */
-import { CLUSTER_IP_NONE, type Service } from '../../src/api/services.js';
+import { CLUSTER_IP_NONE } from '../../src/api/services.js';
+import type { Service } from '../../src/api/types.js';
 
 /** The Services of `default` every pod gets variables for, whatever enableServiceLinks says. */
 const MASTER_SERVICES = new Set(['kubernetes']);

@@ -8,9 +8,9 @@
  * Listeners hear when the first list lands (containers waiting for it are retried then).
  */
 import type { Logger } from 'pino';
-import type { Service } from '../../src/api/services.js';
 import type { Client, ResourceRef } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
+import type { Service } from '../../src/api/types.js';
 
 export const SERVICES: ResourceRef = { plural: 'services' };
 

@@ -5,9 +5,8 @@
  * caches and refreshes it). Pure apart from reading the objects and tokens; atomic-writer.ts puts the
  * result on disk.
  */
-import type { Pod } from '../../src/api/types.js';
+import type { ConfigMap, Pod, Secret } from '../../src/api/types.js';
 import { objectKey, type ConfigObjectReader } from '../config-reader.js';
-import type { ConfigMap, Secret } from '../../src/api/config-objects.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../downward-api.js';
 import type { Payload } from './atomic-writer.js';
 import type { TokenSpec } from './service-account-tokens.js';

@@ -3,7 +3,7 @@
  * the well-known signer names and the key usages Kubernetes knows. Validation lives with the kind
  * (src/registry/kinds/certificates.ts), signing in src/controllers/csr-signing/.
  */
-import type { KubeObject } from './types.js';
+import type { CertificateSigningRequest, CertificateSigningRequestCondition } from './types.js';
 
 export const CERTIFICATES_GROUP = 'certificates.k8s.io';
 
@@ -13,39 +13,6 @@ export const KUBE_APISERVER_CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client
 export const KUBE_APISERVER_CLIENT_KUBELET_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 
 export type CsrConditionType = 'Approved' | 'Denied' | 'Failed';
-
-export interface CertificateSigningRequestCondition {
-  type: CsrConditionType | string;
-  status: 'True' | 'False' | 'Unknown' | string;
-  reason?: string;
-  message?: string;
-  lastUpdateTime?: string;
-  lastTransitionTime?: string;
-}
-
-export interface CertificateSigningRequestSpec {
-  /** base64 of the PEM certificate request */
-  request: string;
-  signerName: string;
-  expirationSeconds?: number;
-  usages?: string[];
-  /** set by the server from the requester, whatever the client sent */
-  username?: string;
-  uid?: string;
-  groups?: string[];
-  extra?: Record<string, string[]>;
-}
-
-export interface CertificateSigningRequestStatus {
-  conditions?: CertificateSigningRequestCondition[];
-  /** base64 of the issued PEM certificate(s) */
-  certificate?: string;
-}
-
-export interface CertificateSigningRequest extends KubeObject {
-  spec: CertificateSigningRequestSpec;
-  status?: CertificateSigningRequestStatus;
-}
 
 /** Every key usage Kubernetes accepts in spec.usages, sorted as its validation lists them. */
 export const KEY_USAGES = [

@@ -2,27 +2,9 @@
  * coordination.k8s.io/v1 Lease as node agents use it for heartbeats: the shape and the few
  * constants both sides need, free of validation and server code so the agent stays small.
  */
-import type { KubeObject } from './types.js';
-
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  /** MicroTime: RFC 3339 with microseconds */
-  acquireTime?: string;
-  /** MicroTime: the holder's last renewal */
-  renewTime?: string;
-  leaseTransitions?: number;
-  [extra: string]: unknown;
-}
-
-export interface Lease extends KubeObject {
-  spec?: LeaseSpec;
-}
 
 /** The namespace node heartbeats live in. */
 export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
-
-export const LEASES_REF = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
 
 /** MicroTime in Kubernetes' wire form: 2006-01-02T15:04:05.000000Z. */
 export function microTime(ms: number): string {

@@ -25,11 +25,11 @@ function isEmpty(value: unknown): boolean {
 
 /** Removes, in place, the omitempty fields of `obj` that hold an empty map or list. */
 export function omitEmptyFields(group: string, kind: string, obj: KubeObject): void {
-  const meta = obj.metadata as Record<string, unknown> | undefined;
+  const meta: Record<string, unknown> | undefined = obj.metadata;
   if (meta && typeof meta === 'object') {
     for (const field of METADATA_FIELDS) if (isEmpty(meta[field])) delete meta[field];
   }
   const fields = group === '' ? KIND_FIELDS[kind] : undefined;
-  const record = obj as unknown as Record<string, unknown>;
+  const record: Record<string, unknown> = obj;
   for (const field of fields ?? []) if (isEmpty(record[field])) delete record[field];
 }

@@ -4,9 +4,10 @@
  * (so the ServiceAccount admission checks the account it names), and a pod shows both once its
  * account is set.
  */
+import type { PodSpec } from './types.js';
 
-/** A pod spec as stored (its account fields are not typed yet). */
-type SpecWithAccount = { [field: string]: unknown };
+/** The account fields of a pod spec. */
+type SpecWithAccount = Pick<PodSpec, 'serviceAccount' | 'serviceAccountName'>;
 
 /** Fills `serviceAccountName` from the deprecated `serviceAccount` when only the latter is given. */
 export function adoptDeprecatedServiceAccount(spec: SpecWithAccount): void {

@@ -5,6 +5,7 @@
  */
 import { errors } from './errors.js';
 import { labelValueErrors, qualifiedNameErrors } from './validation/names.js';
+import type { LabelSelector as LabelSelectorObject } from './types.js';
 
 // ---------------------------------------------------------------- label selectors
 
@@ -291,19 +292,6 @@ export function matchesLabels(sel: LabelSelector, labels?: Record<string, string
   if (sel.matchesNothing) return false;
   const actual = labels ?? {};
   return sel.requirements.every((r) => requirementMatches(r, actual));
-}
-
-/** metav1.LabelSelectorRequirement as written in specs. */
-export interface LabelSelectorRequirementObject {
-  key: string;
-  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | string;
-  values?: string[];
-}
-
-/** metav1.LabelSelector as written in specs (`spec.selector` of a ReplicaSet, …). */
-export interface LabelSelectorObject {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: LabelSelectorRequirementObject[];
 }
 
 const OBJECT_OPERATORS: Record<string, LabelOperator> = { In: 'In', NotIn: 'NotIn', Exists: 'Exists', DoesNotExist: 'DoesNotExist' };

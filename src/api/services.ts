@@ -4,119 +4,12 @@
  * plane (the kinds' strategies, the allocators, the EndpointSlice controller) and the agent (the
  * service proxy, cluster DNS, service environment variables).
  */
-import type { KubeObject } from './types.js';
+import { formatIpv4, parseCidr } from './cidr.js';
 
 export type ServiceType = 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
 export type ServiceProtocol = 'TCP' | 'UDP' | 'SCTP';
 export type TrafficPolicy = 'Cluster' | 'Local';
 export type SessionAffinity = 'None' | 'ClientIP';
-
-export interface ServicePort {
-  name?: string;
-  protocol?: ServiceProtocol;
-  port: number;
-  /** a number, or the name of a container port (resolved per pod) */
-  targetPort?: number | string;
-  nodePort?: number;
-  appProtocol?: string;
-}
-
-export interface ServiceSpec {
-  type?: ServiceType;
-  selector?: Record<string, string>;
-  ports?: ServicePort[];
-  /** an IP, "None" for a headless Service, or "" to have one allocated */
-  clusterIP?: string;
-  clusterIPs?: string[];
-  ipFamilies?: string[];
-  ipFamilyPolicy?: string;
-  externalName?: string;
-  externalIPs?: string[];
-  sessionAffinity?: SessionAffinity;
-  sessionAffinityConfig?: { clientIP?: { timeoutSeconds?: number } };
-  publishNotReadyAddresses?: boolean;
-  internalTrafficPolicy?: TrafficPolicy;
-  externalTrafficPolicy?: TrafficPolicy;
-  healthCheckNodePort?: number;
-  allocateLoadBalancerNodePorts?: boolean;
-  loadBalancerClass?: string;
-  loadBalancerIP?: string;
-  loadBalancerSourceRanges?: string[];
-}
-
-export interface LoadBalancerIngress {
-  ip?: string;
-  hostname?: string;
-  ipMode?: 'VIP' | 'Proxy';
-}
-
-export interface ServiceStatus {
-  loadBalancer?: { ingress?: LoadBalancerIngress[] };
-  conditions?: Array<{ type: string; status: string; reason?: string; message?: string; lastTransitionTime?: string; observedGeneration?: number }>;
-}
-
-export interface Service extends KubeObject {
-  spec?: ServiceSpec;
-  status?: ServiceStatus;
-}
-
-export interface ObjectReference {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  resourceVersion?: string;
-  apiVersion?: string;
-}
-
-// ---------- discovery.k8s.io/v1 EndpointSlice ----------
-
-export interface EndpointConditions {
-  ready?: boolean;
-  serving?: boolean;
-  terminating?: boolean;
-}
-
-export interface Endpoint {
-  addresses: string[];
-  conditions?: EndpointConditions;
-  hostname?: string;
-  targetRef?: ObjectReference;
-  nodeName?: string;
-  zone?: string;
-}
-
-export interface EndpointPort {
-  name?: string;
-  protocol?: ServiceProtocol;
-  port?: number;
-  appProtocol?: string;
-}
-
-export interface EndpointSlice extends KubeObject {
-  addressType: 'IPv4' | 'IPv6' | 'FQDN';
-  endpoints: Endpoint[];
-  ports?: EndpointPort[];
-}
-
-// ---------- core/v1 Endpoints (the legacy view kubectl describe reads) ----------
-
-export interface EndpointAddress {
-  ip: string;
-  hostname?: string;
-  nodeName?: string;
-  targetRef?: ObjectReference;
-}
-
-export interface EndpointSubset {
-  addresses?: EndpointAddress[];
-  notReadyAddresses?: EndpointAddress[];
-  ports?: Array<{ name?: string; port: number; protocol?: ServiceProtocol; appProtocol?: string }>;
-}
-
-export interface Endpoints extends KubeObject {
-  subsets?: EndpointSubset[];
-}
 
 // ---------- constants Kubernetes fixes ----------
 
@@ -145,3 +38,17 @@ export const DEFAULT_CLUSTER_DOMAIN = 'cluster.local';
 export const DEFAULT_CLIENT_IP_AFFINITY_SECONDS = 10800;
 /** The headless marker in spec.clusterIP. */
 export const CLUSTER_IP_NONE = 'None';
+
+/** The addresses a service CIDR hands out: all but its network and broadcast addresses. */
+export function serviceIPRange(cidrText: string): { first: number; size: number; cidr: string } {
+  const cidr = parseCidr(cidrText);
+  if (cidr.prefix > 30) throw new Error(`service cluster IP range ${cidrText} is too small: it needs at least 2 usable addresses`);
+  return { first: cidr.base + 1, size: 2 ** (32 - cidr.prefix) - 2, cidr: `${formatIpv4(cidr.base)}/${cidr.prefix}` };
+}
+
+/** The Nth usable address of the range (index 0 is the `kubernetes` Service's). */
+export function serviceIPAt(cidrText: string, indexInRange: number): string {
+  const range = serviceIPRange(cidrText);
+  if (indexInRange < 0 || indexInRange >= range.size) throw new Error(`index ${indexInRange} is outside ${cidrText}`);
+  return formatIpv4(range.first + indexInRange);
+}

@@ -5,35 +5,7 @@
  * itself and serving its resources are src/registry/kinds/apiextensions.ts's.
  */
 import type { FieldError } from '../api/errors.js';
-
-/** The structural subset of OpenAPI v3 that CRDs use (apiextensions.k8s.io/v1 JSONSchemaProps). */
-export interface JSONSchemaProps {
-  type?: 'object' | 'array' | 'string' | 'integer' | 'number' | 'boolean';
-  properties?: Record<string, JSONSchemaProps>;
-  additionalProperties?: JSONSchemaProps | boolean;
-  items?: JSONSchemaProps;
-  required?: string[];
-  enum?: unknown[];
-  pattern?: string;
-  minimum?: number;
-  maximum?: number;
-  exclusiveMinimum?: boolean;
-  exclusiveMaximum?: boolean;
-  minLength?: number;
-  maxLength?: number;
-  minItems?: number;
-  maxItems?: number;
-  minProperties?: number;
-  maxProperties?: number;
-  default?: unknown;
-  nullable?: boolean;
-  format?: string;
-  description?: string;
-  'x-kubernetes-preserve-unknown-fields'?: boolean;
-  'x-kubernetes-int-or-string'?: boolean;
-  'x-kubernetes-embedded-resource'?: boolean;
-  [other: string]: unknown;
-}
+import type { JSONSchemaProps } from '../api/types.js';
 
 const ROOT_KEEP = new Set(['apiVersion', 'kind', 'metadata']);
 
@@ -118,7 +90,9 @@ function walk(value: unknown, s: JSONSchemaProps, path: string, errors: FieldErr
   if (Array.isArray(value)) {
     if (s.minItems !== undefined && value.length < s.minItems) errors.push({ field: path, type: 'FieldValueInvalid', message: `Invalid value: ${value.length}: ${path} in body should have at least ${s.minItems} items` });
     if (s.maxItems !== undefined && value.length > s.maxItems) errors.push({ field: path, type: 'FieldValueTooMany', message: `Too many: ${value.length}: must have at most ${s.maxItems} items` });
-    if (s.items) return value.map((v, i) => walk(v, s.items!, `${path}[${i}]`, errors));
+    // A list of schemas (one per position) is not structural; Kubernetes refuses it in a CRD.
+    const items = s.items;
+    if (items && !Array.isArray(items)) return value.map((v, i) => walk(v, items, `${path}[${i}]`, errors));
     return value;
   }
   if (actual === 'object') {

@@ -15,10 +15,10 @@ import { NODE_LEASE_NAMESPACE } from '../api/lease.js';
 import { parseFieldSelector, type FieldRequirement } from '../api/selectors.js';
 import type { NodeReachableResource } from './node-graph.js';
 import type { UserInfo } from '../api/user-info.js';
-import type { PolicyRule, RoleRef } from '../registry/kinds/rbac.js';
 import type { RbacRules, UserRules } from './rbac/rbac-authorizer.js';
 import { covers } from './rbac/rule-matching.js';
 import type { Identity } from './tokens.js';
+import type { PolicyRule, RoleRef } from '../api/types.js';
 
 export interface RequestAttributes {
   /** lower-case HTTP method for non-resource requests (`get` for GET and HEAD), else the API verb */

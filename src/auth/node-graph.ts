@@ -31,7 +31,7 @@ export function podReferences(pod: Pod): string[] {
     if (typeof name === 'string' && name) refs.add(reachKey(resource, ns, name));
   };
   add('pods', pod.metadata.name);
-  const spec = pod.spec as unknown as Record<string, unknown> & { volumes?: Array<Record<string, any>>; imagePullSecrets?: Array<{ name?: string }> };
+  const spec = pod.spec;
   add('serviceaccounts', spec.serviceAccountName ?? spec.serviceAccount ?? 'default');
   for (const s of spec.imagePullSecrets ?? []) add('secrets', s?.name);
   for (const v of spec.volumes ?? []) {
@@ -40,22 +40,21 @@ export function podReferences(pod: Pod): string[] {
     add('configmaps', v.configMap?.name);
     add('persistentvolumeclaims', v.persistentVolumeClaim?.claimName);
     if (v.ephemeral) add('persistentvolumeclaims', `${pod.metadata.name}-${v.name}`);
-    for (const source of (v.projected?.sources ?? []) as Array<Record<string, any>>) {
+    for (const source of v.projected?.sources ?? []) {
       add('secrets', source?.secret?.name);
       add('configmaps', source?.configMap?.name);
     }
     // Volume plugins that take credentials from a Secret in the pod's namespace.
     add('secrets', v.azureFile?.secretName);
-    for (const plugin of ['cephfs', 'cinder', 'flexVolume', 'rbd', 'scaleIO', 'iscsi', 'storageos']) add('secrets', v[plugin]?.secretRef?.name);
+    for (const plugin of [v.cephfs, v.cinder, v.flexVolume, v.rbd, v.scaleIO, v.iscsi, v.storageos]) add('secrets', plugin?.secretRef?.name);
     add('secrets', v.csi?.nodePublishSecretRef?.name);
   }
-  const containers = [...((spec.initContainers ?? []) as unknown[]), ...((spec.containers ?? []) as unknown[]), ...((spec.ephemeralContainers ?? []) as unknown[])] as Array<Record<string, any>>;
-  for (const c of containers) {
-    for (const from of (c?.envFrom ?? []) as Array<Record<string, any>>) {
+  for (const c of [...(spec.initContainers ?? []), ...(spec.containers ?? []), ...(spec.ephemeralContainers ?? [])]) {
+    for (const from of c?.envFrom ?? []) {
       add('configmaps', from?.configMapRef?.name);
       add('secrets', from?.secretRef?.name);
     }
-    for (const e of (c?.env ?? []) as Array<Record<string, any>>) {
+    for (const e of c?.env ?? []) {
       add('configmaps', e?.valueFrom?.configMapKeyRef?.name);
       add('secrets', e?.valueFrom?.secretKeyRef?.name);
     }

@@ -4,6 +4,7 @@
  * as Kubernetes spells them. Its implementations are HttpClient (http-client.ts, over the network) and
  * LocalClient (local-client.ts, inside the control plane).
  */
+import { EVENTS, NAMESPACES, NODES, PODS } from '../api/identities.js';
 import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
 
 /** Which resource a call addresses. `group` '' (default) is the core group; `version` defaults to v1. */
@@ -93,9 +94,5 @@ export function resourcePath(
   return path;
 }
 
-export const CORE = {
-  pods: { plural: 'pods' } as ResourceRef,
-  nodes: { plural: 'nodes', namespaced: false } as ResourceRef,
-  namespaces: { plural: 'namespaces', namespaced: false } as ResourceRef,
-  events: { plural: 'events' } as ResourceRef,
-};
+/** The core kinds most callers need, by resource (their identities are src/api/identities.ts's). */
+export const CORE: Readonly<Record<'pods' | 'nodes' | 'namespaces' | 'events', ResourceRef>> = { pods: PODS, nodes: NODES, namespaces: NAMESPACES, events: EVENTS };

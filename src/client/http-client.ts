@@ -286,7 +286,7 @@ export class HttpClient implements Client {
             }
             if (ev.type === 'ERROR') {
               // The server ends a watch it cannot continue (e.g. 410 Gone) with an ERROR event carrying a Status.
-              const st = ev.object as unknown as Status;
+              const st: Status = ev.object;
               finish(new ApiError((st.reason as StatusReason) ?? 'InternalError', st.message ?? 'watch error'));
               r.destroy();
               return;

@@ -7,9 +7,9 @@
 import { errors } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import { handleResourceRequest } from '../requests/resource-handlers.js';
 import { PATCH_CONTENT_TYPES, type Client, type DeleteRequest, type ListQuery, type PatchRequest, type ResourceRef, type WatchHandle, type WatchRequest } from './client.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 /**
  * The `Client` for code running inside the control plane (controllers, the scheduler): the same

@@ -26,7 +26,7 @@ import { NodeIpamController } from './node-ipam/node-ipam.js';
 import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
 import { RootCAPublisher } from './serviceaccount/root-ca-publisher.js';
 import { ServiceAccountsController } from './serviceaccount/serviceaccounts-controller.js';
-import { REPLICATIONCONTROLLERS, ReplicaSetController } from './replicaset/replicaset-controller.js';
+import { REPLICATIONCONTROLLER_KIND, ReplicaSetController } from './replicaset/replicaset-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
 import { SystemServicesController } from './system-services/system-services.js';
@@ -74,7 +74,7 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'node-ipam', build: (ctx, s) => new NodeIpamController({ ...ctx, clusterCidr: s.clusterCidr, nodeCidrMaskSize: s.nodeCidrMaskSize }) }),
   controller({ name: 'namespace', build: (ctx, s) => new NamespaceController({ ...ctx, resources: () => s.registry.resources() }) }),
   controller({ name: 'replicaset', build: (ctx) => new ReplicaSetController(ctx) }),
-  controller({ name: 'replicationcontroller', build: (ctx) => new ReplicaSetController({ ...ctx, kind: REPLICATIONCONTROLLERS }) }),
+  controller({ name: 'replicationcontroller', build: (ctx) => new ReplicaSetController({ ...ctx, kind: REPLICATIONCONTROLLER_KIND }) }),
   controller({ name: 'deployment', build: (ctx) => new DeploymentController(ctx) }),
   controller({ name: 'garbage-collector', build: (ctx, s) => new GarbageCollector({ ...ctx, resources: () => s.registry.resources() }) }),
   controller({ name: 'event-ttl', build: (ctx, s) => new EventTTLController({ ...ctx, ttlMs: s.eventTTLMs }) }),

@@ -4,7 +4,7 @@
  */
 import type { KubeObject } from '../api/types.js';
 import type { UserInfo } from '../api/user-info.js';
-import type { ResourceInfo } from './resource-info.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 /** `object` is the object to be stored (mutable for mutating plugins). */
 export interface AdmissionAttributes {

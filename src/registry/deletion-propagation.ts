@@ -10,9 +10,8 @@
  * not cancel a foreground deletion in progress).
  */
 import { errors } from '../api/errors.js';
+import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from '../api/finalizers.js';
 
-export const ORPHAN_FINALIZER = 'orphan';
-export const FOREGROUND_FINALIZER = 'foregroundDeletion';
 export const PROPAGATION_POLICIES = ['Background', 'Foreground', 'Orphan'] as const;
 
 /**

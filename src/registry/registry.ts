@@ -12,7 +12,6 @@ import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, a
 import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
 import type { UserInfo } from '../api/user-info.js';
 import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../storage/backend.js';
-import { apiVersionOf, type ResourceInfo } from './resource-info.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
 import { baseSelectableFields, type HookStore, type KindStrategy, type StoreHookTransaction } from './strategy.js';
 import type { AdmissionAttributes } from './admission-attributes.js';
@@ -23,6 +22,7 @@ import { canonicalizeQuantities } from '../api/quantity-fields.js';
 import { omitEmptyFields } from '../api/omit-empty.js';
 import { DEFAULT_SERIALIZED_ITEMS_CACHE, SerializedObjectCache } from './serialized-objects.js';
 import { LatestLists } from './latest-lists.js';
+import { apiVersionOf, type ResourceInfo } from '../api/identities.js';
 
 export interface Clock {
   now(): number;

@@ -18,10 +18,11 @@
  * ask for them.
  */
 import { errors, type FieldError } from '../api/errors.js';
-import { formatIpv4, parseCidr, parseIpv4 } from '../api/cidr.js';
-import { CLUSTER_IP_NONE, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, type Service } from '../api/services.js';
+import { formatIpv4, parseIpv4 } from '../api/cidr.js';
+import { CLUSTER_IP_NONE, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVICE_NODE_PORT_RANGE, serviceIPRange } from '../api/services.js';
 import { fieldErrors } from '../api/validation.js';
 import type { StoreHookContext, StoreHookTransaction, StoreHooks } from './strategy.js';
+import type { Service } from '../api/types.js';
 
 export interface ServiceAllocationConfig {
   /** --service-cluster-ip-range (an IPv4 CIDR) */
@@ -48,20 +49,6 @@ export function parsePortRange(text: string): { first: number; last: number } {
   const last = text.includes('+') ? first + Number(m[2]) : Number(m[2]);
   if (!(first >= 1 && last <= 65535 && first <= last)) throw new Error(`"${text}" is not a port range within 1-65535`);
   return { first, last };
-}
-
-/** The addresses a service CIDR hands out: all but its network and broadcast addresses. */
-export function serviceIPRange(cidrText: string): { first: number; size: number; cidr: string } {
-  const cidr = parseCidr(cidrText);
-  if (cidr.prefix > 30) throw new Error(`service cluster IP range ${cidrText} is too small: it needs at least 2 usable addresses`);
-  return { first: cidr.base + 1, size: 2 ** (32 - cidr.prefix) - 2, cidr: `${formatIpv4(cidr.base)}/${cidr.prefix}` };
-}
-
-/** The Nth usable address of the range (index 0 is the `kubernetes` Service's). */
-export function serviceIPAt(cidrText: string, indexInRange: number): string {
-  const range = serviceIPRange(cidrText);
-  if (indexInRange < 0 || indexInRange >= range.size) throw new Error(`index ${indexInRange} is outside ${cidrText}`);
-  return formatIpv4(range.first + indexInRange);
 }
 
 /** Who holds an allocation: the value of its key. */

@@ -8,8 +8,8 @@ import type { FieldError } from '../api/errors.js';
 import type { KubeList, KubeObject } from '../api/types.js';
 import type { MessageTable } from '../api/protobuf/schema.js';
 import type { UserInfo } from '../api/user-info.js';
-import type { ResourceInfo } from './resource-info.js';
 import type { ColumnProvider } from './table-columns.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 /**
  * Per-kind behaviour the generic registry consults: defaults, validation, which fields field

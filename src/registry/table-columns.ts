@@ -5,8 +5,8 @@
  * additionalPrinterColumns). Rendering a Table for a request is the server's job (src/server/tables.ts);
  * this module only knows how one object becomes one row.
  */
-import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../api/selectors.js';
-import type { KubeObject } from '../api/types.js';
+import { labelSelectorFromObject, labelSelectorToString } from '../api/selectors.js';
+import type { KubeObject, LabelSelector } from '../api/types.js';
 
 export interface TableColumnDefinition {
   name: string;
@@ -116,7 +116,7 @@ export const DEFAULT_COLUMN_PROVIDER: ColumnProvider = {
 export interface PodTemplateOwner {
   metadata: KubeObject['metadata'];
   spec?: {
-    selector?: LabelSelectorObject;
+    selector?: LabelSelector;
     template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
   };
 }

@@ -18,17 +18,11 @@
  *    deleted. The disruption controller drops the record when the pod goes, or after 2 minutes.
  */
 import { ApiError, isApiError } from '../api/errors.js';
-import type { KubeObject, Pod, Status } from '../api/types.js';
-import {
-  DISRUPTION_BUDGET_CAUSE,
-  metaTime,
-  pdbSelectsPod,
-  setDisruptionAllowedCondition,
-  type PodDisruptionBudget,
-} from '../registry/kinds/policy.js';
+import type { KubeObject, Pod, PodDisruptionBudget, Status } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { HandlerResult } from './request.js';
+import type { ResourceInfo } from '../api/identities.js';
+import { DISRUPTION_BUDGET_CAUSE, metaTime, pdbSelectsPod, setDisruptionAllowedCondition } from '../api/disruption-budget.js';
 
 /** Upstream's limit on status.disruptedPods: past it, evictions are refused until the controller catches up. */
 export const MAX_DISRUPTED_POD_SIZE = 2000;
@@ -114,18 +108,19 @@ async function spendBudget(a: {
     const status = pdb.status ?? { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 };
     const pdbName = pdb.metadata.name ?? '';
     if ((status.observedGeneration ?? 0) < (pdb.metadata.generation ?? 0)) throw tooManyRequests(pdbName);
-    if (status.disruptionsAllowed < 0) throw forbidden(pdbName, 'pdb disruptions allowed is negative');
+    const disruptionsAllowed = status.disruptionsAllowed ?? 0;
+    if (disruptionsAllowed < 0) throw forbidden(pdbName, 'pdb disruptions allowed is negative');
     if (Object.keys(status.disruptedPods ?? {}).length > MAX_DISRUPTED_POD_SIZE) {
       throw forbidden(pdbName, 'DisruptedPods map too big - too many evictions not confirmed by PDB controller');
     }
-    if (status.disruptionsAllowed === 0) {
+    if (disruptionsAllowed === 0) {
       throw new ApiError('TooManyRequests', VIOLATES_BUDGET_MESSAGE, {
-        causes: [{ reason: DISRUPTION_BUDGET_CAUSE, message: `The disruption budget ${pdbName} needs ${status.desiredHealthy} healthy pods and has ${status.currentHealthy} currently` }],
+        causes: [{ reason: DISRUPTION_BUDGET_CAUSE, message: `The disruption budget ${pdbName} needs ${status.desiredHealthy ?? 0} healthy pods and has ${status.currentHealthy ?? 0} currently` }],
       });
     }
     const next: PodDisruptionBudget = structuredClone(pdb);
     const nextStatus = (next.status = structuredClone(status));
-    nextStatus.disruptionsAllowed--;
+    nextStatus.disruptionsAllowed = disruptionsAllowed - 1;
     if (nextStatus.disruptionsAllowed === 0) setDisruptionAllowedCondition(nextStatus, a.now());
     if (a.dryRun) return;
     nextStatus.disruptedPods = { ...(nextStatus.disruptedPods ?? {}), [a.podName]: metaTime(a.now()) };
@@ -158,7 +153,8 @@ function pinVersionFor(pod: Pod): boolean {
 function unhealthyPodMayGo(pdb: PodDisruptionBudget): boolean {
   if (pdb.spec?.unhealthyPodEvictionPolicy === 'AlwaysAllow') return true;
   const status = pdb.status;
-  return !!status && status.currentHealthy >= status.desiredHealthy && status.desiredHealthy > 0;
+  const desiredHealthy = status?.desiredHealthy ?? 0;
+  return (status?.currentHealthy ?? 0) >= desiredHealthy && desiredHealthy > 0;
 }
 
 function podIsReady(pod: Pod): boolean {

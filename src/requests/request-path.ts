@@ -1,6 +1,6 @@
 /** Resolves a Kubernetes REST path (/api/v1/..., /apis/<group>/<version>/...) to a served resource. */
 import { errors } from '../api/errors.js';
-import { servesVersion, type ResourceInfo } from '../registry/resource-info.js';
+import { type ResourceInfo, servesVersion } from '../api/identities.js';
 
 /** A REST path resolved against the served resources. */
 export interface ResourceTarget {

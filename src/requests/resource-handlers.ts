@@ -14,7 +14,6 @@ import { builtinKindSchema } from '../api/api-definitions.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject, Pod } from '../api/types.js';
 import type { DeleteOptions, Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import { isoSeconds } from '../registry/registry.js';
 import { serverSideApply } from '../registry/field-manager.js';
 import type { ApiRequest, HandlerResult } from './request.js';
@@ -26,6 +25,7 @@ import { handleVirtualCreate } from './virtual-create.js';
 import { readListOptions } from '../registry/list-options.js';
 import { readDeleteOptionsBody, readDeleteOptionsQuery, readWriteOptions, resolveDeleteOptions, type DeleteOptionsInput } from '../api/query-parameters.js';
 import { defaultTypeMeta } from './type-meta.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 const STREAMING_SUBRESOURCES = new Set(['attach', 'exec', 'log', 'portforward']);
 

@@ -8,18 +8,13 @@ import { decodeBody } from '../api/body.js';
 import { errors } from '../api/errors.js';
 import { readWriteOptions } from '../api/query-parameters.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
-import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../api/selectors.js';
-import type { KubeObject } from '../api/types.js';
+import { labelSelectorFromObject, labelSelectorToString } from '../api/selectors.js';
+import type { KubeObject, LabelSelector, Scale, ScaleStatus } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { ApiRequest, HandlerResult } from './request.js';
 import { decodeTypedBody } from './type-meta.js';
+import type { ResourceInfo } from '../api/identities.js';
 
-
-export interface ScaleObject extends KubeObject {
-  spec: { replicas?: number };
-  status: { replicas: number; selector?: string };
-}
 
 /** Where a kind keeps what Scale shows; built-in kinds use the defaults, CRDs declare theirs. */
 export interface ScalePaths {
@@ -57,27 +52,27 @@ function pathsOf(registry: Registry, info: ResourceInfo): ScalePaths {
 }
 
 /** The Scale view of an object. */
-export function toScale(obj: KubeObject, paths: ScalePaths = DEFAULT_SCALE_PATHS): ScaleObject {
+export function toScale(obj: KubeObject, paths: ScalePaths = DEFAULT_SCALE_PATHS): Scale {
   const m = obj.metadata;
   const num = (v: unknown) => (typeof v === 'number' ? v : 0);
-  const scale: ScaleObject = {
-    kind: 'Scale',
-    apiVersion: 'autoscaling/v1',
-    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, creationTimestamp: m.creationTimestamp },
-    spec: { replicas: num(getPath(obj, paths.specReplicasPath)) },
-    status: { replicas: num(getPath(obj, paths.statusReplicasPath)) },
-  };
+  const status: ScaleStatus = { replicas: num(getPath(obj, paths.statusReplicasPath)) };
   const selector = paths.labelSelectorPath ? getPath(obj, paths.labelSelectorPath) : undefined;
   try {
-    if (typeof selector === 'string') scale.status.selector = selector;
+    if (typeof selector === 'string') status.selector = selector;
     else if (selector && typeof selector === 'object') {
-      const object = paths.labelSelectorIsMap ? { matchLabels: selector as Record<string, string> } : (selector as LabelSelectorObject);
-      scale.status.selector = labelSelectorToString(labelSelectorFromObject(object));
+      const object = paths.labelSelectorIsMap ? { matchLabels: selector as Record<string, string> } : (selector as LabelSelector);
+      status.selector = labelSelectorToString(labelSelectorFromObject(object));
     }
   } catch {
     // An invalid stored selector leaves the field out rather than failing the read.
   }
-  return scale;
+  return {
+    kind: 'Scale',
+    apiVersion: 'autoscaling/v1',
+    metadata: { name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, creationTimestamp: m.creationTimestamp },
+    spec: { replicas: num(getPath(obj, paths.specReplicasPath)) },
+    status,
+  };
 }
 
 function validateReplicas(info: ResourceInfo, name: string, scale: unknown): number {
@@ -121,7 +116,7 @@ export async function handleScaleRequest(registry: Registry, req: ApiRequest): P
       if (!req.body || req.body.length === 0) throw errors.badRequest('the patch body is empty');
       const type = (req.contentType ?? '').split(';')[0]!.trim().toLowerCase();
       const patch = decodeBody(req.body, type);
-      const apply = (scale: ScaleObject): unknown => {
+      const apply = (scale: Scale): unknown => {
         switch (type) {
           case 'application/json-patch+json':
             if (!Array.isArray(patch)) throw errors.badRequest('a JSON patch must be an array of operations');

@@ -11,7 +11,7 @@ import { applyStrategicMergePatch, builtinPatchSchema } from '../api/patch.js';
 import type { KubeObject } from '../api/types.js';
 import { forbiddenError, type Authorizer } from '../auth/authz.js';
 import type { Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 export interface ApplyItemResult {
   apiVersion?: string;

@@ -15,8 +15,7 @@
  * group-version is fetched separately). /api may 404, /apis may not.
  */
 import { createHash } from 'node:crypto';
-import type { ResourceInfo } from '../registry/resource-info.js';
-import { apiVersionOf } from '../registry/resource-info.js';
+import { apiVersionOf, type ResourceInfo } from '../api/identities.js';
 
 // ---------- media types ----------
 

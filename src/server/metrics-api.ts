@@ -15,9 +15,9 @@ import type { Logger } from 'pino';
 import { errors, isApiError } from '../api/errors.js';
 import type { KubeList, KubeObject, Node, Pod } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { KindStrategy } from '../registry/strategy.js';
 import { agentGet, type AgentTarget } from './agent-proxy.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 export const METRICS_GROUP = 'metrics.k8s.io';
 export const METRICS_VERSION = 'v1beta1';

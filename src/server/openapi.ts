@@ -26,9 +26,9 @@
  */
 import { createHash } from 'node:crypto';
 import { builtinApi, builtinKind } from '../api/api-definitions.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { KindStrategy } from '../registry/strategy.js';
 import { SERVED_GIT_VERSION } from './discovery.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 export type JsonSchema = { [key: string]: unknown };
 

@@ -10,9 +10,9 @@
  * drops priority > 0 columns unless `-o wide`.
  */
 import type { KubeObject } from '../api/types.js';
-import type { ResourceInfo } from '../registry/resource-info.js';
 import type { KindStrategy } from '../registry/strategy.js';
 import { DEFAULT_COLUMN_PROVIDER, type CellContext, type ColumnProvider, type TableColumnDefinition, type TableRowCondition } from '../registry/table-columns.js';
+import type { ResourceInfo } from '../api/identities.js';
 
 /** Accept media-type parameters that select a Table response. */
 export const TABLE_GROUP = 'meta.k8s.io';

@@ -13,14 +13,14 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../src/api/lease.js';
-import type { Pod } from '../../src/api/types.js';
+import { NODE_LEASE_NAMESPACE } from '../../src/api/lease.js';
+import type { Deployment, Lease, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { APPS, type Deployment } from '../../src/registry/kinds/apps.js';
 import { freeClusterCidr, podContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.js';
 import { freePort } from './ports.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { DEPLOYMENTS, LEASES } from '../../src/api/identities.js';
 
 /** Quick elections and compactions, so the test does not wait out production timings. */
 function serverArgs(etcd: EtcdCluster): string[] {
@@ -86,7 +86,7 @@ describe('agent failover between control-plane replicas', () => {
         template: { metadata: { labels: { app: 'moves' } }, spec: { nodeName, terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] } },
       },
     } as Deployment;
-    await c.client.create(APPS.deployments, deployment, { namespace: 'default' });
+    await c.client.create(DEPLOYMENTS, deployment, { namespace: 'default' });
     const podsOf = async () => (await b.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: 'app=moves' })).items;
     await waitFor(async () => (await podsOf()).filter(ready).length === 2, 90_000, 'two Ready pods');
     const before = (await podsOf()).filter(ready);
@@ -98,7 +98,7 @@ describe('agent failover between control-plane replicas', () => {
     process.kill(c.serverPid(), 'SIGKILL');
     let movedAfterMs = -1;
     await waitFor(async () => {
-      const lease = await b.get<Lease>(LEASES_REF, { namespace: NODE_LEASE_NAMESPACE, name: nodeName }).catch(() => undefined);
+      const lease = await b.get<Lease>(LEASES, { namespace: NODE_LEASE_NAMESPACE, name: nodeName }).catch(() => undefined);
       const renewed = lease?.spec?.renewTime ? Date.parse(lease.spec.renewTime) : 0;
       if (renewed <= killedAt) return false;
       movedAfterMs = renewed - killedAt;

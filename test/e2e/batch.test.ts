@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
+import type { CronJob, CronJobSpec, Job, JobSpec, KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
-import { BATCH, type CronJob, type CronJobSpec, type Job, type JobSpec } from '../../src/registry/kinds/batch.js';
 import { describeEachKubectl, needsKubectl, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { CRONJOBS, JOBS } from '../../src/api/identities.js';
 
 const NS = 'default';
 
@@ -52,15 +52,15 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   /** Follow objects of a resource from now on; `onEvent` sees every change in API order. */
-  async function follow<T extends KubeObject>(res: typeof BATCH.jobs | typeof CORE.pods, onEvent: (ev: WatchEvent<T>) => void): Promise<void> {
+  async function follow<T extends KubeObject>(res: typeof JOBS | typeof CORE.pods, onEvent: (ev: WatchEvent<T>) => void): Promise<void> {
     const list = await c.client.list<T>(res, { namespace: NS });
     watches.push(c.client.watch<T>(res, { namespace: NS, resourceVersion: list.metadata.resourceVersion, onEvent }));
   }
 
-  const getJob = (name: string) => c.client.get<Job>(BATCH.jobs, { namespace: NS, name });
+  const getJob = (name: string) => c.client.get<Job>(JOBS, { namespace: NS, name });
   const podsOf = async (uid: string) => (await c.client.list<Pod>(CORE.pods, { namespace: NS, labelSelector: `batch.kubernetes.io/controller-uid=${uid}` })).items;
-  const jobsOf = async (uid: string) => (await c.client.list<Job>(BATCH.jobs, { namespace: NS })).items.filter((j) => ownedBy(j, uid));
-  const deleteCronJob = (name: string) => c.client.delete(BATCH.cronjobs, { namespace: NS, name, propagationPolicy: 'Background' }).catch(() => undefined);
+  const jobsOf = async (uid: string) => (await c.client.list<Job>(JOBS, { namespace: NS })).items.filter((j) => ownedBy(j, uid));
+  const deleteCronJob = (name: string) => c.client.delete(CRONJOBS, { namespace: NS, name, propagationPolicy: 'Background' }).catch(() => undefined);
 
   async function waitForJob(name: string, pred: (j: Job) => boolean, timeoutMs: number): Promise<Job> {
     let last: Job | undefined;
@@ -86,7 +86,7 @@ describe('Jobs and CronJobs on real Docker', () => {
       active += (now ? 1 : 0) - (was ? 1 : 0);
       maxActive = Math.max(maxActive, active);
     });
-    const created = await c.client.create<Job>(BATCH.jobs, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'quad' }, spec: jobSpec('sleep 1', { completions: 4, parallelism: 2 }) });
+    const created = await c.client.create<Job>(JOBS, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'quad' }, spec: jobSpec('sleep 1', { completions: 4, parallelism: 2 }) });
     const job = await waitForJob('quad', (j) => !!condition(j, 'Complete'), 120_000);
     assert.equal(job.status?.succeeded, 4);
     assert.ok(job.status?.completionTime);
@@ -101,7 +101,7 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   it('backoffLimit 2: a failing pod is replaced until 3 failed, then Failed with BackoffLimitExceeded', async () => {
-    const created = await c.client.create<Job>(BATCH.jobs, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'flaky' }, spec: jobSpec('exit 3', { backoffLimit: 2 }) });
+    const created = await c.client.create<Job>(JOBS, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'flaky' }, spec: jobSpec('exit 3', { backoffLimit: 2 }) });
     const job = await waitForJob('flaky', (j) => !!condition(j, 'Failed'), 120_000);
     assert.equal(condition(job, 'Failed')?.reason, 'BackoffLimitExceeded');
     assert.equal(job.status?.failed, 3);
@@ -112,7 +112,7 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   it('activeDeadlineSeconds: a Job running too long fails with DeadlineExceeded and its pod is stopped', async () => {
-    const created = await c.client.create<Job>(BATCH.jobs, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'slow' }, spec: jobSpec('sleep 300', { activeDeadlineSeconds: 4 }) });
+    const created = await c.client.create<Job>(JOBS, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'slow' }, spec: jobSpec('sleep 300', { activeDeadlineSeconds: 4 }) });
     const t0 = Date.now();
     const job = await waitForJob('slow', (j) => !!condition(j, 'Failed'), 60_000);
     assert.equal(condition(job, 'Failed')?.reason, 'DeadlineExceeded');
@@ -121,7 +121,7 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   it('ttlSecondsAfterFinished: the finished Job and its pods are deleted', async () => {
-    const created = await c.client.create<Job>(BATCH.jobs, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'brief' }, spec: jobSpec('true', { ttlSecondsAfterFinished: 1 }) });
+    const created = await c.client.create<Job>(JOBS, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'brief' }, spec: jobSpec('true', { ttlSecondsAfterFinished: 1 }) });
     await waitFor(async () => !(await getJob('brief').catch(() => undefined)), 60_000, 'the Job to be deleted after its TTL');
     await waitFor(async () => (await podsOf(created.metadata.uid!)).length === 0, 30_000, 'its pods to be collected');
   });
@@ -129,17 +129,17 @@ describe('Jobs and CronJobs on real Docker', () => {
   it('Indexed: each pod gets its index as JOB_COMPLETION_INDEX and hostname', async () => {
     // The pod succeeds only if the env var matches the index in its hostname (idx-<i>).
     const check = 'test "$JOB_COMPLETION_INDEX" = "${HOSTNAME#idx-}" && test -n "$JOB_COMPLETION_INDEX"';
-    await c.client.create<Job>(BATCH.jobs, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'idx' }, spec: jobSpec(check, { completions: 3, parallelism: 3, completionMode: 'Indexed', backoffLimit: 0 }) });
+    await c.client.create<Job>(JOBS, { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'idx' }, spec: jobSpec(check, { completions: 3, parallelism: 3, completionMode: 'Indexed', backoffLimit: 0 }) });
     const job = await waitForJob('idx', (j) => finished(j), 120_000);
     assert.ok(condition(job, 'Complete'), `completed: ${JSON.stringify(job.status)}`);
     assert.equal(job.status?.completedIndexes, '0-2');
   });
 
   it('a CronJob with a seconds schedule fires every 2 s; its Jobs are named and annotated by the scheduled time', async () => {
-    const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob('every2', { command: 'true' }));
+    const cj = await c.client.create<CronJob>(CRONJOBS, cronJob('every2', { command: 'true' }));
     try {
       await waitFor(async () => (await jobsOf(cj.metadata.uid!)).length >= 3, 30_000, 'three Jobs');
-      const live = await c.client.get<CronJob>(BATCH.cronjobs, { namespace: NS, name: 'every2' });
+      const live = await c.client.get<CronJob>(CRONJOBS, { namespace: NS, name: 'every2' });
       assert.ok(live.status?.lastScheduleTime, 'lastScheduleTime recorded');
     } finally {
       await deleteCronJob('every2');
@@ -155,10 +155,10 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   it('Forbid: no second Job starts while one runs', async () => {
-    const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob('forbid', { command: 'sleep 5', concurrencyPolicy: 'Forbid' }));
+    const cj = await c.client.create<CronJob>(CRONJOBS, cronJob('forbid', { command: 'sleep 5', concurrencyPolicy: 'Forbid' }));
     const state = new Map<string, boolean>();
     let maxRunning = 0;
-    await follow<Job>(BATCH.jobs, (ev) => {
+    await follow<Job>(JOBS, (ev) => {
       const j = ev.object;
       if (!ownedBy(j, cj.metadata.uid!)) return;
       state.set(j.metadata.uid ?? '', ev.type !== 'DELETED' && !finished(j));
@@ -179,11 +179,11 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   it('Replace: each new Job replaces the running one', async () => {
-    const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob('replace', { command: 'sleep 300', concurrencyPolicy: 'Replace' }));
+    const cj = await c.client.create<CronJob>(CRONJOBS, cronJob('replace', { command: 'sleep 300', concurrencyPolicy: 'Replace' }));
     const alive = new Set<string>();
     let overlaps = 0;
     let added = 0;
-    await follow<Job>(BATCH.jobs, (ev) => {
+    await follow<Job>(JOBS, (ev) => {
       const j = ev.object;
       if (!ownedBy(j, cj.metadata.uid!)) return;
       const uid = j.metadata.uid ?? '';
@@ -205,7 +205,7 @@ describe('Jobs and CronJobs on real Docker', () => {
   });
 
   it('across a control-plane restart (SIGKILL) no scheduled time produces two Jobs', async () => {
-    const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob('steady', { command: 'true' }));
+    const cj = await c.client.create<CronJob>(CRONJOBS, cronJob('steady', { command: 'true' }));
     let jobs: Job[] = [];
     let tKill = 0;
     let tUp = 0;
@@ -238,7 +238,7 @@ describe('Jobs and CronJobs on real Docker', () => {
       { skip: needsKubectl(k, '1.21', 'batch/v1 CronJob in its scheme, which create job --from=cronjob reads') },
       async () => {
         const source = `kubectl-source-${v}`;
-        const cj = await c.client.create<CronJob>(BATCH.cronjobs, cronJob(source, { command: 'true', schedule: '0 3 * * *' }));
+        const cj = await c.client.create<CronJob>(CRONJOBS, cronJob(source, { command: 'true', schedule: '0 3 * * *' }));
         try {
           const out = await c.forKubectl(k).kubectl(['create', 'job', `from-kubectl-${v}`, `--from=cronjob/${source}`]);
           assert.match(out.stdout, new RegExp(`job\\.batch/from-kubectl-${v} created`));
@@ -246,7 +246,7 @@ describe('Jobs and CronJobs on real Docker', () => {
           assert.equal(job.metadata.annotations?.['cronjob.kubernetes.io/instantiate'], 'manual');
           assert.ok(ownedBy(job, cj.metadata.uid!), 'controller reference to the CronJob');
           assert.deepEqual(job.spec.template.spec.containers[0]?.command, ['sh', '-c', 'true']);
-          const live = await c.client.get<CronJob>(BATCH.cronjobs, { namespace: NS, name: source });
+          const live = await c.client.get<CronJob>(CRONJOBS, { namespace: NS, name: source });
           assert.equal(live.status?.active, undefined, 'a manual run is not a scheduled one');
         } finally {
           await deleteCronJob(source);
@@ -256,7 +256,7 @@ describe('Jobs and CronJobs on real Docker', () => {
 
     it('kubectl get cronjobs prints the Kubernetes columns', async () => {
       const name = `shown-${v}`;
-      await c.client.create<CronJob>(BATCH.cronjobs, cronJob(name, { command: 'true', schedule: '0 3 * * *', timeZone: 'Europe/Berlin', suspend: true }));
+      await c.client.create<CronJob>(CRONJOBS, cronJob(name, { command: 'true', schedule: '0 3 * * *', timeZone: 'Europe/Berlin', suspend: true }));
       try {
         // The server's Table: every kubectl prints the columns it is given.
         const out = await c.forKubectl(k).kubectl(['get', 'cronjobs', name]);

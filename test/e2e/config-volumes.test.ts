@@ -18,8 +18,8 @@ const SECRETS: ResourceRef = { plural: 'secrets' };
 const SECRET_VALUE = 'TopSecret-Q7x9-never-log-me';
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 
-const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state.running);
-const waitingWith = (container: string, reason: string) => (p: Pod) => p.status?.containerStatuses?.find((s) => s.name === container)?.state.waiting?.reason === reason;
+const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
+const waitingWith = (container: string, reason: string) => (p: Pod) => p.status?.containerStatuses?.find((s) => s.name === container)?.state?.waiting?.reason === reason;
 const sleeper = (name: string, extra: Record<string, unknown> = {}) => ({ name, image: TEST_IMAGE, command: ['sleep', '3600'], ...extra });
 
 describe('configuration, volumes and pod-level settings on real Docker', () => {
@@ -185,7 +185,7 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
       { namespace: 'default' },
     );
     const waiting = await waitForPod(c.client, 'default', 'late', waitingWith('app', 'CreateContainerConfigError'));
-    assert.equal(waiting.status!.containerStatuses![0]!.state.waiting!.message, "couldn't find key foo in ConfigMap default/late");
+    assert.equal(waiting.status!.containerStatuses![0]!.state?.waiting!.message, "couldn't find key foo in ConfigMap default/late");
     assert.equal(waiting.status!.phase, 'Pending');
 
     const cm = await c.client.get<KubeObject>(CONFIGMAPS, { namespace: 'default', name: 'late' });
@@ -243,8 +243,8 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
       }),
       { namespace: 'default' },
     );
-    const bad = await waitForPod(c.client, 'default', 'hostpath-bad', (p) => /hostPath type check failed/.test(p.status?.containerStatuses?.[0]?.state.waiting?.message ?? ''));
-    const w = bad.status!.containerStatuses![0]!.state.waiting!;
+    const bad = await waitForPod(c.client, 'default', 'hostpath-bad', (p) => /hostPath type check failed/.test(p.status?.containerStatuses?.[0]?.state?.waiting?.message ?? ''));
+    const w = bad.status!.containerStatuses![0]!.state?.waiting!;
     assert.equal(w.reason, 'ContainerCreating');
     assert.equal(w.message, `MountVolume.SetUp failed for volume "h" : hostPath type check failed: ${missing} is not a directory`);
     assert.ok(!fs.existsSync(missing), 'Directory does not create');
@@ -395,7 +395,7 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
       const st = (n: string) => p.status?.containerStatuses?.find((s) => s.name === n)?.state;
       return !!st('good')?.running && st('evil')?.waiting?.reason === 'CreateContainerConfigError' && st('evil2')?.waiting?.reason === 'CreateContainerConfigError';
     }, 60_000);
-    const evil = pod.status!.containerStatuses!.find((s) => s.name === 'evil')!.state.waiting!.message!;
+    const evil = pod.status!.containerStatuses!.find((s) => s.name === 'evil')!.state?.waiting!.message!;
     assert.match(evil, /failed to prepare subPath for volumeMount "shared" of container "evil".*outside the volume/);
     assert.equal(await exec(pod, 'good', ['cat', '/ok/f']), 'fine');
     assert.equal(await exec(pod, 'good', ['cat', '/alias/f']), 'fine', 'a symlink inside the volume is fine');
@@ -525,7 +525,7 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
       const st = (n: string) => p.status?.containerStatuses?.find((s) => s.name === n)?.state;
       return st('app')?.waiting?.reason === 'CreateContainerConfigError' && !!st('fine')?.running;
     });
-    assert.match(refused.status!.containerStatuses!.find((s) => s.name === 'app')!.state.waiting!.message!, /container has runAsNonRoot and image will run as root/);
+    assert.match(refused.status!.containerStatuses!.find((s) => s.name === 'app')!.state?.waiting!.message!, /container has runAsNonRoot and image will run as root/);
     await remove('nonroot');
   });
 

@@ -7,10 +7,10 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, it } from 'node:test';
-import type { Pod, Status } from '../../src/api/types.js';
+import type { Pod, PodDisruptionBudget, Status } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { POLICY, type PodDisruptionBudget } from '../../src/registry/kinds/policy.js';
 import { describeEachKubectl, needsKubectl, sleep, startCluster, waitFor, type Cluster, type Kubectl } from './harness.js';
+import { PODDISRUPTIONBUDGETS } from '../../src/api/identities.js';
 
 const deployment = `apiVersion: apps/v1
 kind: Deployment
@@ -47,7 +47,7 @@ describeEachKubectl('PodDisruptionBudget and kubectl drain', (k: Kubectl) => {
     await c?.stop();
   });
 
-  const budget = () => c.client.get<PodDisruptionBudget>(POLICY.poddisruptionbudgets, { namespace: 'default', name: 'web' });
+  const budget = () => c.client.get<PodDisruptionBudget>(PODDISRUPTIONBUDGETS, { namespace: 'default', name: 'web' });
   const webPods = async () => (await c.client.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: 'app=web' })).items;
   const readyWebPods = async () => (await webPods()).filter((p) => !p.metadata.deletionTimestamp && p.status?.conditions?.some((x) => x.type === 'Ready' && x.status === 'True'));
 

@@ -9,8 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
-import type { EndpointSlice, Endpoints, Service } from '../../src/api/services.js';
+import type { Endpoints, EndpointSlice, Pod, Service } from '../../src/api/types.js';
 import { ensurePki } from '../../src/auth/pki.js';
 import { CORE } from '../../src/client/client.js';
 import { availableKubectls, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
@@ -110,7 +109,7 @@ describe('endpoints on real Docker: EndpointSlices, Endpoints and service variab
     assert.equal(slice.metadata.labels?.['endpointslice.kubernetes.io/managed-by'], 'endpointslice-controller.k8s.io');
     assert.equal(slice.metadata.labels?.tier, 'front', "the Service's labels are copied");
     assert.equal(slice.metadata.ownerReferences?.[0]?.kind, 'Service');
-    assert.ok(slice.endpoints.every((e) => e.nodeName === c.nodeNames[0]));
+    assert.ok((slice.endpoints ?? []).every((e) => e.nodeName === c.nodeNames[0]));
 
     // Scale up: a third endpoint, in the same slice.
     assert.equal((await c.kubectl(['scale', 'deployment/web', '--replicas=3'])).code, 0);
@@ -268,7 +267,7 @@ webhooks:
     await waitFor(async () => {
       lastPod = await c.client.get<Pod>(CORE.pods, { namespace: 'hooks', name: 'webhook' }).catch(() => undefined);
       const slices = (await c.client.list<EndpointSlice>(SLICES, { namespace: 'hooks', labelSelector: 'kubernetes.io/service-name=webhook' })).items;
-      return slices.some((s) => s.endpoints.some((e) => e.conditions?.ready));
+      return slices.some((s) => (s.endpoints ?? []).some((e) => e.conditions?.ready));
     }, 120_000, () => `a ready endpoint for the webhook Service; the pod's status: ${JSON.stringify(lastPod?.status)}`);
 
     const denied = await c.kubectl(['run', 'bad', `--image=${TEST_IMAGE}`, '--labels=checked=yes,deny=yes', '--restart=Never', '--command', '--', 'true'], { allowFail: true });

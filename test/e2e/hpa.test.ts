@@ -9,11 +9,9 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { Deployment } from '../../src/registry/kinds/apps.js';
-import type { HorizontalPodAutoscaler } from '../../src/registry/kinds/autoscaling.js';
-import { AUTOSCALING } from '../../src/registry/kinds/autoscaling.js';
-import { APPS } from '../../src/registry/kinds/apps.js';
 import { availableKubectls, compareVersions, startCluster, waitFor, type Cluster } from './harness.js';
+import type { Deployment, HorizontalPodAutoscaler } from '../../src/api/types.js';
+import { DEPLOYMENTS, HORIZONTALPODAUTOSCALERS } from '../../src/api/identities.js';
 
 const DOWNSCALE_WINDOW_S = 30;
 const SYNC_PERIOD_S = 2;
@@ -58,12 +56,12 @@ describe('HorizontalPodAutoscaler (real Docker, Metrics API, kubectl autoscale)'
     await c?.stop();
   });
 
-  const replicasOf = async (name: string) => (await c.client.get<Deployment>(APPS.deployments, { namespace: 'default', name })).spec.replicas ?? 0;
+  const replicasOf = async (name: string) => (await c.client.get<Deployment>(DEPLOYMENTS, { namespace: 'default', name })).spec.replicas ?? 0;
 
   it('scales a CPU-burning Deployment up to ≥ 2 within 90 s, shows the target, and back to 1 after the scale-down window', async () => {
     await c.kubectl(['apply', '-f', c.writeFile('burn.yaml', deployment('burn', ['sh', '-c', 'while :; do :; done']))]);
     await c.kubectl(['autoscale', 'deployment', 'burn', '--cpu-percent=50', '--min=1', '--max=3']);
-    const stored = await c.client.get<HorizontalPodAutoscaler>(AUTOSCALING.horizontalpodautoscalers, { namespace: 'default', name: 'burn' });
+    const stored = await c.client.get<HorizontalPodAutoscaler>(HORIZONTALPODAUTOSCALERS, { namespace: 'default', name: 'burn' });
     assert.deepEqual(stored.spec.metrics, [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 50 } } }]);
 
     const started = Date.now();
@@ -102,7 +100,7 @@ describe('HorizontalPodAutoscaler (real Docker, Metrics API, kubectl autoscale)'
     // The last high recommendation was made about one sync period before the patch (allow two); the
     // window holds it that long. Without a window the count would drop within a few syncs.
     assert.ok(downAfterMs >= (DOWNSCALE_WINDOW_S - 2 * SYNC_PERIOD_S) * 1000, `scaled down ${downAfterMs} ms after the burn stopped, inside the ${DOWNSCALE_WINDOW_S} s window`);
-    const hpa = await c.client.get<HorizontalPodAutoscaler>(AUTOSCALING.horizontalpodautoscalers, { namespace: 'default', name: 'burn' });
+    const hpa = await c.client.get<HorizontalPodAutoscaler>(HORIZONTALPODAUTOSCALERS, { namespace: 'default', name: 'burn' });
     assert.equal(hpa.status?.desiredReplicas, 1);
     console.log(`# scaled up after ${scaledUpAfterMs} ms; down ${downAfterMs} ms after the burn stopped (window ${DOWNSCALE_WINDOW_S} s)`);
   });
@@ -117,7 +115,7 @@ describe('HorizontalPodAutoscaler (real Docker, Metrics API, kubectl autoscale)'
     assert.equal(v1.apiVersion, 'autoscaling/v1');
     assert.equal(v1.spec.targetCPUUtilizationPercentage, 60);
     assert.equal(v1.spec.maxReplicas, 4);
-    const v2 = await c.client.get<HorizontalPodAutoscaler>(AUTOSCALING.horizontalpodautoscalers, { namespace: 'default', name: 'idle' });
+    const v2 = await c.client.get<HorizontalPodAutoscaler>(HORIZONTALPODAUTOSCALERS, { namespace: 'default', name: 'idle' });
     assert.deepEqual(v2.spec.metrics, [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 60 } } }]);
     await waitFor(async () => /cpu: \d+%\/60%/.test((await c120.kubectl(['get', 'hpa', 'idle'])).stdout), 60_000, 'kubectl 1.20 get hpa showing cpu: N%/60%');
   });

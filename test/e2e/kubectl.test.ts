@@ -8,10 +8,10 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { Job, KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { BATCH, type Job } from '../../src/registry/kinds/batch.js';
 import { describeEachKubectl, needsKubectl, REPO_ROOT, startCluster, waitFor, waitForPod, type Cluster, type Kubectl } from './harness.js';
+import { CRONJOBS, JOBS } from '../../src/api/identities.js';
 
 const manifest = (label: string) => `apiVersion: v1
 kind: Pod
@@ -149,14 +149,14 @@ describeEachKubectl('stock kubectl against Berth', (k: Kubectl) => {
   it('create cronjob, and create job --from it (batch/v1beta1 for kubectl 1.20) runs the template as a manual Job', async () => {
     // kubectl 1.20 posts a batch/v1beta1 CronJob; it is stored as batch/v1.
     await c.kubectl(['create', 'cronjob', 'nightly', '--image=berth/busybox:test', '--schedule=0 3 * * *', '--', 'echo', 'from-cron']);
-    assert.equal((await c.client.get<KubeObject>(BATCH.cronjobs, { namespace: 'default', name: 'nightly' })).apiVersion, 'batch/v1');
+    assert.equal((await c.client.get<KubeObject>(CRONJOBS, { namespace: 'default', name: 'nightly' })).apiVersion, 'batch/v1');
     // kubectl ≤ 1.20 decodes CronJobs only as batch/v1beta1, so it must name that version.
     const from = needsKubectl(k, '1.21', 'CronJob at batch/v1') ? 'cronjob.v1beta1.batch/nightly' : 'cronjob/nightly';
     assert.match((await c.kubectl(['create', 'job', 'manual', `--from=${from}`])).stdout, /job\.batch\/manual created/);
-    const job = await c.client.get<Job>(BATCH.jobs, { namespace: 'default', name: 'manual' });
+    const job = await c.client.get<Job>(JOBS, { namespace: 'default', name: 'manual' });
     assert.equal(job.metadata.annotations?.['cronjob.kubernetes.io/instantiate'], 'manual');
     assert.equal(job.metadata.ownerReferences?.[0]?.name, 'nightly');
-    await waitFor(async () => (await c.client.get<Job>(BATCH.jobs, { namespace: 'default', name: 'manual' })).status?.succeeded === 1, 60_000, 'the manual Job to succeed');
+    await waitFor(async () => (await c.client.get<Job>(JOBS, { namespace: 'default', name: 'manual' })).status?.succeeded === 1, 60_000, 'the manual Job to succeed');
   });
 
   it('applies a batch/v1beta1 CronJob manifest and re-applies it unchanged, without patch warnings', async () => {
@@ -176,7 +176,7 @@ spec:
     const again = await c.kubectl(['apply', '-f', f]);
     assert.match(again.stdout, /cronjob\.batch\/legacy unchanged/);
     assert.doesNotMatch(again.stderr, /warning/i);
-    assert.equal((await c.client.get<KubeObject>(BATCH.cronjobs, { namespace: 'default', name: 'legacy' })).apiVersion, 'batch/v1');
+    assert.equal((await c.client.get<KubeObject>(CRONJOBS, { namespace: 'default', name: 'legacy' })).apiVersion, 'batch/v1');
   });
 
   it('create job --from=cronjob/x (CronJob at batch/v1)', { skip: needsKubectl(k, '1.21', 'CronJob at batch/v1; kubectl 1.20 fails with \'no kind "CronJob" is registered for version "batch/v1"\' against any Kubernetes ≥ 1.21 and needs --from=cronjob.v1beta1.batch/x') }, async () => {

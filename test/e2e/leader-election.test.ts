@@ -10,19 +10,18 @@ import { spawnSync } from 'node:child_process';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LEASES_REF, type Lease } from '../../src/api/lease.js';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { Deployment, KubeObject, Lease, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
-import { APPS, type Deployment } from '../../src/registry/kinds/apps.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 import { BERTH_BIN, podContainers, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { DEPLOYMENTS, LEASES } from '../../src/api/identities.js';
 
 const LOCK = { namespace: 'kube-system', name: 'berth-controller-manager' };
 const LOCK_KEY = '/registry/coordination.k8s.io/leases/kube-system/berth-controller-manager';
 
 async function lease(c: Cluster): Promise<Lease | undefined> {
-  return c.client.get<Lease>(LEASES_REF, LOCK).catch(() => undefined);
+  return c.client.get<Lease>(LEASES, LOCK).catch(() => undefined);
 }
 
 function processGone(pid: number): boolean {
@@ -68,7 +67,7 @@ describe('leader election on a single server', () => {
         template: { metadata: { labels: { app: 'led' } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] } },
       },
     } as Deployment;
-    await c.client.create(APPS.deployments, deployment, { namespace: 'default' });
+    await c.client.create(DEPLOYMENTS, deployment, { namespace: 'default' });
     await waitFor(async () => (await readyPods(c, 'led')).length === 2, 60_000, 'two Ready pods');
     const podsBefore = await readyPods(c, 'led');
     const containersBefore = new Map<string, string[]>();
@@ -106,7 +105,7 @@ describe('leader election on a single server', () => {
     for (const p of podsAfter.items) assert.deepEqual((await podContainers(p.metadata.uid!)).map((x) => x.id).sort(), containersBefore.get(p.metadata.uid!));
 
     // …and they act: scaling up adds a Ready pod.
-    await c.client.patch(APPS.deployments, { namespace: 'default', name: 'led', type: 'merge', patch: { spec: { replicas: 3 } } });
+    await c.client.patch(DEPLOYMENTS, { namespace: 'default', name: 'led', type: 'merge', patch: { spec: { replicas: 3 } } });
     await waitFor(async () => (await readyPods(c, 'led')).length === 3, 60_000, 'three Ready pods after the restart');
   });
 });

@@ -51,10 +51,10 @@ describe('pod lifecycle on real Docker', () => {
   describe('restarts', () => {
     it('backs off a crash loop: restartCount, lastState.terminated (exit code, reason, times), CrashLoopBackOff, BackOff event', async () => {
       await create('crashy', { containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', 'sleep 0.2; exit 3'] }] });
-      const p = await waitForPod(c.client, NS, 'crashy', (x) => (cs(x)?.restartCount ?? 0) >= 2 && cs(x)?.state.waiting?.reason === 'CrashLoopBackOff', 45_000);
+      const p = await waitForPod(c.client, NS, 'crashy', (x) => (cs(x)?.restartCount ?? 0) >= 2 && cs(x)?.state?.waiting?.reason === 'CrashLoopBackOff', 45_000);
       const s = cs(p)!;
-      assert.match(s.state.waiting!.message!, /^back-off \d+s restarting failed container=main pod=crashy_default\(/);
-      const last = s.lastState.terminated!;
+      assert.match(s.state?.waiting!.message!, /^back-off \d+s restarting failed container=main pod=crashy_default\(/);
+      const last = s.lastState?.terminated!;
       assert.equal(last.exitCode, 3);
       assert.equal(last.reason, 'Error');
       assert.ok(last.startedAt && last.finishedAt, 'times');
@@ -71,8 +71,8 @@ describe('pod lifecycle on real Docker', () => {
         containers: [{ name: 'hog', image: TEST_IMAGE, command: ['sh', '-c', 'x=$(head -c 100000000 /dev/zero | tr "\\0" a); echo ${#x}'], resources: { limits: { memory: '16Mi' } } }],
       });
       const p = await waitForPod(c.client, NS, 'oom', (x) => x.status?.phase === 'Failed', 45_000);
-      assert.equal(cs(p)!.state.terminated?.reason, 'OOMKilled');
-      assert.equal(cs(p)!.state.terminated?.exitCode, 137);
+      assert.equal(cs(p)!.state?.terminated?.reason, 'OOMKilled');
+      assert.equal(cs(p)!.state?.terminated?.exitCode, 137);
       await waitForEvent('oom', (e) => e.reason === 'OOMKilling' && e.type === 'Warning');
     });
 
@@ -84,17 +84,17 @@ describe('pod lifecycle on real Docker', () => {
           { name: 'slow', image: TEST_IMAGE, command: ['sh', '-c', 'sleep 6'] },
         ],
       });
-      const mid = await waitForPod(c.client, NS, 'pair', (x) => cs(x, 'quick')?.state.terminated?.exitCode === 1);
+      const mid = await waitForPod(c.client, NS, 'pair', (x) => cs(x, 'quick')?.state?.terminated?.exitCode === 1);
       assert.equal(mid.status?.phase, 'Running', 'one container still runs');
-      assert.ok(cs(mid, 'slow')?.state.running);
+      assert.ok(cs(mid, 'slow')?.state?.running);
       const done = await waitForPod(c.client, NS, 'pair', (x) => x.status?.phase !== 'Running', 30_000);
       assert.equal(done.status?.phase, 'Failed');
-      assert.equal(cs(done, 'slow')?.state.terminated?.exitCode, 0);
+      assert.equal(cs(done, 'slow')?.state?.terminated?.exitCode, 0);
     });
 
     it('fails a pod past activeDeadlineSeconds with DeadlineExceeded and kills its containers', async () => {
       const pod = await create('deadline', { activeDeadlineSeconds: 3, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
-      await waitForPod(c.client, NS, 'deadline', (x) => !!cs(x)?.state.running);
+      await waitForPod(c.client, NS, 'deadline', (x) => !!cs(x)?.state?.running);
       const p = await waitForPod(c.client, NS, 'deadline', (x) => x.status?.phase === 'Failed', 30_000);
       assert.equal(p.status?.reason, 'DeadlineExceeded');
       assert.equal(p.status?.message, 'Pod was active on the node longer than the specified deadline');
@@ -118,7 +118,7 @@ describe('pod lifecycle on real Docker', () => {
         ],
       });
       const p = await waitForPod(c.client, NS, 'liveweb', (x) => (cs(x)?.restartCount ?? 0) >= 1, 45_000);
-      assert.equal(cs(p)!.lastState.terminated?.exitCode !== undefined, true);
+      assert.equal(cs(p)!.lastState?.terminated?.exitCode !== undefined, true);
       const unhealthy = await waitForEvent('liveweb', (e) => e.reason === 'Unhealthy' && /statuscode: 404/.test(e.message ?? ''));
       assert.equal(unhealthy.message, 'Liveness probe failed: HTTP probe failed with statuscode: 404');
       assert.equal(unhealthy.type, 'Warning');
@@ -139,7 +139,7 @@ describe('pod lifecycle on real Docker', () => {
           { name: 'gate', image: TEST_IMAGE, command: ['sleep', '3600'], readinessProbe: { exec: { command: ['test', '-f', '/tmp/ready'] }, periodSeconds: 1, failureThreshold: 1 } },
         ],
       });
-      const early = await waitForPod(c.client, NS, 'readyweb', (x) => !!cs(x, 'web')?.state.running && !!cs(x, 'gate')?.state.running);
+      const early = await waitForPod(c.client, NS, 'readyweb', (x) => !!cs(x, 'web')?.state?.running && !!cs(x, 'gate')?.state?.running);
       assert.equal(cs(early, 'web')!.ready, false);
       assert.equal(readyCond(early), 'False');
       await waitForPod(c.client, NS, 'readyweb', (x) => cs(x, 'web')?.ready === true, 20_000);
@@ -185,7 +185,7 @@ describe('pod lifecycle on real Docker', () => {
           },
         ],
       });
-      const early = await waitForPod(c.client, NS, 'slowstart', (x) => !!cs(x)?.state.running);
+      const early = await waitForPod(c.client, NS, 'slowstart', (x) => !!cs(x)?.state?.running);
       assert.equal(cs(early)!.started, false);
       assert.equal(cs(early)!.ready, false);
       const p = await waitForPod(c.client, NS, 'slowstart', (x) => cs(x)?.started === true && cs(x)?.ready === true, 30_000);
@@ -201,7 +201,7 @@ describe('pod lifecycle on real Docker', () => {
       const pod = await create('poststart', {
         containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'], lifecycle: { postStart: { exec: { command: ['sh', '-c', 'echo hooked > /tmp/poststart'] } } } }],
       });
-      await waitForPod(c.client, NS, 'poststart', (x) => !!cs(x)?.state.running);
+      await waitForPod(c.client, NS, 'poststart', (x) => !!cs(x)?.state?.running);
       assert.equal(await docker(['exec', await appId(pod.metadata.uid!, 'main'), 'cat', '/tmp/poststart']), 'hooked');
 
       await create('poststart-bad', {
@@ -225,7 +225,7 @@ describe('pod lifecycle on real Docker', () => {
           },
         ],
       });
-      await waitForPod(c.client, NS, 'prestop', (x) => !!cs(x)?.state.running);
+      await waitForPod(c.client, NS, 'prestop', (x) => !!cs(x)?.state?.running);
       const first = await appId(pod.metadata.uid!, 'main');
       await docker(['exec', first, 'touch', '/tmp/die']);
       await waitForPod(c.client, NS, 'prestop', (x) => (cs(x)?.restartCount ?? 0) >= 1, 30_000);
@@ -246,11 +246,11 @@ describe('pod lifecycle on real Docker', () => {
         containers: [{ name: 'main', image: TEST_IMAGE, terminationMessagePolicy: 'FallbackToLogsOnError', command: ['sh', '-c', 'echo starting; echo "panic: boom" >&2; exit 2'] }],
       });
       const a = await waitForPod(c.client, NS, 'msg-default', (x) => x.status?.phase === 'Succeeded');
-      assert.equal(cs(a)!.state.terminated?.message, 'all good');
+      assert.equal(cs(a)!.state?.terminated?.message, 'all good');
       const b = await waitForPod(c.client, NS, 'msg-custom', (x) => x.status?.phase === 'Failed');
-      assert.equal(cs(b)!.state.terminated?.message, 'custom path');
+      assert.equal(cs(b)!.state?.terminated?.message, 'custom path');
       const d = await waitForPod(c.client, NS, 'msg-logs', (x) => x.status?.phase === 'Failed');
-      assert.match(cs(d)!.state.terminated?.message ?? '', /panic: boom/);
+      assert.match(cs(d)!.state?.terminated?.message ?? '', /panic: boom/);
     });
   });
 
@@ -271,24 +271,24 @@ describe('pod lifecycle on real Docker', () => {
       assert.ok(seen.has('Init:0/2') || seen.has('Init:1/2'), `init progress shown: ${[...seen].join(',')}`);
       assert.ok(seen.has('Init:1/2'), `Init:1/2 seen: ${[...seen].join(',')}`);
       const p = await c.client.get<Pod>(CORE.pods, { namespace: NS, name: 'inits' });
-      const one = ics(p, 'one')!.state.terminated!;
-      const two = ics(p, 'two')!.state.terminated!;
+      const one = ics(p, 'one')!.state?.terminated!;
+      const two = ics(p, 'two')!.state?.terminated!;
       assert.equal(one.reason, 'Completed');
       assert.ok(Date.parse(two.startedAt!) >= Date.parse(one.finishedAt!), 'two started after one finished');
-      assert.ok(Date.parse(cs(p)!.state.running!.startedAt!) >= Date.parse(two.finishedAt!), 'the app started after the init containers');
+      assert.ok(Date.parse(cs(p)!.state?.running!.startedAt!) >= Date.parse(two.finishedAt!), 'the app started after the init containers');
     });
 
     it('shows a failing init container as Init:Error under Never (Failed) and Init:CrashLoopBackOff under Always', async () => {
       await create('init-never', { restartPolicy: 'Never', initContainers: [{ name: 'bad', image: TEST_IMAGE, command: ['sh', '-c', 'exit 1'] }], containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
       await create('init-loop', { initContainers: [{ name: 'bad', image: TEST_IMAGE, command: ['sh', '-c', 'exit 1'] }], containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
       const never = await waitForPod(c.client, NS, 'init-never', (x) => x.status?.phase === 'Failed');
-      assert.equal(ics(never, 'bad')!.state.terminated?.exitCode, 1);
+      assert.equal(ics(never, 'bad')!.state?.terminated?.exitCode, 1);
       assert.equal(await kubectlStatus('init-never'), 'Init:Error');
       await waitFor(async () => (await kubectlStatus('init-loop')) === 'Init:CrashLoopBackOff', 40_000, 'Init:CrashLoopBackOff');
       const loop = await c.client.get<Pod>(CORE.pods, { namespace: NS, name: 'init-loop' });
       assert.ok(ics(loop, 'bad')!.restartCount >= 1);
       assert.equal(loop.status?.phase, 'Pending');
-      assert.equal(cs(loop)!.state.waiting?.reason, 'PodInitializing');
+      assert.equal(cs(loop)!.state?.waiting?.reason, 'PodInitializing');
     });
 
     it('starts a native sidecar before the app, restarts it when it dies, and stops it after the app finished', async () => {
@@ -297,24 +297,24 @@ describe('pod lifecycle on real Docker', () => {
         initContainers: [{ name: 'proxy', image: TEST_IMAGE, restartPolicy: 'Always', command: ['sleep', '3600'] }],
         containers: [{ name: 'main', image: TEST_IMAGE, command: ['sh', '-c', 'while [ ! -f /tmp/done ]; do sleep 0.2; done'] }],
       });
-      const p = await waitForPod(c.client, NS, 'sidecar', (x) => !!cs(x)?.state.running && !!ics(x, 'proxy')?.state.running);
-      assert.ok(Date.parse(ics(p, 'proxy')!.state.running!.startedAt!) <= Date.parse(cs(p)!.state.running!.startedAt!), 'sidecar first');
+      const p = await waitForPod(c.client, NS, 'sidecar', (x) => !!cs(x)?.state?.running && !!ics(x, 'proxy')?.state?.running);
+      assert.ok(Date.parse(ics(p, 'proxy')!.state?.running!.startedAt!) <= Date.parse(cs(p)!.state?.running!.startedAt!), 'sidecar first');
       assert.equal(p.status?.phase, 'Running');
       await docker(['kill', await appId(pod.metadata.uid!, 'proxy')]);
-      const again = await waitForPod(c.client, NS, 'sidecar', (x) => ics(x, 'proxy')?.restartCount === 1 && !!ics(x, 'proxy')?.state.running, 30_000);
-      assert.ok(cs(again)!.state.running, 'the app kept running');
+      const again = await waitForPod(c.client, NS, 'sidecar', (x) => ics(x, 'proxy')?.restartCount === 1 && !!ics(x, 'proxy')?.state?.running, 30_000);
+      assert.ok(cs(again)!.state?.running, 'the app kept running');
       assert.equal(cs(again)!.restartCount, 0);
       // The app finishes with 0: the sidecar is stopped and the pod succeeds.
       await docker(['exec', await appId(pod.metadata.uid!, 'main'), 'touch', '/tmp/done']);
       const done = await waitForPod(c.client, NS, 'sidecar', (x) => x.status?.phase === 'Succeeded', 30_000);
-      assert.ok(ics(done, 'proxy')!.state.terminated, 'sidecar stopped');
+      assert.ok(ics(done, 'proxy')!.state?.terminated, 'sidecar stopped');
     });
   });
 
   describe('events through kubectl', () => {
     it('kubectl describe pod and kubectl get events show the kubelet events', async () => {
       await create('described', { containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
-      await waitForPod(c.client, NS, 'described', (x) => !!cs(x)?.state.running);
+      await waitForPod(c.client, NS, 'described', (x) => !!cs(x)?.state?.running);
       await waitForEvent('described', (e) => e.reason === 'Started');
       const describe = (await c.kubectl(['describe', 'pod', 'described'])).stdout;
       assert.match(describe, /Events:/);
@@ -335,7 +335,7 @@ describe('pod lifecycle on real Docker', () => {
         await sleep(delayMs);
         await c.stopAgent(node, 'SIGKILL');
         await c.startAgent(node);
-        await waitForPod(c.client, NS, name, (x) => !!cs(x)?.state.running, 30_000);
+        await waitForPod(c.client, NS, name, (x) => !!cs(x)?.state?.running, 30_000);
         await sleep(1500); // a few sync rounds for anything the new agent would wrongly add
         const infra = (await podContainers(pod.metadata.uid!)).filter((x) => x.type === 'infra');
         assert.equal(infra.length, 1, `${name}: one infra container (killed after ${delayMs} ms)`);
@@ -345,20 +345,20 @@ describe('pod lifecycle on real Docker', () => {
 
     it('restarts, on its return, a container that died while the agent was down', async () => {
       const pod = await create('orphan', { containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
-      await waitForPod(c.client, NS, 'orphan', (x) => !!cs(x)?.state.running);
+      await waitForPod(c.client, NS, 'orphan', (x) => !!cs(x)?.state?.running);
       await c.stopAgent(node);
       await docker(['kill', await appId(pod.metadata.uid!, 'main')]);
       await c.startAgent(node);
-      const p = await waitForPod(c.client, NS, 'orphan', (x) => cs(x)?.restartCount === 1 && !!cs(x)?.state.running, 30_000);
-      assert.equal(cs(p)!.lastState.terminated?.exitCode, 137);
+      const p = await waitForPod(c.client, NS, 'orphan', (x) => cs(x)?.restartCount === 1 && !!cs(x)?.state?.running, 30_000);
+      assert.equal(cs(p)!.lastState?.terminated?.exitCode, 137);
     });
 
     it('recreates the pod around a new infra container when the infra container is killed, counting restarts', async () => {
       const pod = await create('sandboxed', { containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] });
-      const before = await waitForPod(c.client, NS, 'sandboxed', (x) => !!cs(x)?.state.running);
+      const before = await waitForPod(c.client, NS, 'sandboxed', (x) => !!cs(x)?.state?.running);
       const infraId = (await podContainers(pod.metadata.uid!)).find((x) => x.type === 'infra')!.id;
       await docker(['kill', infraId]);
-      const p = await waitForPod(c.client, NS, 'sandboxed', (x) => cs(x)?.restartCount === 1 && !!cs(x)?.state.running, 30_000);
+      const p = await waitForPod(c.client, NS, 'sandboxed', (x) => cs(x)?.restartCount === 1 && !!cs(x)?.state?.running, 30_000);
       assert.equal(p.status?.phase, 'Running');
       assert.ok(p.status?.podIP);
       const running = (await docker(['ps', '-q', '--filter', `label=berth.dev/pod-uid=${pod.metadata.uid}`, '--filter', 'label=berth.dev/container-type=infra'])).split('\n').filter(Boolean);

@@ -16,13 +16,14 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { Etcd3 } from 'etcd3';
-import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../src/api/lease.js';
-import type { Pod } from '../../src/api/types.js';
+import { NODE_LEASE_NAMESPACE } from '../../src/api/lease.js';
+import type { Lease, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { BERTH_BIN, podContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { LEASES } from '../../src/api/identities.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -109,7 +110,7 @@ describe('berth migrate: SQLite to etcd under a running agent', () => {
     // Everything SQLite gave out: the newest list revision bounds every object's resourceVersion.
     let maxBefore = podListRV;
     for (const o of before.items) maxBefore = Math.max(maxBefore, Number(o.metadata.resourceVersion));
-    const leases = await c.client.list<Lease>(LEASES_REF, { namespace: NODE_LEASE_NAMESPACE });
+    const leases = await c.client.list<Lease>(LEASES, { namespace: NODE_LEASE_NAMESPACE });
     maxBefore = Math.max(maxBefore, Number(leases.metadata.resourceVersion));
 
     const migrateArgs = ['--data-dir', dataDir, '--etcd-servers', etcd!.endpoints.join(',')];
@@ -183,7 +184,7 @@ describe('berth migrate: SQLite to etcd under a running agent', () => {
 
     // The agent reconnects: its node Lease is renewed through the etcd-backed server...
     await waitFor(async () => {
-      const lease = await c.client.get<Lease>(LEASES_REF, { namespace: NODE_LEASE_NAMESPACE, name: nodeName }).catch(() => undefined);
+      const lease = await c.client.get<Lease>(LEASES, { namespace: NODE_LEASE_NAMESPACE, name: nodeName }).catch(() => undefined);
       return Date.parse(lease?.spec?.renewTime ?? '') > restartedAt;
     }, 30_000, 'a node Lease renewal after the migration');
     // ...and nothing restarted: same pods, same containers, restartCount 0, still Ready.

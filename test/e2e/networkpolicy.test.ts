@@ -13,7 +13,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CORE } from '../../src/client/client.js';
-import { NETWORKING, type NetworkPolicy } from '../../src/registry/kinds/networking.js';
+import { NETWORKPOLICIES } from '../../src/api/identities.js';
+import type { NetworkPolicy } from '../../src/registry/kinds/networking.js';
 import { describeEachKubectl, startCluster, type Cluster, type Kubectl, type KubectlRunOptions } from './harness.js';
 
 /** Debian's interpreter, which setup.sh --for-tests installs python3-kubernetes for. */
@@ -83,7 +84,7 @@ describeEachKubectl('NetworkPolicy', (k: Kubectl) => {
   let home: string;
   const kubectl = (args: string[], opts: KubectlRunOptions = {}) => cluster.forKubectl(k).kubectl([...args, '-n', ns], { ...opts, env: { HOME: home } });
   const file = (name: string, text: string) => cluster.writeFile(`${ns}-${name}`, text);
-  const stored = (name: string) => cluster.client.get<NetworkPolicy>(NETWORKING.networkpolicies, { namespace: ns, name });
+  const stored = (name: string) => cluster.client.get<NetworkPolicy>(NETWORKPOLICIES, { namespace: ns, name });
 
   before(async () => {
     home = path.join(cluster.dir, `home-${ns}`);
@@ -102,10 +103,10 @@ describeEachKubectl('NetworkPolicy', (k: Kubectl) => {
     assert.match((await kubectl(['apply', '-f', web])).stdout, /networkpolicy\.networking\.k8s\.io\/web created/);
     const np = await stored('web');
     assert.equal(np.metadata.generation, 1);
-    assert.deepEqual(np.spec.policyTypes, ['Ingress', 'Egress'], 'defaulted from the egress rules');
-    assert.deepEqual(np.spec.ingress?.[0]?.from?.[0], { ipBlock: { cidr: '172.17.0.0/16', except: ['172.17.1.0/24'] } });
-    assert.deepEqual(np.spec.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 'http' }]);
-    assert.deepEqual(np.spec.egress?.[0]?.ports, [{ protocol: 'TCP', port: 32000, endPort: 32768 }]);
+    assert.deepEqual(np.spec?.policyTypes, ['Ingress', 'Egress'], 'defaulted from the egress rules');
+    assert.deepEqual(np.spec?.ingress?.[0]?.from?.[0], { ipBlock: { cidr: '172.17.0.0/16', except: ['172.17.1.0/24'] } });
+    assert.deepEqual(np.spec?.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 'http' }]);
+    assert.deepEqual(np.spec?.egress?.[0]?.ports, [{ protocol: 'TCP', port: 32000, endPort: 32768 }]);
 
     assert.match((await kubectl(['apply', '-f', web])).stdout, /networkpolicy\.networking\.k8s\.io\/web unchanged/);
     const again = await stored('web');

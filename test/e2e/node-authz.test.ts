@@ -21,7 +21,7 @@ const execFileAsync = promisify(execFile);
 
 const SECRETS: ResourceRef = { plural: 'secrets' };
 const CONFIGMAPS: ResourceRef = { plural: 'configmaps' };
-const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 describe('node credentials reach only their own node', () => {
   let c: Cluster;

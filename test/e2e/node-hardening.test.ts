@@ -29,7 +29,7 @@ const AGENT_STOP_MS = 15_000;
 /** Slack for a loaded machine (other clusters beside this one) on top of a number of heartbeats. */
 const SLACK_MS = 5_000;
 const NAMESPACE = 'hardening';
-const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 const BIDIRECTIONAL_FORBIDDEN = 'Forbidden: Bidirectional mount propagation is available only to privileged containers';
 

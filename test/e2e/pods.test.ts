@@ -9,7 +9,7 @@ import type { Namespace, Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { docker, dockerInspect, podContainers, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 
-const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 describe('pods on real Docker (two agents on one host)', () => {
   let c: Cluster;
@@ -130,15 +130,15 @@ describe('pods on real Docker (two agents on one host)', () => {
 
     const restarted = await waitForPod(c.client, 'default', 'always-zero', (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 2);
     assert.notEqual(restarted.status?.phase, 'Succeeded');
-    assert.equal(restarted.status?.containerStatuses?.[0]?.lastState.terminated?.exitCode, 0);
+    assert.equal(restarted.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 0);
     const onFailure = await waitForPod(c.client, 'default', 'onfailure-one', (p) => (p.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1);
-    assert.equal(onFailure.status?.containerStatuses?.[0]?.lastState.terminated?.exitCode, 1);
+    assert.equal(onFailure.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode, 1);
     assert.equal(onFailure.status?.containerStatuses?.[0]?.lastState.terminated?.reason, 'Error');
     const ok = await waitForPod(c.client, 'default', 'onfailure-zero', (p) => p.status?.phase === 'Succeeded');
-    assert.equal(ok.status?.containerStatuses?.[0]?.state.terminated?.reason, 'Completed');
+    assert.equal(ok.status?.containerStatuses?.[0]?.state?.terminated?.reason, 'Completed');
     assert.equal(ok.status?.containerStatuses?.[0]?.restartCount, 0);
     const failed = await waitForPod(c.client, 'default', 'never-one', (p) => p.status?.phase === 'Failed');
-    assert.equal(failed.status?.containerStatuses?.[0]?.state.terminated?.exitCode, 1);
+    assert.equal(failed.status?.containerStatuses?.[0]?.state?.terminated?.exitCode, 1);
     assert.equal(failed.status?.containerStatuses?.[0]?.restartCount, 0);
     await waitForPod(c.client, 'default', 'never-zero', (p) => p.status?.phase === 'Succeeded');
     for (const n of ['always-zero', 'onfailure-one', 'onfailure-zero', 'never-one', 'never-zero']) {
@@ -187,7 +187,7 @@ describe('pods on real Docker (two agents on one host)', () => {
   it('reports ErrImagePull / ImagePullBackOff for an image it cannot get, and keeps running', async () => {
     // A registry on a closed loopback port: the pull fails at once and no traffic leaves the machine.
     await c.client.create(CORE.pods, podManifest('nopull', { nodeName: nodeB, containers: [{ name: 'main', image: '127.0.0.1:9/berth/does-not-exist:1.0' }] }), { namespace: 'default' });
-    const p = await waitForPod(c.client, 'default', 'nopull', (x) => ['ErrImagePull', 'ImagePullBackOff'].includes(x.status?.containerStatuses?.[0]?.state.waiting?.reason ?? ''));
+    const p = await waitForPod(c.client, 'default', 'nopull', (x) => ['ErrImagePull', 'ImagePullBackOff'].includes(x.status?.containerStatuses?.[0]?.state?.waiting?.reason ?? ''));
     assert.equal(p.status?.phase, 'Pending');
     // The agent is alive: it still runs new pods.
     await c.client.create(CORE.pods, podManifest('after-nopull', { nodeName: nodeB, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] }), { namespace: 'default' });

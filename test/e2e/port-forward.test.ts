@@ -30,7 +30,7 @@ const SERVE = [
   'httpd -f -p 8080 -h /www & httpd -f -p 127.0.0.1:9090 -h /lo & wait',
 ].join('; ');
 
-const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 interface Forward {
   child: ChildProcess;

@@ -17,7 +17,7 @@ import { podManifest, runKubectl, startCluster, TEST_IMAGE, waitFor, waitForPod,
 
 const NS = 'team';
 const USERS = { edit: 'edit-token-0123456789', view: 'view-token-0123456789', binder: 'binder-token-0123456789', nobody: 'nobody-token-0123456789' };
-const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 describe('RBAC with kubectl and static-token users', () => {
   let c: Cluster;

@@ -16,16 +16,14 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { LEASES_REF, type Lease } from '../../src/api/lease.js';
-import type { KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
+import type { CronJob, Deployment, Job, KubeObject, Lease, Pod, WatchEvent } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
-import { APPS, type Deployment } from '../../src/registry/kinds/apps.js';
-import { BATCH, type CronJob, type Job } from '../../src/registry/kinds/batch.js';
 import { startEtcdCluster, type EtcdCluster } from './etcd-cluster.js';
 import { BERTH_BIN, docker, freeClusterCidr, sleep, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { CRONJOBS, DEPLOYMENTS, JOBS, LEASES, REPLICASETS } from '../../src/api/identities.js';
 
 const CONFIG_MAPS = { plural: 'configmaps' };
 const LOCK = { namespace: 'kube-system', name: 'berth-controller-manager' };
@@ -53,7 +51,7 @@ async function killReplica(r: Replica | undefined, signal: NodeJS.Signals = 'SIG
 }
 
 async function lease(client: HttpClient): Promise<Lease | undefined> {
-  return client.get<Lease>(LEASES_REF, LOCK).catch(() => undefined);
+  return client.get<Lease>(LEASES, LOCK).catch(() => undefined);
 }
 
 function logOf(file: string): string {
@@ -142,7 +140,7 @@ describe('several berth servers on one three-member etcd', () => {
     assert.deepEqual(leadershipsIn(logOf(path.join(c!.dir, 'logs', 'server.log'))), []);
 
     // A CronJob every 2 s; its Jobs stay suspended (no pods), so only their creation is under test.
-    const cronJob = await c!.client.create<CronJob>(BATCH.cronjobs, {
+    const cronJob = await c!.client.create<CronJob>(CRONJOBS, {
       apiVersion: 'batch/v1',
       kind: 'CronJob',
       metadata: { name: 'tick' },
@@ -167,14 +165,14 @@ describe('several berth servers on one three-member etcd', () => {
         template: { metadata: { labels: { app: 'roll' } }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'] }] } },
       },
     } as unknown as Deployment;
-    await c!.client.create(APPS.deployments, deployment, { namespace: NS });
+    await c!.client.create(DEPLOYMENTS, deployment, { namespace: NS });
     const deploymentDone = async (generation?: number) => {
-      const d = await c!.client.get<Deployment>(APPS.deployments, { namespace: NS, name: 'roll' });
+      const d = await c!.client.get<Deployment>(DEPLOYMENTS, { namespace: NS, name: 'roll' });
       const s = d.status;
       return (generation === undefined || (s?.observedGeneration ?? 0) >= generation) && s?.updatedReplicas === replicas && s?.readyReplicas === replicas && s?.replicas === replicas;
     };
     await waitFor(() => deploymentDone(), 120_000, 'six Ready pods');
-    const jobsOfTick = async () => (await c!.client.list<Job>(BATCH.jobs, { namespace: NS })).items.filter((j) => j.metadata.ownerReferences?.some((o) => o.uid === cronJob.metadata.uid));
+    const jobsOfTick = async () => (await c!.client.list<Job>(JOBS, { namespace: NS })).items.filter((j) => j.metadata.ownerReferences?.some((o) => o.uid === cronJob.metadata.uid));
     await waitFor(async () => (await jobsOfTick()).length >= 2, 20_000, 'the first leader to fire the CronJob');
 
     // Live pods (not terminating, not finished) sampled through a watch on the surviving replica.
@@ -232,9 +230,9 @@ describe('several berth servers on one three-member etcd', () => {
     })();
 
     // The rolling update, and the leader killed while it runs.
-    const patched = await c!.client.patch<Deployment>(APPS.deployments, { namespace: NS, name: 'roll', type: 'merge', patch: { spec: { template: { metadata: { annotations: { rollout: '2' } } } } } });
+    const patched = await c!.client.patch<Deployment>(DEPLOYMENTS, { namespace: NS, name: 'roll', type: 'merge', patch: { spec: { template: { metadata: { annotations: { rollout: '2' } } } } } });
     await waitFor(async () => {
-      const rs = await c!.client.list<KubeObject & { spec?: { replicas?: number }; metadata: { annotations?: Record<string, string> } }>(APPS.replicasets, { namespace: NS, labelSelector: 'app=roll' });
+      const rs = await c!.client.list<KubeObject & { spec?: { replicas?: number }; metadata: { annotations?: Record<string, string> } }>(REPLICASETS, { namespace: NS, labelSelector: 'app=roll' });
       return rs.items.some((r) => r.metadata.annotations?.['deployment.kubernetes.io/revision'] === '2' && (r.spec?.replicas ?? 0) > 0);
     }, 30_000, 'the new ReplicaSet to scale up');
     const killedAt = Date.now();
@@ -293,7 +291,7 @@ describe('several berth servers on one three-member etcd', () => {
     assert.deepEqual(watched.map((w) => Number(w.rv)), watched.map((w) => Number(w.rv)).sort((a, b) => a - b), 'in revision order');
 
     // The CronJob: one Job per scheduled time, from before and after the handover.
-    await c!.client.patch(BATCH.cronjobs, { namespace: NS, name: 'tick', type: 'merge', patch: { spec: { suspend: true } } });
+    await c!.client.patch(CRONJOBS, { namespace: NS, name: 'tick', type: 'merge', patch: { spec: { suspend: true } } });
     const jobs = await jobsOfTick();
     const times = jobs.map((j) => j.metadata.annotations?.['batch.kubernetes.io/cronjob-scheduled-timestamp'] ?? '');
     assert.equal(new Set(times).size, times.length, `a scheduled time twice: ${times.sort().join(' ')}`);

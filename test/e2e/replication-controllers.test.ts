@@ -9,11 +9,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { APIService, Pod, ReplicationController } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { APISERVICES, type APIService } from '../../src/registry/kinds/apiregistration.js';
-import { REPLICATION, type ReplicationController } from '../../src/registry/kinds/replication.js';
 import { describeEachKubectl, startCluster, TEST_IMAGE, waitFor, type Cluster, type Kubectl } from './harness.js';
+import { APISERVICES, REPLICATIONCONTROLLERS } from '../../src/api/identities.js';
 
 let cluster: Cluster;
 before(async () => {
@@ -28,7 +27,7 @@ describeEachKubectl('ReplicationController, PodTemplate and APIService', (k: Kub
   const suffix = k.version.replace('.', '');
   const rcName = `web-${suffix}`;
   const c = () => cluster.forKubectl(k);
-  const rc = () => cluster.client.get<ReplicationController>(REPLICATION.replicationcontrollers, { namespace: 'default', name: rcName });
+  const rc = () => cluster.client.get<ReplicationController>(REPLICATIONCONTROLLERS, { namespace: 'default', name: rcName });
   const pods = async () => (await cluster.client.list<Pod>(CORE.pods, { namespace: 'default', labelSelector: `app=${rcName}` })).items.filter((p) => !p.metadata.deletionTimestamp);
 
   it('lists the three kinds in discovery', async () => {

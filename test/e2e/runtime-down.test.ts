@@ -209,7 +209,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     for (const n of names) {
       await waitForPod(c.client, 'default', n, (x) => {
         const cs = x.status?.containerStatuses?.[0];
-        return x.status?.phase === 'Running' && cs?.ready === true && cs.restartCount >= 1 && cs.state.running !== undefined && cs.lastState.terminated !== undefined;
+        return x.status?.phase === 'Running' && cs?.ready === true && cs.restartCount >= 1 && cs.state?.running !== undefined && cs.lastState?.terminated !== undefined;
       }, 60_000);
     }
     t.diagnostic(`all five pods Running and ready again ${Date.now() - restartAt} ms after dockerd was started`);
@@ -285,7 +285,7 @@ describe('agent when Docker goes away', { timeout: 300_000 }, () => {
     await c.startAgent(nodeName);
     await waitForPod(c.client, 'default', 'half', (x) => {
       const cs = x.status?.containerStatuses?.[0];
-      return x.status?.phase === 'Running' && cs?.state.running !== undefined && (cs?.restartCount ?? 0) >= 1;
+      return x.status?.phase === 'Running' && cs?.state?.running !== undefined && (cs?.restartCount ?? 0) >= 1;
     }, 60_000);
     await sleep(1500);
     polling = false;

@@ -11,8 +11,7 @@ import fs from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { ConfigMap } from '../../src/api/config-objects.js';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { ConfigMap, KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 

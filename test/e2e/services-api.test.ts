@@ -7,8 +7,8 @@
 import assert from 'node:assert/strict';
 import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
-import type { Service } from '../../src/api/services.js';
 import { availableKubectls, describeEachKubectl, waitFor, type Cluster, type Kubectl, startCluster } from './harness.js';
+import type { Service } from '../../src/api/types.js';
 
 const SERVICES = { plural: 'services' };
 

@@ -15,8 +15,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import type { Service } from '../../src/api/services.js';
-import type { Node, Pod } from '../../src/api/types.js';
+import type { Node, Pod, Service } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { podManifest, serviceProxyTable, sleep, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 

@@ -7,11 +7,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { ControllerRevision, DaemonSet, PersistentVolumeClaim, Pod, StatefulSet } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { APPS_SETS, type ControllerRevision, type DaemonSet } from '../../src/registry/kinds/apps-sets.js';
 import { docker, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
-import type { PersistentVolumeClaim, StatefulSet } from '../../src/registry/kinds/apps-sets.js';
+import { CONTROLLERREVISIONS, DAEMONSETS, PERSISTENTVOLUMECLAIMS, STATEFULSETS } from '../../src/api/identities.js';
 
 const isActive = (p: Pod) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
 const isReady = (p: Pod) => isActive(p) && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
@@ -71,7 +70,7 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
     await c.startAgent(third);
     await waitFor(async () => (await podsOf('daemon')).some((p) => p.spec.nodeName === third && isReady(p)), 120_000, `a ready daemon pod on ${third}`);
     await waitFor(async () => {
-      const ds = await c.client.get<DaemonSet>(APPS_SETS.daemonsets, { namespace: 'default', name: 'daemon' });
+      const ds = await c.client.get<DaemonSet>(DAEMONSETS, { namespace: 'default', name: 'daemon' });
       return ds.status?.desiredNumberScheduled === 3 && ds.status.numberReady === 3 && ds.status.currentNumberScheduled === 3;
     }, 60_000, 'status counts 3 nodes');
     const table = await c.kubectl(['get', 'ds', 'daemon']);
@@ -82,7 +81,7 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
     await c.client.delete(CORE.nodes, { name: third });
     await waitFor(async () => !(await podsOf('daemon')).some((p) => p.spec.nodeName === third), 120_000, `the pod on ${third} is deleted`);
     await waitFor(async () => {
-      const ds = await c.client.get<DaemonSet>(APPS_SETS.daemonsets, { namespace: 'default', name: 'daemon' });
+      const ds = await c.client.get<DaemonSet>(DAEMONSETS, { namespace: 'default', name: 'daemon' });
       return ds.status?.desiredNumberScheduled === 2;
     }, 60_000, 'status counts 2 nodes');
 
@@ -100,7 +99,7 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
       const active = (await podsOf('daemon')).filter(isActive);
       return active.length === 2 && active.every((p) => versionOf(p) === '1' && isReady(p));
     }, 180_000, 'both pods back at VERSION=1');
-    const revisions = (await c.client.list<ControllerRevision>(APPS_SETS.controllerrevisions, { namespace: 'default', labelSelector: 'app=daemon' })).items;
+    const revisions = (await c.client.list<ControllerRevision>(CONTROLLERREVISIONS, { namespace: 'default', labelSelector: 'app=daemon' })).items;
     const byVersion = (v: string) => revisions.find((r) => JSON.stringify(r.data).includes(`"value":"${v}"`));
     assert.equal(revisions.length, 2);
     assert.equal(byVersion('1')?.revision, 3, 'the old template is now revision 3');
@@ -155,7 +154,7 @@ spec:
       });
       let seen = '';
       await waitFor(async () => {
-        const s = await c.client.get<StatefulSet>(APPS_SETS.statefulsets, { namespace: ns, name: 'web' });
+        const s = await c.client.get<StatefulSet>(STATEFULSETS, { namespace: ns, name: 'web' });
         seen = JSON.stringify({ status: s.status, pods: (await c.client.list<Pod>(CORE.pods, { namespace: ns })).items.map((p) => [p.metadata.name, p.spec.nodeName, p.status?.phase, p.status?.containerStatuses?.[0]?.state]) });
         return s.status?.readyReplicas === 3;
       }, 120_000, () => `three ready replicas; saw ${seen}`);
@@ -169,7 +168,7 @@ spec:
     const web0 = pods.find((p) => p.metadata.name === 'web-0')!;
     assert.equal(web0.spec.hostname, 'web-0');
     assert.equal(web0.spec.subdomain, 'web');
-    const claims = (await c.client.list<PersistentVolumeClaim>(APPS_SETS.persistentvolumeclaims, { namespace: ns })).items;
+    const claims = (await c.client.list<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS, { namespace: ns })).items;
     assert.deepEqual(claims.map((p) => `${p.metadata.name}:${p.status?.phase}`).sort(), ['data-web-0:Bound', 'data-web-1:Bound', 'data-web-2:Bound']);
 
     const pvcTable = await c.kubectl(['get', 'pvc', '-n', ns]);

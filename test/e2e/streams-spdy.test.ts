@@ -23,7 +23,7 @@ const missing = fs.existsSync(KUBECTL_120)
   : `kubectl 1.20 is missing: set KUBECTL_1_20 or extract Debian's kubernetes-client 1.20 .deb into .cache/kubectl-1.20 (expected ${KUBECTL_120}); the SPDY exec/attach/cp path is NOT tested`;
 if (missing) console.warn(`\n*** SKIPPED: ${missing} ***\n`);
 
-const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 describe('kubectl 1.20 (SPDY/3.1) exec, attach and cp', { skip: missing }, () => {
   let c: Cluster;

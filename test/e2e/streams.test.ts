@@ -18,7 +18,7 @@ import { docker, expectResizeThenExit4, podManifest, runKubectl, sleep, startClu
 
 const execFileP = promisify(execFile);
 
-const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const allRunning = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).length > 0 && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 interface RawResponse {
   head: string;
@@ -134,7 +134,7 @@ describe('kubectl logs and exec through the control plane', () => {
     await c.client.create(CORE.pods, crasher, { namespace: 'default' });
     const live = await waitForPod(c.client, 'default', 'talker', allRunning, 60_000);
     // main writes its last line half a second after starting.
-    const mainStarted = Date.parse(live.status!.containerStatuses!.find((s) => s.name === 'main')!.state.running!.startedAt!);
+    const mainStarted = Date.parse(live.status!.containerStatuses!.find((s) => s.name === 'main')!.state?.running!.startedAt!);
     await waitFor(() => Date.now() - mainStarted > 2000, 10_000);
     const node = await c.client.get<Node>(CORE.nodes, { name: nodeName });
     agentHost = node.status!.addresses!.find((a) => a.type === 'InternalIP')!.address;
@@ -173,7 +173,7 @@ describe('kubectl logs and exec through the control plane', () => {
   });
 
   it('kubectl logs --since leaves out older lines', async () => {
-    const started = Date.parse((await c.client.get<Pod>(CORE.pods, { namespace: 'default', name: 'talker' })).status!.containerStatuses!.find((s) => s.name === 'main')!.state.running!.startedAt!);
+    const started = Date.parse((await c.client.get<Pod>(CORE.pods, { namespace: 'default', name: 'talker' })).status!.containerStatuses!.find((s) => s.name === 'main')!.state?.running!.startedAt!);
     await waitFor(() => Date.now() - started > 4000, 10_000);
     const { stdout: recent } = await c.kubectl(['logs', 'talker', '-c', 'main', '--since=2s']);
     assert.equal(recent, '');

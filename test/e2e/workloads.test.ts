@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { Deployment, KubeObject, Pod, ReplicaSet } from '../../src/api/types.js';
 import { CORE, type WatchHandle } from '../../src/client/client.js';
-import { APPS, type Deployment, type ReplicaSet } from '../../src/registry/kinds/apps.js';
 import { describeEachKubectl, startCluster, TEST_IMAGE, waitFor, type Cluster, type Kubectl } from './harness.js';
+import { DEPLOYMENTS, REPLICASETS } from '../../src/api/identities.js';
 
 const ROLLOUT_TIMEOUT = '180s';
 
@@ -108,7 +108,7 @@ async function podsOf(c: Cluster, app: string): Promise<Pod[]> {
 }
 
 async function replicaSetsOf(c: Cluster, app: string): Promise<ReplicaSet[]> {
-  return (await c.client.list<ReplicaSet>(APPS.replicasets, { namespace: 'default', labelSelector: `app=${app}` })).items;
+  return (await c.client.list<ReplicaSet>(REPLICASETS, { namespace: 'default', labelSelector: `app=${app}` })).items;
 }
 
 async function waitReady(c: Cluster, app: string, n: number, timeoutMs = 120_000): Promise<void> {
@@ -118,7 +118,7 @@ async function waitReady(c: Cluster, app: string, n: number, timeoutMs = 120_000
   }, timeoutMs, `${n} ready pods of ${app}`);
 }
 
-async function getOrUndefined<T extends KubeObject>(c: Cluster, res: typeof APPS.deployments | typeof APPS.replicasets, name: string): Promise<T | undefined> {
+async function getOrUndefined<T extends KubeObject>(c: Cluster, res: typeof DEPLOYMENTS | typeof REPLICASETS, name: string): Promise<T | undefined> {
   try {
     return await c.client.get<T>(res, { namespace: 'default', name });
   } catch {
@@ -175,7 +175,7 @@ describeEachKubectl('workloads on real Docker through kubectl', (k: Kubectl) => 
       tracker.stop();
     }
 
-    const d = await c.client.get<Deployment>(APPS.deployments, { namespace: 'default', name: 'roll' });
+    const d = await c.client.get<Deployment>(DEPLOYMENTS, { namespace: 'default', name: 'roll' });
     assert.equal(d.spec.template.spec.containers[0]?.env?.find((e) => e.name === 'VERSION')?.value, '1', 'the template is the first one again');
     assert.equal(d.metadata.annotations?.['deployment.kubernetes.io/revision'], '3');
     const sets = await replicaSetsOf(c, 'roll');
@@ -258,17 +258,17 @@ describe('workloads on real Docker: garbage collection', () => {
 
     // Background (the default): the Deployment goes at once; its ReplicaSet and pods follow.
     await c.kubectl(['delete', 'deployment', 'bg', '--cascade=background', '--wait=false']);
-    assert.equal(await getOrUndefined(c, APPS.deployments, 'bg'), undefined, 'owner removed immediately');
+    assert.equal(await getOrUndefined(c, DEPLOYMENTS, 'bg'), undefined, 'owner removed immediately');
     await waitFor(async () => (await replicaSetsOf(c, 'bg')).length === 0 && (await podsOf(c, 'bg')).length === 0, 120_000, 'background: dependents collected');
 
     // Foreground: the Deployment stays (foregroundDeletion) until its ReplicaSet and pods are gone.
     await c.kubectl(['delete', 'deployment', 'fg', '--cascade=foreground', '--wait=false']);
-    const held = await getOrUndefined<Deployment>(c, APPS.deployments, 'fg');
+    const held = await getOrUndefined<Deployment>(c, DEPLOYMENTS, 'fg');
     assert.ok(held?.metadata.deletionTimestamp, 'owner still there, being deleted');
     assert.ok(held?.metadata.finalizers?.includes('foregroundDeletion'));
     let leftWhenGone = -1;
     await waitFor(async () => {
-      if (await getOrUndefined(c, APPS.deployments, 'fg')) return false;
+      if (await getOrUndefined(c, DEPLOYMENTS, 'fg')) return false;
       leftWhenGone = (await podsOf(c, 'fg')).length + (await replicaSetsOf(c, 'fg')).length;
       return true;
     }, 120_000, 'foreground: owner removed');
@@ -277,7 +277,7 @@ describe('workloads on real Docker: garbage collection', () => {
     // Orphan: the Deployment goes; its ReplicaSet stays (no owner) and keeps its pods running.
     const podsBefore = (await podsOf(c, 'orph')).map((p) => p.metadata.uid).sort();
     await c.kubectl(['delete', 'deployment', 'orph', '--cascade=orphan']);
-    assert.equal(await getOrUndefined(c, APPS.deployments, 'orph'), undefined);
+    assert.equal(await getOrUndefined(c, DEPLOYMENTS, 'orph'), undefined);
     const [orphanRs] = await replicaSetsOf(c, 'orph');
     assert.ok(orphanRs, 'ReplicaSet kept');
     assert.equal(orphanRs.metadata.ownerReferences, undefined, 'and no longer owned');

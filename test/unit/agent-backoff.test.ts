@@ -109,7 +109,7 @@ describe('container config', () => {
   });
 
   it('builds names, labels, command/args and env', () => {
-    const pod: Pod = boundPod({ name: 'web', nodeName: 'n1', containers: [{ name: 'main', image: 'img:1', command: ['sh', '-c'], args: ['echo $(GREETING)'], env: [{ name: 'WHO', value: 'world' }, { name: 'GREETING', value: 'hello $(WHO) $$(WHO)' }, { name: 'SECRET', valueFrom: { secretKeyRef: {} } }], workingDir: '/tmp' }] });
+    const pod: Pod = boundPod({ name: 'web', nodeName: 'n1', containers: [{ name: 'main', image: 'img:1', command: ['sh', '-c'], args: ['echo $(GREETING)'], env: [{ name: 'WHO', value: 'world' }, { name: 'GREETING', value: 'hello $(WHO) $$(WHO)' }, { name: 'SECRET', valueFrom: { secretKeyRef: { name: 'creds', key: 'token' } } }], workingDir: '/tmp' }] });
     pod.metadata.uid = 'uid-1';
     const spec = appSpec({ pod, container: pod.spec.containers[0]!, nodeName: 'n1', infraId: 'infra', restartCount: 3 });
     assert.equal(spec.name, 'berth_main_web_default_uid-1_3');

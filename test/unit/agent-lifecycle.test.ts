@@ -79,7 +79,7 @@ describe('events', () => {
     const oom = env.events('OOMKilling');
     assert.equal(oom.length, 1);
     assert.equal(oom[0]!.type, 'Warning');
-    assert.equal(env.pod('oom')!.status!.containerStatuses![0]!.lastState.terminated?.reason, 'OOMKilled');
+    assert.equal(env.pod('oom')!.status!.containerStatuses![0]!.lastState?.terminated?.reason, 'OOMKilled');
   });
 });
 
@@ -255,7 +255,7 @@ describe('termination messages', () => {
     fs.writeFileSync(mount.source, 'all done');
     env.runtime.exit(app.id, { exitCode: 0 });
     await env.settle();
-    assert.equal(env.pod('msg')!.status!.containerStatuses![0]!.state.terminated?.message, 'all done');
+    assert.equal(env.pod('msg')!.status!.containerStatuses![0]!.state?.terminated?.message, 'all done');
   });
 
   it('falls back to the log tail on error with FallbackToLogsOnError, not on success', async () => {
@@ -266,7 +266,7 @@ describe('termination messages', () => {
     env.runtime.logs.set(app.id, 'line 1\npanic: something broke');
     env.runtime.exit(app.id, { exitCode: 2 });
     await env.settle();
-    assert.equal(env.pod('fallback')!.status!.containerStatuses![0]!.state.terminated?.message, 'line 1\npanic: something broke');
+    assert.equal(env.pod('fallback')!.status!.containerStatuses![0]!.state?.terminated?.message, 'line 1\npanic: something broke');
   });
 
   it('removes the pod files when the pod is deleted', async () => {
@@ -360,8 +360,8 @@ describe('init containers and sidecars', () => {
     assert.equal(env.containers(uid, 'two').length, 0);
     let st = env.pod('init')!.status!;
     assert.equal(st.phase, 'Pending');
-    assert.equal(st.initContainerStatuses![0]!.state.running !== undefined, true);
-    assert.equal(st.containerStatuses![0]!.state.waiting?.reason, 'PodInitializing');
+    assert.equal(st.initContainerStatuses![0]!.state?.running !== undefined, true);
+    assert.equal(st.containerStatuses![0]!.state?.waiting?.reason, 'PodInitializing');
     assert.equal(st.conditions!.find((c) => c.type === 'Initialized')!.status, 'False');
     env.runtime.exit(env.containers(uid, 'one')[0]!.id, { exitCode: 0 });
     await env.settle();
@@ -373,7 +373,7 @@ describe('init containers and sidecars', () => {
     assert.equal(env.containers(uid, 'app')[0]!.state, 'running');
     assert.equal(st.phase, 'Running');
     assert.equal(st.conditions!.find((c) => c.type === 'Initialized')!.status, 'True');
-    assert.equal(st.initContainerStatuses![1]!.state.terminated?.reason, 'Completed');
+    assert.equal(st.initContainerStatuses![1]!.state?.terminated?.reason, 'Completed');
   });
 
   it('retries a failing init container with backoff (CrashLoopBackOff) under Always, fails the pod under Never', async () => {
@@ -385,7 +385,7 @@ describe('init containers and sidecars', () => {
     env.runtime.exit(env.containers(uid, 'one').at(-1)!.id, { exitCode: 1 });
     await env.settle();
     const st = env.pod('init-crash')!.status!;
-    assert.equal(st.initContainerStatuses![0]!.state.waiting?.reason, 'CrashLoopBackOff');
+    assert.equal(st.initContainerStatuses![0]!.state?.waiting?.reason, 'CrashLoopBackOff');
     assert.equal(st.initContainerStatuses![0]!.restartCount, 1);
     assert.equal(st.phase, 'Pending');
     assert.equal(env.containers(uid, 'app').length, 0);
@@ -396,7 +396,7 @@ describe('init containers and sidecars', () => {
     await env.settle();
     const st2 = env.pod('init-never')!.status!;
     assert.equal(st2.phase, 'Failed');
-    assert.equal(st2.initContainerStatuses![0]!.state.terminated?.reason, 'Error');
+    assert.equal(st2.initContainerStatuses![0]!.state?.terminated?.reason, 'Error');
     assert.equal(env.containers(uid2, 'app').length, 0);
   });
 
@@ -480,7 +480,7 @@ describe('robustness', () => {
     const list = env.containers(uid, 'app');
     assert.equal(list.at(-1)!.state, 'running');
     assert.equal(env.pod('down')!.status!.containerStatuses![0]!.restartCount, 1);
-    assert.equal(env.pod('down')!.status!.containerStatuses![0]!.lastState.terminated?.exitCode, 137);
+    assert.equal(env.pod('down')!.status!.containerStatuses![0]!.lastState?.terminated?.exitCode, 137);
   });
 
   it('recreates the pod in a new infra container when the infra container died, counting the restarts', async () => {

@@ -189,7 +189,7 @@ describe('computePodActions', () => {
 });
 
 function cs(name: string, state: ContainerStatus['state'], lastState: ContainerStatus['lastState'] = {}): ContainerStatus {
-  return { name, state, lastState, ready: !!state.running, restartCount: 0, image: 'i', imageID: '' };
+  return { name, state, lastState, ready: !!state?.running, restartCount: 0, image: 'i', imageID: '' };
 }
 
 describe('phase', () => {
@@ -244,8 +244,8 @@ describe('computePodStatus', () => {
     assert.equal(sa.ready, true);
     assert.equal(sa.containerID, `docker://${a.id}`);
     assert.equal(sa.imageID, 'docker://sha256:abc');
-    assert.equal(sa.lastState.terminated?.reason, 'OOMKilled');
-    assert.equal(sa.lastState.terminated?.exitCode, 137);
+    assert.equal(sa.lastState?.terminated?.reason, 'OOMKilled');
+    assert.equal(sa.lastState?.terminated?.exitCode, 137);
     const ready = s.conditions!.find((c) => c.type === 'Ready')!;
     assert.equal(ready.status, 'True');
     assert.equal(ready.lastTransitionTime, '2025-01-01T00:01:00Z');
@@ -262,9 +262,9 @@ describe('computePodStatus', () => {
     const waiting = new Map([['app', { reason: 'CrashLoopBackOff', message: 'back-off 40s' }]]);
     const s = computePodStatus({ pod: p, containers: groupContainers([infra, crashed]), network: 'bridge', hostIP: '10.0.0.5', waiting, previous: undefined, now: T0 });
     const c = s.containerStatuses![0]!;
-    assert.equal(c.state.waiting?.reason, 'CrashLoopBackOff');
-    assert.equal(c.lastState.terminated?.exitCode, 2);
-    assert.equal(c.lastState.terminated?.reason, 'Error');
+    assert.equal(c.state?.waiting?.reason, 'CrashLoopBackOff');
+    assert.equal(c.lastState?.terminated?.exitCode, 2);
+    assert.equal(c.lastState?.terminated?.reason, 'Error');
     assert.equal(c.restartCount, 3);
     assert.equal(s.phase, 'Running');
     const ready = s.conditions!.find((x) => x.type === 'ContainersReady')!;
@@ -281,6 +281,6 @@ describe('computePodStatus', () => {
     assert.equal(s.phase, 'Succeeded');
     assert.equal(s.podIP, '172.17.0.9');
     assert.equal(s.startTime, '2025-01-01T00:00:00Z');
-    assert.equal(s.containerStatuses![0]!.state.terminated?.reason, 'Completed');
+    assert.equal(s.containerStatuses![0]!.state?.terminated?.reason, 'Completed');
   });
 });

@@ -171,7 +171,7 @@ describe('pod lifecycle with a fake runtime', () => {
     assert.equal(status.podIP, infra[0]!.ips.bridge);
     assert.equal(status.hostIP, '10.0.0.5');
     assert.equal(status.qosClass, 'BestEffort');
-    assert.equal(status.containerStatuses![0]!.state.running !== undefined, true);
+    assert.equal(status.containerStatuses![0]!.state?.running !== undefined, true);
     assert.equal(status.containerStatuses![0]!.containerID, `docker://${app[0]!.id}`);
     assert.equal(status.conditions!.find((c) => c.type === 'Ready')!.status, 'True');
   });
@@ -199,9 +199,9 @@ describe('pod lifecycle with a fake runtime', () => {
     await env.settle();
     assert.equal(appContainers(env.runtime, uid).length, 2);
     let cs = env.pod('crash')!.status!.containerStatuses![0]!;
-    assert.equal(cs.state.waiting?.reason, 'CrashLoopBackOff');
-    assert.equal(cs.lastState.terminated?.exitCode, 1);
-    assert.equal(cs.lastState.terminated?.reason, 'Error');
+    assert.equal(cs.state?.waiting?.reason, 'CrashLoopBackOff');
+    assert.equal(cs.lastState?.terminated?.exitCode, 1);
+    assert.equal(cs.lastState?.terminated?.reason, 'Error');
     assert.equal(cs.restartCount, 1);
     assert.equal(env.pod('crash')!.status!.phase, 'Running');
     await env.advance(9_000);
@@ -213,7 +213,7 @@ describe('pod lifecycle with a fake runtime', () => {
     assert.deepEqual(app.map((c) => c.labels['berth.dev/restart-count']), ['1', '2']);
     cs = env.pod('crash')!.status!.containerStatuses![0]!;
     assert.equal(cs.restartCount, 2);
-    assert.ok(cs.state.running);
+    assert.ok(cs.state?.running);
     // Third crash waits 20 s.
     env.runtime.exit(app[1]!.id, { exitCode: 1 });
     await env.advance(19_000);
@@ -229,8 +229,8 @@ describe('pod lifecycle with a fake runtime', () => {
     env.runtime.exit(appContainers(env.runtime, uid)[0]!.id, { exitCode: 137, oomKilled: true });
     await env.settle();
     const cs = env.pod('oom')!.status!.containerStatuses![0]!;
-    assert.equal(cs.lastState.terminated?.reason, 'OOMKilled');
-    assert.equal(cs.lastState.terminated?.exitCode, 137);
+    assert.equal(cs.lastState?.terminated?.reason, 'OOMKilled');
+    assert.equal(cs.lastState?.terminated?.exitCode, 137);
   });
 
   it('honours restartPolicy Never: Failed, no restart, infra stopped', async () => {
@@ -243,7 +243,7 @@ describe('pod lifecycle with a fake runtime', () => {
     assert.equal(appContainers(env.runtime, uid).length, 1);
     const status = env.pod('once')!.status!;
     assert.equal(status.phase, 'Failed');
-    assert.equal(status.containerStatuses![0]!.state.terminated?.exitCode, 3);
+    assert.equal(status.containerStatuses![0]!.state?.terminated?.exitCode, 3);
     assert.equal(env.runtime.podContainers(uid, 'POD')[0]!.state, 'exited');
     assert.ok(status.podIP, 'the pod IP stays reported after the infra container stopped');
   });
@@ -258,7 +258,7 @@ describe('pod lifecycle with a fake runtime', () => {
     env.runtime.exit(appContainers(env.runtime, uid)[1]!.id, { exitCode: 0 });
     await env.settle();
     assert.equal(env.pod('job')!.status!.phase, 'Succeeded');
-    assert.equal(env.pod('job')!.status!.containerStatuses![0]!.state.terminated?.reason, 'Completed');
+    assert.equal(env.pod('job')!.status!.containerStatuses![0]!.state?.terminated?.reason, 'Completed');
   });
 
   it('reports ErrImagePull then ImagePullBackOff, keeps running, and recovers when the image appears', async () => {
@@ -266,12 +266,12 @@ describe('pod lifecycle with a fake runtime', () => {
     const pod = env.client.put('pods', boundPod({ name: 'pull', nodeName: 'n1', containers: [{ name: 'app', image: 'example/missing:1' }] }));
     await env.settle();
     let cs = env.pod('pull')!.status!.containerStatuses![0]!;
-    assert.equal(cs.state.waiting?.reason, 'ErrImagePull');
+    assert.equal(cs.state?.waiting?.reason, 'ErrImagePull');
     assert.equal(env.pod('pull')!.status!.phase, 'Pending');
     // The next sync, during the backoff, reports ImagePullBackOff without pulling.
     await env.advance(1_000);
     cs = env.pod('pull')!.status!.containerStatuses![0]!;
-    assert.equal(cs.state.waiting?.reason, 'ImagePullBackOff');
+    assert.equal(cs.state?.waiting?.reason, 'ImagePullBackOff');
     assert.equal(env.runtime.calls.filter((c) => c.op === 'pull').length, 1);
     env.runtime.pullable.add('example/missing:1');
     await env.advance(9_000);

@@ -64,7 +64,7 @@ describe('runtime goes away', () => {
     await env.advanceBy(3000, 500);
     const status = env.pod('web')!.status!.containerStatuses![0]!;
     assert.equal(status.restartCount, 1);
-    assert.equal(status.state.running !== undefined, true);
+    assert.equal(status.state?.running !== undefined, true);
   });
 
   it('Ready goes False (KubeletNotReady, container runtime is down) after downAfter, pods stop being ready; back: relist, restarts counted, one sandbox', async () => {
@@ -101,8 +101,8 @@ describe('runtime goes away', () => {
       const p = env.pod(n)!;
       const cs = p.status!.containerStatuses![0]!;
       assert.equal(cs.restartCount, 1, `pod ${n} restartCount`);
-      assert.ok(cs.state.running, `pod ${n} running`);
-      assert.equal(cs.lastState.terminated?.exitCode, 143);
+      assert.ok(cs.state?.running, `pod ${n} running`);
+      assert.equal(cs.lastState?.terminated?.exitCode, 143);
       assert.equal(podReady(p), 'True');
       const infra = env.containers(uids[i]!, 'POD');
       assert.equal(infra.length, 1, `pod ${n}: one pause container, got ${infra.map((c) => c.state).join(',')}`);

@@ -85,6 +85,17 @@ const LAYER_RANK: Record<string, number> = {
   '': 8,
 };
 
+/**
+ * Only these areas of src/ may a controller import from: kinds' shapes and identities come from
+ * src/api/, never from the registry, except in the files that wire controllers to it.
+ */
+const CONTROLLERS_MAY_IMPORT = new Set(['api', 'client', 'controllers']);
+
+/** The controllers' wiring, which builds them from the control plane's parts and registers CRDs' kinds. */
+function wiresControllers(file: string): boolean {
+  return file === 'src/controllers/registrations.ts' || file.startsWith('src/controllers/crd/');
+}
+
 /** Only these areas of src/ may the agent import from. */
 const AGENT_MAY_IMPORT = new Set(['api', 'client', 'net']);
 
@@ -138,6 +149,19 @@ function agentReach(sources: SourceFile[]): string[] {
     const area = srcArea(file);
     return area !== undefined && !AGENT_MAY_IMPORT.has(area);
   }).sort();
+}
+
+function controllerViolations(sources: SourceFile[]): string[] {
+  const out: string[] = [];
+  for (const { file, specifiers } of sources) {
+    if (!file.startsWith('src/controllers/') || wiresControllers(file)) continue;
+    for (const specifier of specifiers) {
+      const target = resolveLocal(file, specifier);
+      const area = target ? srcArea(target) : undefined;
+      if (area !== undefined && !CONTROLLERS_MAY_IMPORT.has(area)) out.push(`${file} imports ${target}`);
+    }
+  }
+  return out;
 }
 
 function layerViolations(sources: SourceFile[]): string[] {
@@ -199,6 +223,12 @@ describe('boundaries', () => {
     assert.deepEqual(violations, [], `upward imports:\n${list(violations)}`);
   });
 
+  it('controllers import from src/ only src/api/, src/client/ and src/controllers/ (registrations.ts and the CRD controller aside)', () => {
+    const violations = controllerViolations(sources);
+    assert.deepEqual(violations, [], `controllers importing past src/api/ and src/client/:\n${list(violations)}`);
+    assert.ok(sources.some((s) => s.file === 'src/controllers/registrations.ts' && s.specifiers.some((sp) => sp.includes('/registry/'))), 'registrations.ts is where controllers meet the registry');
+  });
+
   it('each rule fails on a planted forbidden import', () => {
     const planted = (file: string, ...specifiers: string[]): SourceFile[] => [{ file, specifiers }];
     assert.deepEqual(packageViolations(planted('agent/network/bridge.ts', 'dockerode')), ['agent/network/bridge.ts imports dockerode (only agent/runtime/ may)']);
@@ -212,6 +242,12 @@ describe('boundaries', () => {
       'src/registry/kinds/config.ts → src/server/tables.ts (registry may not import server)',
     ]);
     assert.equal(layerViolations(planted('src/api/types.ts', '../storage/backend.js')).length, 1);
+    assert.deepEqual(controllerViolations(planted('src/controllers/job/job-controller.ts', '../../registry/kinds/batch.js', '../../api/batch.js', '../../client/client.js', '../runtime/controller.js')), [
+      'src/controllers/job/job-controller.ts imports src/registry/kinds/batch.ts',
+    ]);
+    assert.deepEqual(controllerViolations(planted('src/controllers/gc/garbage-collector.ts', '../../auth/tokens.js')), ['src/controllers/gc/garbage-collector.ts imports src/auth/tokens.ts']);
+    assert.deepEqual(controllerViolations(planted('src/controllers/registrations.ts', '../registry/registry.js')), []);
+    assert.deepEqual(controllerViolations(planted('src/controllers/crd/crd-controller.ts', '../../registry/registry.js')), []);
     assert.equal(layerViolations(planted('src/storage/sqlite.ts', '../../agent/agent.js')).length, 1);
   });
 });

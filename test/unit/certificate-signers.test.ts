@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { AdmissionChain } from '../../src/admission/chain.js';
 import { certificateApproval, certificateSigning, type SignerAuthorizer } from '../../src/admission/plugins/certificate-signers.js';
-import type { CertificateSigningRequest } from '../../src/api/certificates.js';
 import { ApiError } from '../../src/api/errors.js';
 import type { UserInfo } from '../../src/api/user-info.js';
 import type { AdmissionAttributes } from '../../src/registry/admission-attributes.js';
 import { CSR_RESOURCE } from '../../src/registry/kinds/certificates.js';
+import type { CertificateSigningRequest } from '../../src/api/types.js';
 
 const USER: UserInfo = { username: 'system:serviceaccount:default:bot', groups: ['system:serviceaccounts', 'system:authenticated'] };
 

@@ -16,8 +16,8 @@ import { parseCertificateRequestPem } from '../../src/api/x509.js';
 import { CSR_RESOURCE, csrStrategy, validateCsr } from '../../src/registry/kinds/certificates.js';
 import { Registry } from '../../src/registry/registry.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
-import type { CertificateSigningRequest } from '../../src/api/certificates.js';
 import { signerRuleError, signingDurationMs } from '../../src/controllers/csr-signing/csr-signing-controller.js';
+import type { CertificateSigningRequest } from '../../src/api/types.js';
 
 const HOUR = 3600_000;
 

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Container, Pod } from '../../src/api/types.js';
-import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
+import type { ConfigMap, Container, Pod, Secret } from '../../src/api/types.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
 import { fieldRefValue, formatMap, resourceFieldValue, type PodRuntimeFacts } from '../../agent/downward-api.js';
 import type { ConfigObjectReader } from '../../agent/config-reader.js';

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
-import type { KubeObject } from '../../src/api/types.js';
-import { CONFIGMAP_RESOURCE, configKeyErrors, configMapStrategy, decodeBase64Strict, SECRET_RESOURCE, secretStrategy, type ConfigMap, type Secret } from '../../src/registry/kinds/config.js';
+import type { ConfigMap, KubeObject, Secret } from '../../src/api/types.js';
+import {
+  CONFIGMAP_RESOURCE,
+  configKeyErrors,
+  configMapStrategy,
+  decodeBase64Strict,
+  SECRET_RESOURCE,
+  secretStrategy,
+} from '../../src/registry/kinds/config.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';

@@ -4,8 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import pino from 'pino';
-import type { Pod, VolumeMount } from '../../src/api/types.js';
-import type { ConfigMap, Secret } from '../../src/registry/kinds/config.js';
+import type { ConfigMap, Pod, Secret, VolumeMount } from '../../src/api/types.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
 import type { ConfigObjectReader } from '../../agent/config-reader.js';
 import { formatResolvConf, hostNetworkHostsContent, hostsFileContent, parseResolvConf, PodFiles, podResolverConfig } from '../../agent/pod-files.js';
@@ -238,7 +237,7 @@ describe('volume manager', { skip: !isRoot && 'needs root (mount)' }, () => {
     const vm = new VolumeManager({ paths, objects: reader([], []), log });
     const bad = podWith([{ name: 'missing', configMap: { name: 'nope' } }]);
     await assert.rejects(vm.setUp(bad, { allocatable: {} }), (e) => e instanceof ContainerConfigError && e.reason === 'ContainerCreating' && e.message === 'MountVolume.SetUp failed for volume "missing" : configmap "nope" not found');
-    const odd = podWith([{ name: 'x', nfs: { server: 'a' } }]);
+    const odd = podWith([{ name: 'x', nfs: { server: 'a', path: '/exports' } }]);
     await assert.rejects(vm.setUp(odd, { allocatable: {} }), /volume type nfs is not supported/);
 
     const pod = podWith([{ name: 'h', hostPath: { path: host, type: 'Directory' } }]);

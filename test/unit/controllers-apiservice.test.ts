@@ -5,10 +5,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from '../../src/api/types.js';
+import type { APIService, CustomResourceDefinition, KubeObject } from '../../src/api/types.js';
 import { AUTOMANAGED_LABEL, ApiServiceController, type DiscoveryProbeTarget } from '../../src/controllers/apiservice/apiservice-controller.js';
-import type { CustomResourceDefinition } from '../../src/registry/kinds/apiextensions.js';
-import type { APIService } from '../../src/registry/kinds/apiregistration.js';
 import { controllerEnv, T0 } from './controllers-env.js';
 
 const GROUP = 'apiregistration.k8s.io';

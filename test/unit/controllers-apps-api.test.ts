@@ -4,10 +4,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
-import { deploymentStrategy, replicaSetStrategy, type Deployment, type ReplicaSet } from '../../src/registry/kinds/apps.js';
+import { deploymentStrategy, replicaSetStrategy } from '../../src/registry/kinds/apps.js';
 import { handleResourceRequest } from '../../src/requests/resource-handlers.js';
 import { toTable } from '../../src/server/tables.js';
 import { controllerEnv, template } from './controllers-env.js';
+import type { Deployment, ReplicaSet } from '../../src/api/types.js';
 
 const deployment = (spec: Record<string, unknown> = {}, name = 'web'): Deployment =>
   ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name }, spec: { selector: { matchLabels: { app: 'web' } }, template: template({ app: 'web' }), ...spec } }) as Deployment;

@@ -4,9 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from '../../src/api/types.js';
+import type { CustomResourceDefinition, KubeObject } from '../../src/api/types.js';
 import { CRDController } from '../../src/controllers/crd/crd-controller.js';
-import { CRD_CLEANUP_FINALIZER, type CustomResourceDefinition } from '../../src/registry/kinds/apiextensions.js';
+import { CRD_CLEANUP_FINALIZER } from '../../src/registry/kinds/apiextensions.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';
 
 const GROUP = 'ci.example.com';

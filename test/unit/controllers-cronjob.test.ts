@@ -4,11 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject } from '../../src/api/types.js';
+import type { CronJob, CronJobSpec, Job, KubeObject } from '../../src/api/types.js';
 import { CronJobController } from '../../src/controllers/cronjob/cronjob-controller.js';
 import { CronSchedule, formatInZone, jobNameFor, mostRecentScheduleTime } from '../../src/controllers/cronjob/schedule.js';
 import type { CronTimers } from '../../src/controllers/cronjob/timers.js';
-import type { CronJob, CronJobSpec, Job } from '../../src/registry/kinds/batch.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';
 
 const KEY = 'default/tick';

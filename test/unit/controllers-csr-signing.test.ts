@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import forge from 'node-forge';
-import type { CertificateSigningRequest } from '../../src/api/certificates.js';
+import type { CertificateSigningRequest } from '../../src/api/types.js';
 import { ensureCa, issueClientCertificate } from '../../src/auth/pki.js';
 import { CsrSigningController, type IssueRequest } from '../../src/controllers/csr-signing/csr-signing-controller.js';
 import { SharedInformers } from '../../src/controllers/runtime/informer-factory.js';

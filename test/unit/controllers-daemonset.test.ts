@@ -4,11 +4,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { errors } from '../../src/api/errors.js';
-import type { KubeObject, Node, Pod } from '../../src/api/types.js';
+import type { ControllerRevision, DaemonSet, KubeObject, Node, NodeSelectorTerm, Pod } from '../../src/api/types.js';
 import { DaemonSetController } from '../../src/controllers/daemonset/daemonset-controller.js';
 import { nodeMatchesPlacement, shouldRunOnNode } from '../../src/controllers/daemonset/eligibility.js';
 import { revisionData } from '../../src/controllers/daemonset/history.js';
-import type { ControllerRevision, DaemonSet } from '../../src/registry/kinds/apps-sets.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
 const node = (name: string, labels: Record<string, string> = {}, taints: Node['spec'] extends infer S ? S extends { taints?: infer T } ? T : never : never = undefined as never): Node => ({
@@ -113,7 +112,7 @@ describe('DaemonSet controller', () => {
   });
 
   it('honours required node affinity (terms ORed, expressions ANDed, matchFields on metadata.name)', () => {
-    const spec = (terms: unknown[]) => ({ ...template({ app: 'x' }).spec, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+    const spec = (terms: NodeSelectorTerm[]) => ({ ...template({ app: 'x' }).spec, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
     const zoneA = node('n1', { zone: 'a', cores: '8' });
     assert.ok(nodeMatchesPlacement(spec([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }, { key: 'cores', operator: 'Gt', values: ['4'] }] }]), zoneA));
     assert.ok(!nodeMatchesPlacement(spec([{ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }]), zoneA));

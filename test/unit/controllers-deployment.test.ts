@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { Deployment, Pod, PodTemplateSpec, ReplicaSet } from '../../src/api/types.js';
 import { DeploymentController } from '../../src/controllers/deployment/deployment-controller.js';
 import {
   POD_TEMPLATE_HASH_LABEL,
@@ -16,7 +16,6 @@ import {
   resolveFenceposts,
   templateHash,
 } from '../../src/controllers/deployment/util.js';
-import type { Deployment, PodTemplateSpec, ReplicaSet } from '../../src/registry/kinds/apps.js';
 import { controllerEnv, template, T0, type ControllerEnv } from './controllers-env.js';
 
 const KEY = 'default/web';

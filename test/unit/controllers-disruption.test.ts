@@ -4,13 +4,19 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject, OwnerReference, Pod } from '../../src/api/types.js';
+import type {
+  Deployment,
+  KubeObject,
+  OwnerReference,
+  Pod,
+  PodDisruptionBudget,
+  PodDisruptionBudgetSpec,
+  ReplicaSet,
+  StatefulSet,
+} from '../../src/api/types.js';
 import { CONTROLLER_REGISTRATIONS } from '../../src/controllers/registrations.js';
 import { DELETION_TIMEOUT_MS } from '../../src/controllers/disruption/budget.js';
 import { DisruptionController } from '../../src/controllers/disruption/disruption-controller.js';
-import type { Deployment, ReplicaSet } from '../../src/registry/kinds/apps.js';
-import type { StatefulSet } from '../../src/registry/kinds/apps-sets.js';
-import type { PodDisruptionBudget, PodDisruptionBudgetSpec } from '../../src/registry/kinds/policy.js';
 import { controllerEnv, template, T0, type ControllerEnv } from './controllers-env.js';
 
 const ref = (o: { apiVersion?: string; kind?: string; metadata: { name?: string; uid?: string } }): OwnerReference => ({
@@ -116,8 +122,9 @@ describe('disruption controller', () => {
     assert.deepEqual([status.expectedPods, status.desiredHealthy, status.currentHealthy, status.disruptionsAllowed], [4, 2, 2, 0]);
 
     await env.modify<PodDisruptionBudget>('policy', 'poddisruptionbudgets', 'budget', (p) => {
-      delete p.spec.minAvailable;
-      p.spec.maxUnavailable = '30%'; // 30% of 4 = 1.2, rounded up to 2 → 2 must stay healthy
+      const spec = (p.spec ??= {});
+      delete spec.minAvailable;
+      spec.maxUnavailable = '30%'; // 30% of 4 = 1.2, rounded up to 2 → 2 must stay healthy
     });
     env.syncCaches();
     await dc.reconcile('default/budget');

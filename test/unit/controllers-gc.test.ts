@@ -5,10 +5,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { KubeObject, Pod, ReplicaSet } from '../../src/api/types.js';
 import { GarbageCollector } from '../../src/controllers/gc/garbage-collector.js';
 import { finalizersForPropagation } from '../../src/registry/deletion-propagation.js';
-import type { ReplicaSet } from '../../src/registry/kinds/apps.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
 type Owner = { kind: string; apiVersion: string; obj: KubeObject; block?: boolean; controller?: boolean };

@@ -4,11 +4,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject, Pod, PodPhase } from '../../src/api/types.js';
+import type { Job, JobSpec, KubeObject, Pod, PodPhase } from '../../src/api/types.js';
 import { JobController } from '../../src/controllers/job/job-controller.js';
 import { JobTally } from '../../src/controllers/job/job-tally.js';
 import { backoffRemainingMs, formatIndexes, parseIndexes } from '../../src/controllers/job/job-util.js';
-import type { Job, JobSpec } from '../../src/registry/kinds/batch.js';
 import { controllerEnv, T0, type ControllerEnv } from './controllers-env.js';
 
 const KEY = 'default/work';

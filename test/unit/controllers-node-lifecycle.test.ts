@@ -6,10 +6,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultTolerationSeconds } from '../../src/admission/plugins/default-toleration-seconds.js';
 import { TAINT_NOT_READY, TAINT_UNREACHABLE } from '../../src/api/taints.js';
-import type { KubeObject, Node, Pod, Toleration } from '../../src/api/types.js';
+import type { KubeObject, Lease, Node, Pod, Toleration } from '../../src/api/types.js';
 import { NodeLifecycleController } from '../../src/controllers/node-lifecycle/node-lifecycle.js';
-import { microTime, NODE_LEASE_NAMESPACE, type Lease } from '../../src/registry/kinds/coordination.js';
 import { controllerEnv, T0, type ControllerEnv } from './controllers-env.js';
+import { microTime, NODE_LEASE_NAMESPACE } from '../../src/api/lease.js';
 
 const GRACE_MS = 40_000;
 

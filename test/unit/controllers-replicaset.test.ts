@@ -4,10 +4,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { errors } from '../../src/api/errors.js';
-import type { Pod } from '../../src/api/types.js';
+import type { Pod, ReplicaSet } from '../../src/api/types.js';
 import { compareForDeletion, podsToDelete } from '../../src/controllers/replicaset/delete-ranking.js';
 import { ReplicaSetController } from '../../src/controllers/replicaset/replicaset-controller.js';
-import type { ReplicaSet } from '../../src/registry/kinds/apps.js';
 import { controllerEnv, template, T0, type ControllerEnv } from './controllers-env.js';
 
 async function setup(spec: Partial<ReplicaSet['spec']> = {}) {

@@ -4,14 +4,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
-import { REPLICATIONCONTROLLERS, ReplicaSetController } from '../../src/controllers/replicaset/replicaset-controller.js';
-import type { ReplicationController } from '../../src/registry/kinds/replication.js';
+import type { Pod, ReplicationController } from '../../src/api/types.js';
+import { REPLICATIONCONTROLLER_KIND, ReplicaSetController } from '../../src/controllers/replicaset/replicaset-controller.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
 async function setup(spec: Partial<ReplicationController['spec']> = {}) {
   const env = await controllerEnv();
-  const rcc = new ReplicaSetController({ client: env.client, informers: env.informers, log: env.log, now: env.now, kind: REPLICATIONCONTROLLERS });
+  const rcc = new ReplicaSetController({ client: env.client, informers: env.informers, log: env.log, now: env.now, kind: REPLICATIONCONTROLLER_KIND });
   const rc = await env.create<ReplicationController>('', 'replicationcontrollers', {
     apiVersion: 'v1',
     kind: 'ReplicationController',

@@ -10,8 +10,8 @@ import type { KubeObject, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, Indexer, Informer, OWNER_UID_INDEX, splitKey } from '../../src/client/informer.js';
 import { Controller, Expectations, TerminalError, WorkQueue, claimObjects, slowStartBatch } from '../../src/controllers/runtime/index.js';
-import { REPLICASET_KIND } from '../../src/registry/kinds/apps.js';
 import { controllerEnv } from './controllers-env.js';
+import { REPLICASETS } from '../../src/api/identities.js';
 
 const obj = (name: string, extra: Partial<KubeObject['metadata']> = {}): KubeObject => ({ metadata: { name, namespace: 'ns', uid: `uid-${name}`, resourceVersion: '1', ...extra } });
 
@@ -136,7 +136,7 @@ describe('claimObjects', () => {
       client: env.client,
       resource: CORE.pods,
       owner,
-      ownerKind: REPLICASET_KIND,
+      ownerKind: REPLICASETS,
       selector: labelSelectorFromObject({ matchLabels: { app: 'a' } }),
       candidates: env.list<Pod>('', 'pods'),
     });
@@ -152,7 +152,7 @@ describe('claimObjects', () => {
     const env = await controllerEnv();
     await env.create('', 'pods', { metadata: { name: 'orphan', labels: { app: 'a' } }, spec: { containers: [{ name: 'c', image: 'i:1' }] } } as Pod);
     const selector = labelSelectorFromObject({ matchLabels: { app: 'a' } });
-    const base = { client: env.client, resource: CORE.pods, ownerKind: REPLICASET_KIND, selector, candidates: env.list<Pod>('', 'pods') };
+    const base = { client: env.client, resource: CORE.pods, ownerKind: REPLICASETS, selector, candidates: env.list<Pod>('', 'pods') };
     const deleting = { metadata: { name: 'rs', namespace: 'default', uid: 'u', deletionTimestamp: '2026-01-01T00:00:00Z' } } as KubeObject;
     assert.deepEqual(await claimObjects<Pod>({ ...base, owner: deleting }), []);
     const owner = { metadata: { name: 'rs', namespace: 'default', uid: 'u' } } as KubeObject;

@@ -5,8 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ConfigMap } from '../../src/api/config-objects.js';
-import type { KubeObject, Namespace } from '../../src/api/types.js';
+import type { ConfigMap, KubeObject, Namespace } from '../../src/api/types.js';
 import { DESCRIPTION_ANNOTATION, ROOT_CA_DESCRIPTION, RootCAPublisher } from '../../src/controllers/serviceaccount/root-ca-publisher.js';
 import { ServiceAccountsController } from '../../src/controllers/serviceaccount/serviceaccounts-controller.js';
 import { controllerEnv } from './controllers-env.js';

@@ -4,8 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { EndpointSlice, Endpoints, Service } from '../../src/api/services.js';
-import type { KubeObject, Node } from '../../src/api/types.js';
+import type { Endpoints, EndpointSlice, KubeObject, Node, Service } from '../../src/api/types.js';
 import { ServiceLBController, ingressFor } from '../../src/controllers/service-lb/service-lb.js';
 import { SystemServicesController } from '../../src/controllers/system-services/system-services.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';

@@ -3,9 +3,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Pod } from '../../src/api/types.js';
+import type { PersistentVolumeClaim, Pod, StatefulSet } from '../../src/api/types.js';
 import { ordinalOf, StatefulSetController } from '../../src/controllers/statefulset/statefulset-controller.js';
-import type { PersistentVolumeClaim, StatefulSet } from '../../src/registry/kinds/apps-sets.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
 async function setup(spec: Partial<StatefulSet['spec']> = {}) {

@@ -7,9 +7,9 @@ import { describe, it } from 'node:test';
 import { AdmissionChain } from '../../src/admission/chain.js';
 import { denyServiceExternalIPs } from '../../src/admission/plugins/deny-service-external-ips.js';
 import { ApiError } from '../../src/api/errors.js';
-import type { Service } from '../../src/api/services.js';
 import type { AdmissionAttributes } from '../../src/registry/admission-attributes.js';
 import { SERVICE_INFO } from '../../src/registry/kinds/services.js';
+import type { Service } from '../../src/api/types.js';
 
 const service = (externalIPs?: string[]): Service => ({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'default' }, spec: { ports: [{ port: 80 }], ...(externalIPs ? { externalIPs } : {}) } });
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BUILTIN_RESOURCES, type ResourceInfo } from '../../src/registry/resource-info.js';
+import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import {
   AGGREGATED_DISCOVERY_V2_CONTENT_TYPE,
   AGGREGATED_DISCOVERY_V2BETA1_CONTENT_TYPE,
@@ -18,6 +18,7 @@ import {
   storageVersionHash,
   versionInfo,
 } from '../../src/server/discovery.js';
+import type { ResourceInfo } from '../../src/api/identities.js';
 
 /** The Accept header kubectl 1.32 sends to /api and /apis (captured from a live run). */
 const KUBECTL_DISCOVERY_ACCEPT =

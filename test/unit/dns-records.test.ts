@@ -5,10 +5,10 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { EndpointSlice, Service } from '../../src/api/services.js';
 import { Indexer } from '../../src/client/informer.js';
 import { CacheClusterView } from '../../agent/dns/cluster-cache.js';
 import { ClusterZone, type ClusterAnswer } from '../../agent/dns/cluster-records.js';
+import type { EndpointSlice, Service } from '../../src/api/types.js';
 
 function svc(ns: string, name: string, spec: Service['spec']): Service {
   return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: ns, name }, spec };

@@ -11,12 +11,12 @@ import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import * as dnsPacket from 'dns-packet';
 import type { Packet } from 'dns-packet';
-import type { EndpointSlice, Service } from '../../src/api/services.js';
 import { Indexer } from '../../src/client/informer.js';
 import { CacheClusterView } from '../../agent/dns/cluster-cache.js';
 import { ClusterZone } from '../../agent/dns/cluster-records.js';
 import { Forwarder } from '../../agent/dns/forwarder.js';
 import { DnsServer } from '../../agent/dns/server.js';
+import type { EndpointSlice, Service } from '../../src/api/types.js';
 
 /** A test upstream: answers `*.example.test` A with 192.0.2.x (TTL 60), counting queries; `slow.*` after a delay. */
 class Upstream {

@@ -6,8 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Node, Pod } from '../../src/api/types.js';
-import { ENDPOINTSLICE_CONTROLLER_NAME, HEADLESS_LABEL, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, type EndpointSlice, type Service } from '../../src/api/services.js';
+import type { EndpointSlice, Node, Pod, Service } from '../../src/api/types.js';
+import { ENDPOINTSLICE_CONTROLLER_NAME, HEADLESS_LABEL, MANAGED_BY_LABEL, SERVICE_NAME_LABEL } from '../../src/api/services.js';
 import { planSlices, type SlicePlanInput } from '../../src/controllers/endpointslice/reconciler.js';
 import { desiredEndpoints, desiredSubsets, OVER_CAPACITY_ANNOTATION } from '../../src/controllers/endpointslice/endpoints.js';
 
@@ -77,7 +77,7 @@ function persist(slices: EndpointSlice[]): EndpointSlice[] {
   return slices.map((s) => ({ ...structuredClone(s), metadata: { ...structuredClone(s.metadata), name: s.metadata.name ?? `web-${n++}`, resourceVersion: '1' } }));
 }
 
-const podNames = (s: EndpointSlice) => s.endpoints.map((e) => e.targetRef?.name);
+const podNames = (s: EndpointSlice) => (s.endpoints ?? []).map((e) => e.targetRef?.name);
 
 describe('EndpointSlice plan', () => {
   it('one slice for a Service: labels, owner, ports, and each endpoint with its conditions, node, zone, pod and hostname', () => {
@@ -100,7 +100,7 @@ describe('EndpointSlice plan', () => {
     assert.equal(slice.addressType, 'IPv4');
     assert.deepEqual(slice.ports, [{ name: 'http', port: 8080, protocol: 'TCP' }]);
     assert.deepEqual(podNames(slice), ['a1', 'b2', 'c3', 'd4', 'e5'], 'no IP and finished pods are left out; terminating ones stay');
-    const byName = new Map(slice.endpoints.map((e) => [e.targetRef?.name, e]));
+    const byName = new Map((slice.endpoints ?? []).map((e) => [e.targetRef?.name, e]));
     assert.deepEqual(byName.get('a1'), {
       addresses: ['10.244.0.3'],
       conditions: { ready: true, serving: true, terminating: false },
@@ -117,7 +117,7 @@ describe('EndpointSlice plan', () => {
   it('publishNotReadyAddresses makes every endpoint ready; a headless Service labels its slices', () => {
     const plan = planSlices(input(service({ publishNotReadyAddresses: true, clusterIP: 'None' }), [pod('a1', { ready: false }), pod('b2', { deleting: true })]));
     const slice = plan.create[0]!;
-    assert.deepEqual(slice.endpoints.map((e) => e.conditions), [{ ready: true, serving: false, terminating: false }, { ready: true, serving: true, terminating: true }]);
+    assert.deepEqual((slice.endpoints ?? []).map((e) => e.conditions), [{ ready: true, serving: false, terminating: false }, { ready: true, serving: true, terminating: true }]);
     assert.equal(slice.metadata.labels?.[HEADLESS_LABEL], '');
   });
 
@@ -141,7 +141,7 @@ describe('EndpointSlice plan', () => {
 
   it('packs at most 100 endpoints per slice (250 pods → 100, 100, 50)', () => {
     const plan = planSlices(input(service(), many(250)));
-    assert.deepEqual(plan.create.map((s) => s.endpoints.length), [100, 100, 50]);
+    assert.deepEqual(plan.create.map((s) => s.endpoints?.length), [100, 100, 50]);
   });
 
   it('minimal churn: an unchanged state writes nothing; a replaced pod touches only its slice, and the new pod fills the slice being updated', () => {
@@ -157,7 +157,7 @@ describe('EndpointSlice plan', () => {
     assert.deepEqual([plan.create.length, plan.delete.length], [0, 0]);
     assert.equal(plan.update.length, 1, 'only the slice that lost a pod is written');
     assert.equal(plan.update[0]!.metadata.name, existing[0]!.metadata.name);
-    assert.equal(plan.update[0]!.endpoints.length, 100);
+    assert.equal(plan.update[0]!.endpoints?.length, 100);
     assert.ok(podNames(plan.update[0]!).includes(newcomer.metadata.name));
     assert.equal(plan.update[0]!.metadata.resourceVersion, '1', 'the update is conditional on the version read');
   });
@@ -168,7 +168,7 @@ describe('EndpointSlice plan', () => {
     const plan = planSlices(input(service(), [...pods, ...many(30, 'q')], existing));
     assert.deepEqual([plan.create.length, plan.delete.length, plan.update.length], [0, 0, 1]);
     assert.equal(plan.update[0]!.metadata.name, existing[2]!.metadata.name);
-    assert.equal(plan.update[0]!.endpoints.length, 80);
+    assert.equal(plan.update[0]!.endpoints?.length, 80);
   });
 
   it('a condition change updates the endpoint in place, in its slice', () => {
@@ -176,7 +176,7 @@ describe('EndpointSlice plan', () => {
     const existing = persist(planSlices(input(service(), pods)).create);
     const plan = planSlices(input(service(), [pod('a1'), pod('b2', { ready: false })], existing));
     assert.equal(plan.update.length, 1);
-    assert.deepEqual(plan.update[0]!.endpoints.map((e) => e.conditions?.ready), [true, false]);
+    assert.deepEqual((plan.update[0]!.endpoints ?? []).map((e) => e.conditions?.ready), [true, false]);
   });
 
   it('no pods: one empty placeholder slice, kept as it is on the next pass', () => {

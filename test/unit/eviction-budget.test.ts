@@ -6,9 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
-import type { KubeObject, Pod, PodPhase } from '../../src/api/types.js';
+import type { KubeObject, Pod, PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus, PodPhase } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import type { PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus } from '../../src/registry/kinds/policy.js';
 import { Registry } from '../../src/registry/registry.js';
 import { evictPod, MULTIPLE_BUDGETS_MESSAGE } from '../../src/requests/eviction-budget.js';
 import { handleEvictionRequest } from '../../src/requests/eviction-subresource.js';
@@ -158,7 +157,7 @@ describe('eviction and PodDisruptionBudgets', () => {
     await b.pod('web-1');
     await b.budget('web', webBudget, { disruptionsAllowed: 3, currentHealthy: 3, desiredHealthy: 0, expectedPods: 3 });
     await b.registry.modify(b.pdbs, 'default', 'web', (p) => {
-      (p as PodDisruptionBudget).spec.minAvailable = 3;
+      ((p as PodDisruptionBudget).spec ??= {}).minAvailable = 3;
       return p;
     });
     assert.equal((await b.getBudget('web')).metadata.generation, 2);
@@ -182,7 +181,7 @@ describe('eviction and PodDisruptionBudgets', () => {
     await assert.rejects(b.evict('sick-2'), (e) => assertTooManyRequests(e, /needs 2 healthy pods and has 1 currently/));
 
     await b.registry.modify(b.pdbs, 'default', 'web', (p) => {
-      (p as PodDisruptionBudget).spec.unhealthyPodEvictionPolicy = 'AlwaysAllow';
+      ((p as PodDisruptionBudget).spec ??= {}).unhealthyPodEvictionPolicy = 'AlwaysAllow';
       return p;
     });
     await b.registry.modify(b.pdbs, 'default', 'web', (p) => {

@@ -6,13 +6,12 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { Deployment, HorizontalPodAutoscaler, KubeObject, Pod } from '../../src/api/types.js';
 import { CRDController } from '../../src/controllers/crd/crd-controller.js';
 import { ScalingHistory } from '../../src/controllers/hpa/behavior.js';
 import { HpaController, type PodMetricsSource } from '../../src/controllers/hpa/hpa-controller.js';
 import { MetricUnavailableError, resourceReplicas, type CalculatorPod } from '../../src/controllers/hpa/replica-calculator.js';
 import { handleResourceRequest } from '../../src/requests/resource-handlers.js';
-import type { Deployment } from '../../src/registry/kinds/apps.js';
 import {
   BEHAVIOR_ANNOTATION,
   METRICS_ANNOTATION,
@@ -22,7 +21,6 @@ import {
   hpaTargetsText,
   hpaToV1,
   validateHpa,
-  type HorizontalPodAutoscaler,
 } from '../../src/registry/kinds/autoscaling.js';
 import { controllerEnv, template } from './controllers-env.js';
 

@@ -10,8 +10,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../agent/clock.js';
 import { errors } from '../../src/api/errors.js';
-import { LEASES_REF, type Lease } from '../../src/api/lease.js';
-import type { KubeObject } from '../../src/api/types.js';
+import type { KubeObject, Lease, MicroTime } from '../../src/api/types.js';
 import type { Client, DeleteRequest, ListQuery, PatchRequest, ResourceRef, WatchHandle, WatchRequest } from '../../src/client/client.js';
 import { LocalClient } from '../../src/client/local-client.js';
 import { durationMs, explicitBoolean } from '../../src/cli.js';
@@ -19,6 +18,7 @@ import { CONTROLLER_MANAGER_LOCK, LeaderElector, validateLeaderElectionTimings }
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { LEASES } from '../../src/api/identities.js';
 
 /** A client in front of the registry that can fail or hang every call, or hold Lease writes until several are pending. */
 class ControlledClient implements Client {
@@ -152,7 +152,7 @@ async function bench() {
     }
   };
 
-  const lease = async () => local.get<Lease>(LEASES_REF, CONTROLLER_MANAGER_LOCK);
+  const lease = async () => local.get<Lease>(LEASES, CONTROLLER_MANAGER_LOCK);
   const leaders = () => candidates.filter((c) => c.elector.isLeader() && !c.frozen).map((c) => c.name);
 
   return { registry, local, add, step, lease, leaders, log, maxRunning: () => maxRunning, candidates };
@@ -303,7 +303,7 @@ describe('leader election', () => {
 
   it('leaseTransitions counts changes of holder; acquireTime is when the holder took the Lease', async () => {
     const b = await bench();
-    const holders: Array<[string | undefined, number | undefined, string | undefined]> = [];
+    const holders: Array<[string | undefined, number | undefined, MicroTime | undefined]> = [];
     for (const [i, name] of ['a', 'b', 'a2', 'c'].entries()) {
       const c = b.add(name, { clockOffsetMs: i * 60_000 });
       c.elector.start();

@@ -75,8 +75,8 @@ describe('NetworkPolicy kind: defaulting', () => {
       ingress: [{ ports: [{ port: 80 }, { protocol: 'UDP', port: 53 }, {}] }],
       egress: [{ ports: [{ port: 'dns', protocol: null }] }],
     }) as NetworkPolicy['spec'];
-    assert.deepEqual(spec.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53 }, { protocol: 'TCP' }]);
-    assert.deepEqual(spec.egress?.[0]?.ports, [{ protocol: 'TCP', port: 'dns' }]);
+    assert.deepEqual(spec?.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 80 }, { protocol: 'UDP', port: 53 }, { protocol: 'TCP' }]);
+    assert.deepEqual(spec?.egress?.[0]?.ports, [{ protocol: 'TCP', port: 'dns' }]);
   });
 
   it('a missing spec or podSelector is the empty one, as the Go structs are written back', () => {
@@ -112,9 +112,9 @@ describe('NetworkPolicy kind: validation', () => {
       egress: [{ to: [{ ipBlock: { cidr: '2001:db8::/32', except: ['2001:db8:1::/48'] } }], ports: [{ protocol: 'SCTP', port: 5000 }] }],
     }))) as NetworkPolicy;
     assert.equal(created.metadata.generation, 1);
-    assert.deepEqual(created.spec.policyTypes, ['Ingress', 'Egress']);
-    assert.deepEqual(created.spec.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 'http' }, { protocol: 'UDP', port: 8000, endPort: 9000 }]);
-    assert.equal(created.status, undefined);
+    assert.deepEqual(created.spec?.policyTypes, ['Ingress', 'Egress']);
+    assert.deepEqual(created.spec?.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 'http' }, { protocol: 'UDP', port: 8000, endPort: 9000 }]);
+    assert.equal((created as KubeObject).status, undefined);
   });
 
   it('the name is a DNS subdomain', async () => {
@@ -133,7 +133,7 @@ describe('NetworkPolicy kind: validation', () => {
     assert.deepEqual(await causesOf({ podSelector: {}, policyTypes: ['Ingress', 'Egress', 'Ingress'] }), ['spec.policyTypes: Invalid value: ["Ingress","Egress","Ingress"]: may not specify more than two policyTypes']);
     const r = await registry();
     const twice = (await r.create(NETWORK_POLICY_INFO, 'default', policy({ podSelector: {}, policyTypes: ['Egress', 'Egress'] }))) as NetworkPolicy;
-    assert.deepEqual(twice.spec.policyTypes, ['Egress', 'Egress']);
+    assert.deepEqual(twice.spec?.policyTypes, ['Egress', 'Egress']);
   });
 
   it('ports: protocol TCP, UDP or SCTP', async () => {

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import YAML from 'yaml';
 import { encodeSwaggerDocument, yamlText, type SwaggerDocument, type SwaggerSchema } from '../../src/api/protobuf/openapi-v2.js';
 import { MessageWriter, WIRE_TYPE, readFields } from '../../src/api/protobuf/wire.js';
-import { BUILTIN_RESOURCES, type ResourceInfo } from '../../src/registry/resource-info.js';
+import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import {
   OPENAPI_V2_PROTOBUF,
   etagMatches,
@@ -13,6 +13,7 @@ import {
   toV2Schema,
 } from '../../src/server/openapi-v2.js';
 import { groupVersionPath, openapiV3Group, type ServedKindSchema } from '../../src/server/openapi.js';
+import type { ResourceInfo } from '../../src/api/identities.js';
 
 // ---------- an independent reader of gnostic's openapi.v2 messages ----------
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { BUILTIN_RESOURCES, type ResourceInfo } from '../../src/registry/resource-info.js';
+import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import {
   definitionNameFor,
@@ -13,6 +13,7 @@ import {
   type OpenAPIV3Document,
   type ServedKindSchema,
 } from '../../src/server/openapi.js';
+import type { ResourceInfo } from '../../src/api/identities.js';
 
 const ALL = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 const WIDGET: ResourceInfo = {

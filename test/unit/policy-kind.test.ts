@@ -5,12 +5,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
-import type { KubeObject } from '../../src/api/types.js';
+import type { KubeObject, PodDisruptionBudget } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { PDB_INFO, pdbStrategy, scaledIntOrPercent, type PodDisruptionBudget } from '../../src/registry/kinds/policy.js';
+import { PDB_INFO, pdbStrategy } from '../../src/registry/kinds/policy.js';
 import { Registry } from '../../src/registry/registry.js';
 import { toTable } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
+import { scaledIntOrPercent } from '../../src/api/disruption-budget.js';
 
 async function registry() {
   const r = new Registry({ backend: openSqliteBackend({ file: ':memory:' }), clock: { now: () => Date.parse('2026-01-01T00:00:00Z') } });
@@ -65,7 +66,7 @@ describe('PodDisruptionBudget kind', () => {
     assert.deepEqual(created.status, { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0 });
     assert.equal(created.metadata.generation, 1);
     const specChange = (await r.modify(PDB_INFO, 'default', 'web', (o) => {
-      (o as PodDisruptionBudget).spec.minAvailable = 2;
+      ((o as PodDisruptionBudget).spec ??= {}).minAvailable = 2;
       (o as PodDisruptionBudget).status!.disruptionsAllowed = 5;
       return o;
     })) as PodDisruptionBudget;

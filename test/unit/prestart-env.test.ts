@@ -9,13 +9,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
-import type { Container, Pod } from '../../src/api/types.js';
+import type { Container, Pod, Service } from '../../src/api/types.js';
 import type { ResourceRef } from '../../src/client/client.js';
 import { ContainerConfigError } from '../../agent/config-error.js';
 import { EnvHook } from '../../agent/prestart/env.js';
 import { serviceVariables } from '../../agent/services/service-env.js';
 import { ServicesCache, servicesInformer } from '../../agent/services/services-cache.js';
-import type { Service } from '../../src/api/services.js';
 import { ConfigObjects } from '../../agent/volumes/config-objects.js';
 import { FakeClient } from './agent-fake-client.js';
 

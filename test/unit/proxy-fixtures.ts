@@ -1,5 +1,5 @@
 /** Service and EndpointSlice builders for the service proxy's unit tests. */
-import type { Endpoint, EndpointSlice, Service, ServiceSpec } from '../../src/api/services.js';
+import type { Endpoint, EndpointSlice, Service, ServiceSpec } from '../../src/api/types.js';
 
 export function service(name: string, spec: ServiceSpec, extra: Partial<Service> = {}): Service {
   return { apiVersion: 'v1', kind: 'Service', metadata: { namespace: 'default', name, ...(extra.metadata ?? {}) }, spec: { type: 'ClusterIP', ...spec }, ...(extra.status ? { status: extra.status } : {}) };

@@ -3,8 +3,8 @@ import { test } from 'node:test';
 import { deleteStaleScript, fullScript, incrementalScript, mergeElements, renderService, type RenderedService } from '../../agent/proxy/nft-rules.js';
 import { NftModel, type TableState } from './proxy-nft-model.js';
 import { planServicePorts } from '../../agent/proxy/service-ports.js';
-import type { EndpointSlice, Service } from '../../src/api/services.js';
 import { endpoint, HTTP_PORT, service, slice } from './proxy-fixtures.js';
+import type { EndpointSlice, Service } from '../../src/api/types.js';
 
 const NODE = 'n1';
 const T = 'berth';

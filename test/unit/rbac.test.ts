@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import { ApiError } from '../../src/api/errors.js';
-import type { KubeObject } from '../../src/api/types.js';
+import type { ClusterRole, KubeObject, PolicyRule } from '../../src/api/types.js';
 import type { UserInfo } from '../../src/api/user-info.js';
 import { AdmissionChain } from '../../src/admission/chain.js';
 import { rbacEscalation } from '../../src/admission/plugins/rbac-escalation.js';
@@ -20,7 +20,7 @@ import { LocalClient } from '../../src/client/local-client.js';
 import { aggregatedRules, ClusterRoleAggregationController } from '../../src/controllers/clusterrole-aggregation/clusterrole-aggregation.js';
 import { SharedInformers } from '../../src/controllers/runtime/index.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, ROLE_BINDING_INFO, ROLE_INFO, type ClusterRole, type PolicyRule } from '../../src/registry/kinds/rbac.js';
+import { CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, ROLE_BINDING_INFO, ROLE_INFO } from '../../src/registry/kinds/rbac.js';
 import { Registry } from '../../src/registry/registry.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 

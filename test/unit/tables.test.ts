@@ -1,18 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ContainerStatus, KubeObject, Node, Pod } from '../../src/api/types.js';
+import type { ContainerStatus, CustomResourceDefinition, KubeObject, Node, Pod } from '../../src/api/types.js';
 import { CRDController } from '../../src/controllers/crd/crd-controller.js';
-import { customResourceStrategy, type CustomResourceDefinition } from '../../src/registry/kinds/apiextensions.js';
+import { customResourceStrategy } from '../../src/registry/kinds/apiextensions.js';
 import { eventStrategy, namespaceStrategy, nodeRoles, nodeStatusText, nodeStrategy, podStrategy, summarizePod } from '../../src/registry/kinds/core.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
-import { BUILTIN_RESOURCES, type ResourceInfo } from '../../src/registry/resource-info.js';
+import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import type { KindStrategy } from '../../src/registry/strategy.js';
 import { ageSince, humanDuration, printerColumnsProvider } from '../../src/registry/table-columns.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 import { renderTable, tableRowRenderer } from '../../src/server/kubectl-routes.js';
 import { columnProviderFor, toTable, wantsTable } from '../../src/server/tables.js';
 import { controllerEnv } from './controllers-env.js';
+import type { ResourceInfo } from '../../src/api/identities.js';
 
 const NOW = new Date('2025-06-01T12:00:00Z');
 const ago = (ms: number) => new Date(NOW.getTime() - ms).toISOString();

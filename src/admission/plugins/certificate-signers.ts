@@ -8,9 +8,10 @@
  * certificate for any name and group it liked, a node's included.
  */
 import { errors } from '../../api/errors.js';
-import { CERTIFICATES_GROUP, type CertificateSigningRequest } from '../../api/certificates.js';
+import { CERTIFICATES_GROUP } from '../../api/certificates.js';
 import type { UserInfo } from '../../api/user-info.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
+import type { CertificateSigningRequest } from '../../api/types.js';
 
 /** What the plugins ask the authorizer (src/auth/authz.ts). */
 export interface SignerAuthorizer {

@@ -4,8 +4,8 @@
  * them) passes, so the garbage collector and users can still write older Services that have them.
  */
 import { errors } from '../../api/errors.js';
-import type { Service } from '../../api/services.js';
 import type { AdmissionPlugin } from '../chain.js';
+import type { Service } from '../../api/types.js';
 
 export function denyServiceExternalIPs(): AdmissionPlugin {
   return {

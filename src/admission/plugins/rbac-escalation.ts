@@ -9,8 +9,9 @@
  */
 import { ApiError, errors } from '../../api/errors.js';
 import type { UserInfo } from '../../api/user-info.js';
-import { RBAC_GROUP, type ClusterRole, type PolicyRule, type Role, type RoleBinding, type RoleRef } from '../../registry/kinds/rbac.js';
+import { RBAC_GROUP } from '../../registry/kinds/rbac.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
+import type { ClusterRole, PolicyRule, Role, RoleBinding, RoleRef } from '../../api/types.js';
 
 /** What the plugin asks the authorizer (src/auth/authz.ts with its RBAC authorizer). */
 export interface EscalationAuthorizer {

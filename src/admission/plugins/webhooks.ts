@@ -11,10 +11,10 @@ import type { Logger } from 'pino';
 import { ApiError, errors, type StatusReason } from '../../api/errors.js';
 import { applyJsonPatch } from '../../api/patch.js';
 import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
-import { SERVICE_NAME_LABEL, type EndpointSlice, type Service } from '../../api/services.js';
-import type { KubeObject } from '../../api/types.js';
+import { SERVICE_NAME_LABEL } from '../../api/services.js';
+import type { EndpointSlice, KubeObject, Service, Webhook, WebhookConfiguration } from '../../api/types.js';
 import type { Registry } from '../../registry/registry.js';
-import { MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, type Webhook, type WebhookConfiguration } from '../../registry/kinds/admissionregistration.js';
+import { MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS } from '../../registry/kinds/admissionregistration.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
 export interface WebhookPluginOptions {

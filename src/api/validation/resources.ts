@@ -1,7 +1,7 @@
 /** Resource names and quantities: container requests/limits and node capacity. */
 import type { FieldError } from '../errors.js';
 import { compare, formatQuantity, parseQuantity, QuantityError, type Quantity } from '../quantity.js';
-import { child, entriesOf, expectObject, fieldErrors, invalidEach, key } from './field-errors.js';
+import { child, entriesOf, expectObject, fieldErrors, invalidEach, isRecord, key } from './field-errors.js';
 import { qualifiedNameErrors } from './names.js';
 
 const STANDARD_CONTAINER_RESOURCES = new Set(['cpu', 'memory', 'ephemeral-storage']);
@@ -75,20 +75,14 @@ export function validateResourceQuantityValue(resource: string, raw: unknown, pa
   return { quantity, errors };
 }
 
-interface ResourceRequirementsInput {
-  limits?: unknown;
-  requests?: unknown;
-  [extra: string]: unknown;
-}
-
 /**
  * Container `resources`: only limits/requests, standard or extended names, valid non-negative
  * quantities, and each request no greater than its limit (equal for non-overcommittable ones).
  */
 export function validateResourceRequirements(resources: unknown, path: string): FieldError[] {
   const typeErrs = expectObject(path, resources);
-  if (typeErrs.length || resources === undefined || resources === null) return typeErrs;
-  const req = resources as ResourceRequirementsInput;
+  if (typeErrs.length || !isRecord(resources)) return typeErrs;
+  const req = resources;
   const limitsPath = child(path, 'limits');
   const requestsPath = child(path, 'requests');
   const errs = [...expectObject(limitsPath, req.limits), ...expectObject(requestsPath, req.requests)];

@@ -12,8 +12,9 @@
  */
 import type { UserInfo } from '../../api/user-info.js';
 import type { Registry, RegistryWatcher } from '../../registry/registry.js';
-import { CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, ROLE_BINDING_INFO, ROLE_INFO, type ClusterRole, type PolicyRule, type Role, type RoleBinding, type RoleRef } from '../../registry/kinds/rbac.js';
+import { CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, ROLE_BINDING_INFO, ROLE_INFO } from '../../registry/kinds/rbac.js';
 import { ruleAllows, subjectMatches, type RuleRequest } from './rule-matching.js';
+import type { ClusterRole, PolicyRule, Role, RoleBinding, RoleRef } from '../../api/types.js';
 
 /** One namespace's (or, with namespace '', the cluster's) rules for a user, as SelfSubjectRulesReview shows them. */
 export interface ResourceRule {

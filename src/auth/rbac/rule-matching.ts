@@ -5,7 +5,7 @@
  * allows everything another rule does, which escalation prevention asks. Pure functions, no state.
  */
 import type { UserInfo } from '../../api/user-info.js';
-import type { PolicyRule, Subject } from '../../registry/kinds/rbac.js';
+import type { PolicyRule, Subject } from '../../api/types.js';
 
 export const ALL = '*';
 

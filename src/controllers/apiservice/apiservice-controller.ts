@@ -21,15 +21,13 @@
 import { request as httpsRequest } from 'node:https';
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import type { Client, ResourceRef } from '../../client/client.js';
+import type { APIService, APIServiceCondition, APIServiceSpec, CustomResourceDefinition, KubeObject } from '../../api/types.js';
+import type { Client } from '../../client/client.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import { APISERVICES, apiServiceName, type APIService, type APIServiceCondition, type APIServiceSpec } from '../../registry/kinds/apiregistration.js';
-import { CRD_RESOURCE, type CustomResourceDefinition } from '../../registry/kinds/apiextensions.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isNotFound } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import { apiServiceName, APISERVICES, CUSTOMRESOURCEDEFINITIONS, ENDPOINTS, type ResourceInfo, SERVICES } from '../../api/identities.js';
 
 export const AUTOMANAGED_LABEL = 'kube-aggregator.kubernetes.io/automanaged';
 
@@ -67,9 +65,6 @@ export const API_VERSION_PRIORITIES: Readonly<Record<string, { group: number; ve
 /** What crdregistration gives a CRD's group/versions: below every built-in group. */
 export const CRD_PRIORITY = { group: 1000, version: 100 } as const;
 
-const SERVICES: ResourceRef = { plural: 'services' };
-const ENDPOINTS: ResourceRef = { plural: 'endpoints' };
-const CRDS: ResourceRef = CRD_RESOURCE;
 /** The one key of the registration queue: every pass compares the whole set. */
 const REGISTRATION_KEY = 'local-apiservices';
 const RECHECK_MS = 30_000;
@@ -191,7 +186,7 @@ export class ApiServiceController {
     this.apiServices = opts.informers.informerFor<APIService>(APISERVICES);
     this.services = opts.informers.informerFor<ServiceObject>(SERVICES);
     this.endpoints = opts.informers.informerFor<EndpointsObject>(ENDPOINTS);
-    this.crds = opts.informers.informerFor<CustomResourceDefinition>(CRDS);
+    this.crds = opts.informers.informerFor<CustomResourceDefinition>(CUSTOMRESOURCEDEFINITIONS);
     this.registration = new Controller({ name: 'apiservice-registration', reconcile: () => this.syncLocal(), log: opts.log });
     this.availability = new Controller({ name: 'apiservice-availability', reconcile: (key) => this.reconcile(key), log: opts.log, workers: 2 });
 

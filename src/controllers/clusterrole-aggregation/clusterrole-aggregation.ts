@@ -7,11 +7,11 @@
 import type { Logger } from 'pino';
 import { isDeepStrictEqual } from 'node:util';
 import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
-import type { ClusterRole, PolicyRule } from '../../registry/kinds/rbac.js';
-import type { Client, ResourceRef } from '../../client/client.js';
+import type { Client } from '../../client/client.js';
 import { Controller, type Informer, type SharedInformers } from '../runtime/index.js';
+import type { ClusterRole, PolicyRule } from '../../api/types.js';
+import { CLUSTERROLES } from '../../api/identities.js';
 
-export const CLUSTER_ROLES: ResourceRef = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'clusterroles', namespaced: false };
 
 export interface ClusterRoleAggregationOptions {
   client: Client;
@@ -43,7 +43,7 @@ export class ClusterRoleAggregationController {
   private readonly controller: Controller;
 
   constructor(private readonly opts: ClusterRoleAggregationOptions) {
-    this.roles = opts.informers.informerFor<ClusterRole>(CLUSTER_ROLES);
+    this.roles = opts.informers.informerFor<ClusterRole>(CLUSTERROLES);
     this.controller = new Controller({ name: 'clusterrole-aggregation', reconcile: (key) => this.reconcile(key), log: opts.log });
     const requeueAggregated = () => {
       for (const r of this.roles.list()) if (r.aggregationRule) this.controller.queue.add(r.metadata.name ?? '');
@@ -68,6 +68,6 @@ export class ClusterRoleAggregationController {
     const copy = structuredClone(role);
     copy.rules = rules;
     // A Conflict (someone else wrote the role meanwhile) throws and is retried from the fresh cache.
-    await this.opts.client.update(CLUSTER_ROLES, copy);
+    await this.opts.client.update(CLUSTERROLES, copy);
   }
 }

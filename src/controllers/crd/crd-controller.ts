@@ -6,10 +6,10 @@
  */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { CustomResourceDefinition, KubeObject } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
-import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, customResourceInfo, customResourceStrategy, storageVersion, type CustomResourceDefinition } from '../../registry/kinds/apiextensions.js';
+import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, customResourceInfo, customResourceStrategy, storageVersion } from '../../registry/kinds/apiextensions.js';
 import type { Registry } from '../../registry/registry.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';

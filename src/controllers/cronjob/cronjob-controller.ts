@@ -5,25 +5,18 @@
  * controller's.
  */
 import type { Logger } from 'pino';
-import type { OwnerReference } from '../../api/types.js';
+import type { CronJob, CronJobStatus, Job, ObjectReference, OwnerReference, Time } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import {
-  BATCH,
-  CRONJOB_KIND,
-  CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION,
-  type CronJob,
-  type CronJobStatus,
-  type Job,
-  type ObjectReference,
-} from '../../registry/kinds/batch.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { controllerRefOf, isAlreadyExists, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { finishedType, kubeTime } from '../job/job-util.js';
 import { CronSchedule, formatInZone, jobNameFor, mostRecentScheduleTime } from './schedule.js';
 import { NodeCronTimers, type CronTimers } from './timers.js';
+import { CRONJOBS, JOBS } from '../../api/identities.js';
+import { CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../../api/batch.js';
 
 export interface CronJobControllerOptions {
   client: Client;
@@ -82,8 +75,8 @@ export class CronJobController {
     this.now = opts.now ?? Date.now;
     this.maxMissed = opts.maxMissedSchedules ?? 100;
     this.timers = opts.timers ?? new NodeCronTimers({ log: opts.log });
-    this.cronJobs = opts.informers.informerFor<CronJob>(BATCH.cronjobs);
-    this.jobs = opts.informers.informerFor<Job>(BATCH.jobs, { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! });
+    this.cronJobs = opts.informers.informerFor<CronJob>(CRONJOBS);
+    this.jobs = opts.informers.informerFor<Job>(JOBS, { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! });
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'cronjob', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 2 });
 
@@ -130,7 +123,7 @@ export class CronJobController {
 
   private ownerOf(job: Job): CronJob | undefined {
     const ref: OwnerReference | undefined = controllerRefOf(job);
-    if (!ref || ref.kind !== CRONJOB_KIND.kind || !ref.apiVersion.startsWith('batch/')) return undefined;
+    if (!ref || ref.kind !== CRONJOBS.kind || !ref.apiVersion.startsWith('batch/')) return undefined;
     const cj = this.cronJobs.get(`${job.metadata.namespace}/${ref.name}`);
     return cj && cj.metadata.uid === ref.uid ? cj : undefined;
   }
@@ -227,7 +220,7 @@ export class CronJobController {
         continue;
       }
       try {
-        const live = await this.opts.client.get<Job>(BATCH.jobs, { namespace: cj.metadata.namespace, name: ref.name ?? '' });
+        const live = await this.opts.client.get<Job>(JOBS, { namespace: cj.metadata.namespace, name: ref.name ?? '' });
         if (live.metadata.uid === ref.uid && !finishedType(live)) active.push(ref);
       } catch (e) {
         if (!isNotFound(e)) throw e;
@@ -291,7 +284,7 @@ export class CronJobController {
       const kept: ObjectReference[] = [];
       for (const ref of active) {
         try {
-          await this.opts.client.delete(BATCH.jobs, { namespace: cj.metadata.namespace, name: ref.name ?? '', propagationPolicy: 'Background', preconditions: ref.uid ? { uid: ref.uid } : undefined });
+          await this.opts.client.delete(JOBS, { namespace: cj.metadata.namespace, name: ref.name ?? '', propagationPolicy: 'Background', preconditions: ref.uid ? { uid: ref.uid } : undefined });
           this.settled.add(ref.uid ?? '');
           void this.events.record({ about: cj, type: 'Normal', reason: 'SuccessfulDelete', message: `Deleted job ${ref.name}` });
         } catch (e) {
@@ -305,7 +298,7 @@ export class CronJobController {
     }
 
     try {
-      const made = await this.opts.client.create<Job>(BATCH.jobs, jobFromTemplate(cj, scheduled, name), { namespace: cj.metadata.namespace });
+      const made = await this.opts.client.create<Job>(JOBS, jobFromTemplate(cj, scheduled, name), { namespace: cj.metadata.namespace });
       const ref = jobRef(made);
       this.lastRun.set(uid, scheduled);
       this.justCreated.set(uid, [...(this.justCreated.get(uid) ?? []), ref]);
@@ -320,7 +313,7 @@ export class CronJobController {
     // AlreadyExists: this time ran before (we crashed before recording it, or our status write lags).
     this.lastRun.set(uid, scheduled);
     try {
-      const existing = await this.opts.client.get<Job>(BATCH.jobs, { namespace: cj.metadata.namespace, name });
+      const existing = await this.opts.client.get<Job>(JOBS, { namespace: cj.metadata.namespace, name });
       if (controllerRefOf(existing)?.uid === uid && !finishedType(existing) && !active.some((a) => a.uid === existing.metadata.uid)) active = [...active, jobRef(existing)];
     } catch (e) {
       if (!isNotFound(e)) throw e;
@@ -341,7 +334,7 @@ export class CronJobController {
       const ofType = finished.filter((j) => finishedType(j) === type).sort((a, b) => jobStart(a) - jobStart(b));
       for (const job of ofType.slice(0, Math.max(0, ofType.length - limit))) {
         try {
-          await this.opts.client.delete(BATCH.jobs, { namespace: job.metadata.namespace, name: job.metadata.name ?? '', propagationPolicy: 'Background', preconditions: { uid: job.metadata.uid } });
+          await this.opts.client.delete(JOBS, { namespace: job.metadata.namespace, name: job.metadata.name ?? '', propagationPolicy: 'Background', preconditions: { uid: job.metadata.uid } });
           void this.events.record({ about: cj, type: 'Normal', reason: 'SuccessfulDelete', message: `Deleted job ${job.metadata.name}` });
         } catch (e) {
           if (!isNotFound(e)) throw e;
@@ -356,7 +349,7 @@ export class CronJobController {
     const next: CronJob = { ...cj, metadata: { ...cj.metadata, namespace, name }, status };
     delete next.metadata.resourceVersion;
     try {
-      await this.opts.client.update(BATCH.cronjobs, next, { subresource: 'status' });
+      await this.opts.client.update(CRONJOBS, next, { subresource: 'status' });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
@@ -381,7 +374,7 @@ function maxDefined(a: number | undefined, b: number | undefined): number | unde
   return Math.max(a, b);
 }
 
-function parseTime(t: string | undefined): number | undefined {
+function parseTime(t: Time | undefined): number | undefined {
   if (!t) return undefined;
   const ms = Date.parse(t);
   return Number.isNaN(ms) ? undefined : ms;
@@ -427,7 +420,7 @@ export function jobFromTemplate(cj: CronJob, scheduledMs: number, name: string):
       name,
       namespace: cj.metadata.namespace,
       annotations,
-      ownerReferences: [newControllerRef(cj, CRONJOB_KIND)],
+      ownerReferences: [newControllerRef(cj, CRONJOBS)],
     },
     spec: structuredClone(template.spec),
   };

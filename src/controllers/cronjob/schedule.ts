@@ -4,7 +4,7 @@
  * unmet time after downtime, and the deterministic Job name of a scheduled time.
  */
 import cron from 'node-cron';
-import { scheduleError } from '../../registry/kinds/batch.js';
+import { scheduleError } from '../../api/batch.js';
 
 interface NextMatcher {
   getNextMatch(date: Date): Date;

@@ -12,21 +12,16 @@
  * --cluster-signing-duration), at least ten minutes, never past the CA's own notAfter — as upstream.
  */
 import type { Logger } from 'pino';
-import {
-  CERTIFICATES_GROUP,
-  KUBE_APISERVER_CLIENT_KUBELET_SIGNER,
-  KUBE_APISERVER_CLIENT_SIGNER,
-  csrCondition,
-  type CertificateSigningRequest,
-} from '../../api/certificates.js';
+import { csrCondition, KUBE_APISERVER_CLIENT_KUBELET_SIGNER, KUBE_APISERVER_CLIENT_SIGNER } from '../../api/certificates.js';
 import { isApiError } from '../../api/errors.js';
 import { parseCertificateRequestPem, type CertificateRequest } from '../../api/x509.js';
-import type { Client, ResourceRef } from '../../client/client.js';
+import type { Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import type { CertificateSigningRequest } from '../../api/types.js';
+import { CERTIFICATESIGNINGREQUESTS } from '../../api/identities.js';
 
-export const CSRS: ResourceRef = { group: CERTIFICATES_GROUP, version: 'v1', plural: 'certificatesigningrequests', namespaced: false };
 
 /** kube-controller-manager's --cluster-signing-duration default: one year. */
 export const DEFAULT_CLUSTER_SIGNING_DURATION_MS = 365 * 24 * 3600 * 1000;
@@ -104,7 +99,7 @@ export class CsrSigningController {
       ready: () => this.csrs.hasSynced(),
       onError: (e) => this.opts.log.warn({ err: e.message }, 'certificate signing pass failed'),
     });
-    this.csrs = opts.informers.informerFor<CertificateSigningRequest>(CSRS);
+    this.csrs = opts.informers.informerFor<CertificateSigningRequest>(CERTIFICATESIGNINGREQUESTS);
     const kick = () => this.pass.kick();
     this.csrs.addHandlers({ onAdd: kick, onUpdate: kick });
   }
@@ -162,14 +157,14 @@ export class CsrSigningController {
       return this.fail(next, (err as Error).message);
     }
     next.status.certificate = Buffer.from(pem).toString('base64');
-    await this.opts.client.update(CSRS, next, { subresource: 'status' });
+    await this.opts.client.update(CERTIFICATESIGNINGREQUESTS, next, { subresource: 'status' });
     this.opts.log.info({ csr: csr.metadata.name, signer: csr.spec.signerName, subject: request.subject.commonName }, 'issued certificate');
   }
 
   private async fail(next: CertificateSigningRequest, message: string): Promise<void> {
     const at = new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     next.status = { ...next.status, conditions: [...(next.status?.conditions ?? []), { type: 'Failed', status: 'True', reason: 'SignerValidationFailure', message, lastUpdateTime: at }] };
-    await this.opts.client.update(CSRS, next, { subresource: 'status' });
+    await this.opts.client.update(CERTIFICATESIGNINGREQUESTS, next, { subresource: 'status' });
     this.opts.log.info({ csr: next.metadata.name, reason: message }, 'refused to sign certificate');
   }
 }

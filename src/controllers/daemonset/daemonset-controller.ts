@@ -5,18 +5,10 @@
  * not placed by the scheduler.
  */
 import type { Logger } from 'pino';
-import type { Node, OwnerReference, Pod } from '../../api/types.js';
+import type { ControllerRevision, DaemonSet, DaemonSetStatus, Node, OwnerReference, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import {
-  APPS_SETS,
-  CONTROLLER_REVISION_HASH_LABEL,
-  DAEMONSET_KIND,
-  type ControllerRevision,
-  type DaemonSet,
-  type DaemonSetStatus,
-} from '../../registry/kinds/apps-sets.js';
 import { scaledValue } from '../deployment/util.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
@@ -25,6 +17,8 @@ import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodActive, isPodAvailable, isPodReady } from '../runtime/pod-util.js';
 import { shouldRunOnNode, withDaemonTolerations } from './eligibility.js';
 import { ensureRevision } from './history.js';
+import { CONTROLLERREVISIONS, DAEMONSETS } from '../../api/identities.js';
+import { CONTROLLER_REVISION_HASH_LABEL } from '../../api/apps.js';
 
 export interface DaemonSetControllerOptions {
   client: Client;
@@ -74,10 +68,10 @@ export class DaemonSetController {
     this.now = opts.now ?? Date.now;
     this.expectations = new Expectations({ now: this.now });
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
-    this.daemonSets = opts.informers.informerFor<DaemonSet>(APPS_SETS.daemonsets);
+    this.daemonSets = opts.informers.informerFor<DaemonSet>(DAEMONSETS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, byController);
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
-    this.revisions = opts.informers.informerFor<ControllerRevision>(APPS_SETS.controllerrevisions, byController);
+    this.revisions = opts.informers.informerFor<ControllerRevision>(CONTROLLERREVISIONS, byController);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'daemonset', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 2 });
 
@@ -130,7 +124,7 @@ export class DaemonSetController {
 
   private ownerOf(pod: Pod): DaemonSet | undefined {
     const ref: OwnerReference | undefined = controllerRefOf(pod);
-    if (!ref || ref.kind !== DAEMONSET_KIND.kind) return undefined;
+    if (!ref || ref.kind !== DAEMONSETS.kind) return undefined;
     const ds = this.daemonSets.get(`${pod.metadata.namespace}/${ref.name}`);
     return ds && ds.metadata.uid === ref.uid ? ds : undefined;
   }
@@ -148,7 +142,7 @@ export class DaemonSetController {
     const { hash } = await ensureRevision({
       client: this.opts.client,
       owner: ds,
-      ownerKind: DAEMONSET_KIND,
+      ownerKind: DAEMONSETS,
       template: ds.spec.template,
       owned,
       historyLimit: ds.spec.revisionHistoryLimit ?? 10,
@@ -190,7 +184,7 @@ export class DaemonSetController {
         generateName: `${ds.metadata.name}-`,
         namespace: ds.metadata.namespace,
         labels: { ...(meta.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: hash },
-        ownerReferences: [newControllerRef(ds, DAEMONSET_KIND)],
+        ownerReferences: [newControllerRef(ds, DAEMONSETS)],
       },
       spec,
     };
@@ -223,7 +217,7 @@ export class DaemonSetController {
     const next: DaemonSet = { ...ds, metadata: { ...ds.metadata, namespace, name }, status };
     delete next.metadata.resourceVersion;
     try {
-      await this.opts.client.update(APPS_SETS.daemonsets, next, { subresource: 'status' });
+      await this.opts.client.update(DAEMONSETS, next, { subresource: 'status' });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }

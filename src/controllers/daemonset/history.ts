@@ -5,12 +5,12 @@
  * controller then finds the revision whose hash matches the restored template and re-numbers it
  * max+1, which is how Kubernetes records "a new revision from the old data".
  */
-import type { KubeObject } from '../../api/types.js';
+import type { ControllerRevision, KubeObject, PodTemplateSpec } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
-import type { PodTemplateSpec } from '../../registry/kinds/apps.js';
-import { APPS_SETS, CONTROLLER_REVISION_HASH_LABEL, type ControllerRevision } from '../../registry/kinds/apps-sets.js';
 import { templateHash } from '../deployment/util.js';
 import { isAlreadyExists, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
+import { CONTROLLERREVISIONS } from '../../api/identities.js';
+import { CONTROLLER_REVISION_HASH_LABEL } from '../../api/apps.js';
 
 /** The revision data for a template: the patch kubectl applies on rollback. */
 export function revisionData(template: PodTemplateSpec): { spec: { template: Record<string, unknown> } } {
@@ -23,7 +23,8 @@ export function templateOfRevision(cr: ControllerRevision): PodTemplateSpec | un
   const t = data?.spec?.template;
   if (!t) return undefined;
   const { $patch: _directive, ...rest } = t;
-  return rest as unknown as PodTemplateSpec;
+  // The template revisionData stored (RawExtension is untyped JSON).
+  return rest as PodTemplateSpec;
 }
 
 /** Hash of a template, stable across key order and server defaults (shared with Deployments). */
@@ -59,7 +60,7 @@ export async function ensureRevision(opts: EnsureRevisionOptions): Promise<{ has
     revision = max + 1;
     const next = structuredClone(match);
     next.revision = revision;
-    await opts.client.update(APPS_SETS.controllerrevisions, next);
+    await opts.client.update(CONTROLLERREVISIONS, next);
   } else if (!match) {
     const cr: ControllerRevision = {
       apiVersion: 'apps/v1',
@@ -74,7 +75,7 @@ export async function ensureRevision(opts: EnsureRevisionOptions): Promise<{ has
       revision,
     };
     try {
-      await opts.client.create(APPS_SETS.controllerrevisions, cr, { namespace });
+      await opts.client.create(CONTROLLERREVISIONS, cr, { namespace });
     } catch (e) {
       if (!isAlreadyExists(e)) throw e;
     }
@@ -87,7 +88,7 @@ export async function ensureRevision(opts: EnsureRevisionOptions): Promise<{ has
     .sort((a, b) => a.revision - b.revision);
   for (const cr of prunable.slice(0, Math.max(0, prunable.length - opts.historyLimit))) {
     try {
-      await opts.client.delete(APPS_SETS.controllerrevisions, { namespace, name: cr.metadata.name ?? '' });
+      await opts.client.delete(CONTROLLERREVISIONS, { namespace, name: cr.metadata.name ?? '' });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }

@@ -6,17 +6,17 @@
  */
 import type { Logger } from 'pino';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
-import type { OwnerReference, Pod } from '../../api/types.js';
+import type { Deployment, OwnerReference, Pod, ReplicaSet } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, type Informer } from '../../client/informer.js';
-import { APPS, DEPLOYMENT_KIND, REPLICASET_KIND, type Deployment, type ReplicaSet } from '../../registry/kinds/apps.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { rolloutRecreate } from './recreate.js';
 import { rolloutRolling } from './rolling.js';
 import { DeploymentSync } from './sync.js';
+import { DEPLOYMENTS, REPLICASETS } from '../../api/identities.js';
 
 export interface DeploymentControllerOptions {
   client: Client;
@@ -54,8 +54,8 @@ export class DeploymentController {
   constructor(private readonly opts: DeploymentControllerOptions) {
     this.now = opts.now ?? Date.now;
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
-    this.deployments = opts.informers.informerFor<Deployment>(APPS.deployments);
-    this.replicaSets = opts.informers.informerFor<ReplicaSet>(APPS.replicasets, byController);
+    this.deployments = opts.informers.informerFor<Deployment>(DEPLOYMENTS);
+    this.replicaSets = opts.informers.informerFor<ReplicaSet>(REPLICASETS, byController);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, byController);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'deployment', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 4 });
@@ -82,7 +82,7 @@ export class DeploymentController {
     this.pods.addHandlers({
       onDelete: (pod) => {
         const ref = controllerRefOf(pod);
-        if (!ref || ref.kind !== REPLICASET_KIND.kind) return;
+        if (!ref || ref.kind !== REPLICASETS.kind) return;
         const rs = this.replicaSets.get(`${pod.metadata.namespace}/${ref.name}`);
         if (!rs || rs.metadata.uid !== ref.uid) return;
         const d = this.resolve(rs.metadata.namespace, controllerRefOf(rs));
@@ -101,7 +101,7 @@ export class DeploymentController {
   }
 
   private resolve(namespace: string | undefined, ref: OwnerReference | undefined): Deployment | undefined {
-    if (!ref || ref.kind !== DEPLOYMENT_KIND.kind || !ref.apiVersion.startsWith('apps/')) return undefined;
+    if (!ref || ref.kind !== DEPLOYMENTS.kind || !ref.apiVersion.startsWith('apps/')) return undefined;
     const d = this.deployments.get(`${namespace}/${ref.name}`);
     return d && d.metadata.uid === ref.uid ? d : undefined;
   }
@@ -144,13 +144,13 @@ export class DeploymentController {
 
     const owned = await claimObjects<ReplicaSet>({
       client: this.opts.client,
-      resource: APPS.replicasets,
+      resource: REPLICASETS,
       owner: d,
-      ownerKind: DEPLOYMENT_KIND,
+      ownerKind: DEPLOYMENTS,
       selector,
       candidates: this.replicaSets.listNamespace(d.metadata.namespace ?? ''),
       recheckOwner: async () => {
-        const fresh = await this.opts.client.get<Deployment>(APPS.deployments, { namespace: d.metadata.namespace, name: d.metadata.name ?? '' });
+        const fresh = await this.opts.client.get<Deployment>(DEPLOYMENTS, { namespace: d.metadata.namespace, name: d.metadata.name ?? '' });
         if (fresh.metadata.uid !== d.metadata.uid) throw new Error(`original Deployment ${key} is gone: got uid ${fresh.metadata.uid}, wanted ${d.metadata.uid}`);
         if (fresh.metadata.deletionTimestamp) throw new Error(`Deployment ${key} has just been deleted at ${fresh.metadata.deletionTimestamp}`);
       },

@@ -2,9 +2,9 @@
  * Recreate: scale every old ReplicaSet to 0, wait until none of their pods is left running (a
  * terminating pod still counts), then create or grow the new ReplicaSet to full size.
  */
-import type { ReplicaSet } from '../../registry/kinds/apps.js';
 import type { DeploymentSync } from './sync.js';
 import { actualReplicaCount, filterActive } from './util.js';
+import type { ReplicaSet } from '../../api/types.js';
 
 export async function rolloutRecreate(s: DeploymentSync): Promise<void> {
   let { newRS, oldRSs } = await s.groups(false);

@@ -3,9 +3,9 @@
  * the old ones while the available pods stay at or above replicas − maxUnavailable. Each pass does
  * one of the two and returns; the ReplicaSet events it causes bring the next pass.
  */
-import type { ReplicaSet } from '../../registry/kinds/apps.js';
 import type { DeploymentSync } from './sync.js';
 import { availableReplicaCount, byCreation, filterActive, maxUnavailable, newRSNewReplicas, replicaCount, specReplicas } from './util.js';
+import type { ReplicaSet } from '../../api/types.js';
 
 export async function rolloutRolling(s: DeploymentSync): Promise<void> {
   const { newRS, oldRSs } = await s.groups(true);

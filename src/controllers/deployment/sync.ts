@@ -4,12 +4,10 @@
  * rolling.ts and recreate.ts; the arithmetic in util.ts.
  */
 import type { Logger } from 'pino';
-import type { Pod } from '../../api/types.js';
+import type { Deployment, DeploymentStatus, Pod, ReplicaSet } from '../../api/types.js';
 import type { Client } from '../../client/client.js';
 import type { EventRecorder } from '../../client/events.js';
-import { APPS, REPLICASET_KIND, type Deployment, type DeploymentStatus, type ReplicaSet } from '../../registry/kinds/apps.js';
 import { isAlreadyExists, isControlledBy, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
-import { DEPLOYMENT_KIND } from '../../registry/kinds/apps.js';
 import {
   PROGRESSING,
   REASON,
@@ -45,6 +43,7 @@ import {
   specReplicas,
   templateHash,
 } from './util.js';
+import { DEPLOYMENTS, REPLICASETS } from '../../api/identities.js';
 
 export interface SyncDeps {
   client: Client;
@@ -115,7 +114,7 @@ export class DeploymentSync {
       if (annotationsChanged || minReadyChanged) {
         if (d.spec.minReadySeconds) copy.spec.minReadySeconds = d.spec.minReadySeconds;
         else delete copy.spec.minReadySeconds;
-        const updated = await this.deps.client.update<ReplicaSet>(APPS.replicasets, copy);
+        const updated = await this.deps.client.update<ReplicaSet>(REPLICASETS, copy);
         this.remember(updated);
         return updated;
       }
@@ -137,13 +136,13 @@ export class DeploymentSync {
     const selector = structuredClone(d.spec.selector);
     selector.matchLabels = { ...(selector.matchLabels ?? {}), [POD_TEMPLATE_HASH_LABEL]: hash };
     const rs: ReplicaSet = {
-      apiVersion: REPLICASET_KIND.apiVersion,
-      kind: REPLICASET_KIND.kind,
+      apiVersion: REPLICASETS.apiVersion,
+      kind: REPLICASETS.kind,
       metadata: {
         name: `${d.metadata.name}-${hash}`,
         namespace: d.metadata.namespace,
         labels: { ...(template.metadata.labels ?? {}) },
-        ownerReferences: [newControllerRef(d, DEPLOYMENT_KIND)],
+        ownerReferences: [newControllerRef(d, DEPLOYMENTS)],
       },
       spec: { replicas: 0, selector, template },
     };
@@ -154,7 +153,7 @@ export class DeploymentSync {
     let created: ReplicaSet;
     let alreadyExisted = false;
     try {
-      created = await this.deps.client.create<ReplicaSet>(APPS.replicasets, rs, { namespace: d.metadata.namespace });
+      created = await this.deps.client.create<ReplicaSet>(REPLICASETS, rs, { namespace: d.metadata.namespace });
     } catch (e) {
       if (!isAlreadyExists(e)) {
         const msg = `Failed to create new replica set "${rs.metadata.name}": ${(e as Error).message}`;
@@ -168,7 +167,7 @@ export class DeploymentSync {
       }
       // Ours with the same template (the cache had not shown it yet): use it. Anything else is a
       // hash collision: bump collisionCount so the next pass picks another name.
-      const other = await this.deps.client.get<ReplicaSet>(APPS.replicasets, { namespace: d.metadata.namespace, name: rs.metadata.name ?? '' });
+      const other = await this.deps.client.get<ReplicaSet>(REPLICASETS, { namespace: d.metadata.namespace, name: rs.metadata.name ?? '' });
       if (!(isControlledBy(other, d) && equalIgnoreHash(other.spec.template, d.spec.template))) {
         const status = structuredClone(d.status ?? {});
         status.collisionCount = (status.collisionCount ?? 0) + 1;
@@ -199,7 +198,7 @@ export class DeploymentSync {
     const status = this.d.status;
     let updated: Deployment;
     try {
-      updated = await this.deps.client.update<Deployment>(APPS.deployments, next);
+      updated = await this.deps.client.update<Deployment>(DEPLOYMENTS, next);
     } catch (e) {
       if (isNotFound(e)) return; // deleted meanwhile: nothing left to annotate
       throw e;
@@ -215,7 +214,7 @@ export class DeploymentSync {
     delete next.metadata.resourceVersion;
     let updated: Deployment;
     try {
-      updated = await this.deps.client.update<Deployment>(APPS.deployments, next, { subresource: 'status' });
+      updated = await this.deps.client.update<Deployment>(DEPLOYMENTS, next, { subresource: 'status' });
     } catch (e) {
       if (isNotFound(e)) return; // deleted meanwhile: no status to keep
       throw e;
@@ -240,7 +239,7 @@ export class DeploymentSync {
     const annotationsChanged = setReplicasAnnotations(copy, desired, desired + maxSurge(this.d));
     if (!sizeChanged && !annotationsChanged) return { scaled: false, rs: current };
     copy.spec.replicas = to;
-    const updated = await this.deps.client.update<ReplicaSet>(APPS.replicasets, copy);
+    const updated = await this.deps.client.update<ReplicaSet>(REPLICASETS, copy);
     this.remember(updated);
     if (sizeChanged) {
       this.event('Normal', 'ScalingReplicaSet', `Scaled ${direction} replica set ${updated.metadata.name} from ${specReplicas(current)} to ${to}`);
@@ -308,7 +307,7 @@ export class DeploymentSync {
       const busy = (rs.status?.replicas ?? 0) !== 0 || specReplicas(rs) !== 0 || (rs.metadata.generation ?? 0) > (rs.status?.observedGeneration ?? 0);
       if (busy) continue;
       try {
-        await this.deps.client.delete(APPS.replicasets, { namespace: rs.metadata.namespace, name: rs.metadata.name ?? '', preconditions: { uid: rs.metadata.uid } });
+        await this.deps.client.delete(REPLICASETS, { namespace: rs.metadata.namespace, name: rs.metadata.name ?? '', preconditions: { uid: rs.metadata.uid } });
       } catch (e) {
         if (!isNotFound(e)) throw e;
       }

@@ -3,7 +3,7 @@
  * unavailability budgets, proportional scaling, conditions and status. No I/O here — the sync
  * code in sync.ts, rolling.ts and recreate.ts decides and writes; these functions only compute.
  */
-import type { Deployment, DeploymentCondition, DeploymentStatus, IntOrString, PodTemplateSpec, ReplicaSet } from '../../registry/kinds/apps.js';
+import type { Deployment, DeploymentCondition, DeploymentStatus, IntOrString, PodTemplateSpec, ReplicaSet } from '../../api/types.js';
 
 export const REVISION_ANNOTATION = 'deployment.kubernetes.io/revision';
 export const REVISION_HISTORY_ANNOTATION = 'deployment.kubernetes.io/revision-history';

@@ -4,9 +4,9 @@
  * DisruptionAllowed condition is current. Selection and the condition itself live with the kind
  * (src/registry/kinds/policy.ts), since the eviction subresource applies them too.
  */
-import type { Pod } from '../../api/types.js';
-import { DISRUPTION_ALLOWED_CONDITION, INSUFFICIENT_PODS_REASON, SUFFICIENT_PODS_REASON, type PodDisruptionBudget } from '../../registry/kinds/policy.js';
+import type { Pod, PodDisruptionBudget } from '../../api/types.js';
 import { isPodReady } from '../runtime/pod-util.js';
+import { DISRUPTION_ALLOWED_CONDITION, INSUFFICIENT_PODS_REASON, SUFFICIENT_PODS_REASON } from '../../api/disruption-budget.js';
 
 /**
  * How long an admitted eviction keeps its pod out of the healthy count while the pod is not yet
@@ -34,7 +34,7 @@ export function liveDisruptedPods(
     if (pod.metadata.deletionTimestamp) continue;
     const name = pod.metadata.name ?? '';
     const at = recorded[name];
-    if (at === undefined) continue;
+    if (at === undefined || at === null) continue;
     const expectedDeletion = Date.parse(at) + timeoutMs;
     if (Number.isNaN(expectedDeletion) || expectedDeletion < now) {
       expired.push(pod);
@@ -63,5 +63,5 @@ export function conditionsUpToDate(pdb: PodDisruptionBudget): boolean {
   const status = pdb.status;
   const cond = status?.conditions?.find((c) => c.type === DISRUPTION_ALLOWED_CONDITION);
   if (!status || !cond || status.observedGeneration !== pdb.metadata.generation) return false;
-  return status.disruptionsAllowed > 0 ? cond.status === 'True' && cond.reason === SUFFICIENT_PODS_REASON : cond.status === 'False' && cond.reason === INSUFFICIENT_PODS_REASON;
+  return (status.disruptionsAllowed ?? 0) > 0 ? cond.status === 'True' && cond.reason === SUFFICIENT_PODS_REASON : cond.status === 'False' && cond.reason === INSUFFICIENT_PODS_REASON;
 }

@@ -20,27 +20,23 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import type { Pod } from '../../api/types.js';
+import type { Deployment, Pod, PodDisruptionBudget, PodDisruptionBudgetStatus, ReplicaSet, StatefulSet } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import { APPS, type Deployment, type ReplicaSet } from '../../registry/kinds/apps.js';
-import { APPS_SETS, type StatefulSet } from '../../registry/kinds/apps-sets.js';
-import {
-  DISRUPTION_ALLOWED_CONDITION,
-  POLICY,
-  SYNC_FAILED_REASON,
-  pdbSelectsPod,
-  scaledIntOrPercent,
-  setCondition,
-  setDisruptionAllowedCondition,
-  type PodDisruptionBudget,
-  type PodDisruptionBudgetStatus,
-} from '../../registry/kinds/policy.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { controllerRefOf } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { conditionsUpToDate, countHealthyPods, DELETION_TIMEOUT_MS, liveDisruptedPods } from './budget.js';
+import { DEPLOYMENTS, PODDISRUPTIONBUDGETS, REPLICASETS, STATEFULSETS } from '../../api/identities.js';
+import {
+  DISRUPTION_ALLOWED_CONDITION,
+  pdbSelectsPod,
+  scaledIntOrPercent,
+  setCondition,
+  setDisruptionAllowedCondition,
+  SYNC_FAILED_REASON,
+} from '../../api/disruption-budget.js';
 
 export interface DisruptionControllerOptions {
   client: Client;
@@ -75,11 +71,11 @@ export class DisruptionController {
   constructor(private readonly opts: DisruptionControllerOptions) {
     this.now = opts.now ?? Date.now;
     this.deletionTimeoutMs = opts.deletionTimeoutMs ?? DELETION_TIMEOUT_MS;
-    this.pdbs = opts.informers.informerFor<PodDisruptionBudget>(POLICY.poddisruptionbudgets);
+    this.pdbs = opts.informers.informerFor<PodDisruptionBudget>(PODDISRUPTIONBUDGETS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
-    this.replicaSets = opts.informers.informerFor<ReplicaSet>(APPS.replicasets);
-    this.deployments = opts.informers.informerFor<Deployment>(APPS.deployments);
-    this.statefulSets = opts.informers.informerFor<StatefulSet>(APPS_SETS.statefulsets);
+    this.replicaSets = opts.informers.informerFor<ReplicaSet>(REPLICASETS);
+    this.deployments = opts.informers.informerFor<Deployment>(DEPLOYMENTS);
+    this.statefulSets = opts.informers.informerFor<StatefulSet>(STATEFULSETS);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'disruption', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 1 });
 
@@ -276,6 +272,6 @@ export class DisruptionController {
   /** A status write conditioned on the cached resourceVersion: a budget spent meanwhile conflicts, and is recounted. */
   private async writeStatus(pdb: PodDisruptionBudget, status: PodDisruptionBudgetStatus): Promise<void> {
     const copy: PodDisruptionBudget = { ...structuredClone(pdb), status };
-    await this.opts.client.update(POLICY.poddisruptionbudgets, copy, { subresource: 'status' });
+    await this.opts.client.update(PODDISRUPTIONBUDGETS, copy, { subresource: 'status' });
   }
 }

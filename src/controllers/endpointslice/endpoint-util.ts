@@ -5,15 +5,8 @@
  * the identity and equality rules the reconciler uses to keep slices stable. Mirrors upstream's
  * k8s.io/endpointslice/util and pkg/api/v1/pod FindPort; no I/O.
  */
-import type { Node, Pod } from '../../api/types.js';
-import {
-  CLUSTER_IP_NONE,
-  type Endpoint,
-  type EndpointPort,
-  type Service,
-  type ServicePort,
-  type ServiceProtocol,
-} from '../../api/services.js';
+import type { DiscoveryEndpointPort, Endpoint, Node, Pod, Service, ServicePort } from '../../api/types.js';
+import { CLUSTER_IP_NONE, type ServiceProtocol } from '../../api/services.js';
 import { isPodReady } from '../runtime/pod-util.js';
 
 /** The node label upstream copies into an endpoint's zone. */
@@ -80,8 +73,8 @@ export function findPort(pod: Pod, servicePort: ServicePort): number | undefined
 }
 
 /** The Service's ports as they resolve on this pod; a named targetPort the pod lacks is left out. */
-export function endpointPorts(service: Service, pod: Pod): EndpointPort[] {
-  const out: EndpointPort[] = [];
+export function endpointPorts(service: Service, pod: Pod): DiscoveryEndpointPort[] {
+  const out: DiscoveryEndpointPort[] = [];
   for (const sp of service.spec?.ports ?? []) {
     const port = findPort(pod, sp);
     if (port === undefined) continue;
@@ -91,7 +84,7 @@ export function endpointPorts(service: Service, pod: Pod): EndpointPort[] {
 }
 
 /** One key per distinct port set, whatever the order: slices group endpoints by it. */
-export function portMapKey(ports: EndpointPort[] | undefined): string {
+export function portMapKey(ports: DiscoveryEndpointPort[] | undefined): string {
   return JSON.stringify((ports ?? []).map((p) => [p.name ?? '', p.protocol ?? 'TCP', p.port ?? 0, p.appProtocol ?? '']).sort());
 }
 

@@ -9,15 +9,16 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import { MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT, type Endpoints, type Service } from '../../api/services.js';
-import type { Pod } from '../../api/types.js';
+import { MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT } from '../../api/services.js';
+import type { Endpoints, Pod, Service } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { keyOf, type Informer } from '../../client/informer.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { desiredEndpoints, endpointsEqual } from './endpoints.js';
-import { DEFAULT_WORKERS, ENDPOINTS, isTerminatingNamespaceRefusal, queueServicesOnChange, SERVICES } from './service-watch.js';
+import { DEFAULT_WORKERS, isTerminatingNamespaceRefusal, queueServicesOnChange } from './service-watch.js';
+import { ENDPOINTS, SERVICES } from '../../api/identities.js';
 
 /** Endpoints objects kept for leader election have no Service and are never deleted (upstream's rule). */
 const LEADER_ELECTION_ANNOTATION = 'control-plane.alpha.kubernetes.io/leader';

@@ -6,15 +6,8 @@
  * subsets repacked so that addresses sharing the same ports share a subset; and at most 1000
  * addresses, ready ones first, with the over-capacity annotation when truncated. Pure.
  */
-import type { Pod } from '../../api/types.js';
-import {
-  HEADLESS_LABEL,
-  MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT,
-  type EndpointAddress,
-  type EndpointSubset,
-  type Endpoints,
-  type Service,
-} from '../../api/services.js';
+import type { EndpointAddress, Endpoints, EndpointSubset, Pod, Service } from '../../api/types.js';
+import { HEADLESS_LABEL, MAX_ENDPOINTS_PER_ENDPOINTS_OBJECT } from '../../api/services.js';
 import { isPodReady } from '../runtime/pod-util.js';
 import { findPort, isHeadless, podIPv4, shouldPodBeInEndpoints, shouldSetHostname } from './endpoint-util.js';
 

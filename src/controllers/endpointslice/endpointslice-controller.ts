@@ -17,15 +17,8 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import {
-  ENDPOINTSLICE_CONTROLLER_NAME,
-  MANAGED_BY_LABEL,
-  MAX_ENDPOINTS_PER_SLICE,
-  SERVICE_NAME_LABEL,
-  type EndpointSlice,
-  type Service,
-} from '../../api/services.js';
-import type { Node, Pod } from '../../api/types.js';
+import { ENDPOINTSLICE_CONTROLLER_NAME, MANAGED_BY_LABEL, MAX_ENDPOINTS_PER_SLICE, SERVICE_NAME_LABEL } from '../../api/services.js';
+import type { EndpointSlice, Node, Pod, Service } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import type { Informer } from '../../client/informer.js';
@@ -33,8 +26,9 @@ import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 import { planSlices } from './reconciler.js';
-import { DEFAULT_WORKERS, ENDPOINTSLICES, isTerminatingNamespaceRefusal, queueServicesOnChange, SERVICES } from './service-watch.js';
+import { DEFAULT_WORKERS, isTerminatingNamespaceRefusal, queueServicesOnChange } from './service-watch.js';
 import { SliceTracker } from './slice-tracker.js';
+import { ENDPOINTSLICES, SERVICES } from '../../api/identities.js';
 
 /** Index of the slices by the `namespace/name` of the Service their label names. */
 export const SLICE_SERVICE_INDEX = 'endpointslice-service';

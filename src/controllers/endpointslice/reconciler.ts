@@ -12,16 +12,8 @@
  *  - a create paired with a delete becomes an update of the slice that would have been deleted.
  * Pure: the controller applies the plan.
  */
-import type { Node, OwnerReference, Pod } from '../../api/types.js';
-import {
-  HEADLESS_LABEL,
-  MANAGED_BY_LABEL,
-  SERVICE_NAME_LABEL,
-  type Endpoint,
-  type EndpointPort,
-  type EndpointSlice,
-  type Service,
-} from '../../api/services.js';
+import type { DiscoveryEndpointPort, Endpoint, EndpointSlice, Node, OwnerReference, Pod, Service } from '../../api/types.js';
+import { HEADLESS_LABEL, MANAGED_BY_LABEL, SERVICE_NAME_LABEL } from '../../api/services.js';
 import { endpointKey, endpointPorts, endpointsEqualBeyondKey, isHeadless, podToEndpoint, portMapKey, shouldPodBeInEndpoints } from './endpoint-util.js';
 
 export const ENDPOINTSLICE_API_VERSION = 'discovery.k8s.io/v1';
@@ -71,7 +63,10 @@ function sameLabels(a: Record<string, string> | undefined, b: Record<string, str
   return ak.length === Object.keys(b).length && ak.every((k) => a![k] === b[k]);
 }
 
-function newSlice(service: Service, ports: EndpointPort[], controllerName: string): EndpointSlice {
+/** A slice being filled: its endpoints list is there to push to. */
+type FillableSlice = EndpointSlice & { endpoints: Endpoint[] };
+
+function newSlice(service: Service, ports: DiscoveryEndpointPort[], controllerName: string): FillableSlice {
   return {
     apiVersion: ENDPOINTSLICE_API_VERSION,
     kind: 'EndpointSlice',
@@ -109,7 +104,7 @@ export function planSlices(input: SlicePlanInput): SlicePlan {
   }
 
   // Desired endpoints per port set, pods in name order so the packing is deterministic.
-  const desired = new Map<string, { ports: EndpointPort[]; endpoints: EndpointSet }>();
+  const desired = new Map<string, { ports: DiscoveryEndpointPort[]; endpoints: EndpointSet }>();
   const pods = [...input.pods].sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
   for (const pod of pods) {
     if (!shouldPodBeInEndpoints(pod, true)) continue;
@@ -176,14 +171,14 @@ function planPortGroup(
   service: Service,
   existing: EndpointSlice[],
   wanted: EndpointSet,
-  ports: EndpointPort[],
+  ports: DiscoveryEndpointPort[],
   max: number,
   controllerName: string,
 ): { create: EndpointSlice[]; update: EndpointSlice[]; delete: EndpointSlice[] } {
   const create: EndpointSlice[] = [];
-  const update: EndpointSlice[] = [];
+  const update: FillableSlice[] = [];
   const remove: EndpointSlice[] = [];
-  const unchanged: EndpointSlice[] = [];
+  const unchanged: FillableSlice[] = [];
   const labels = sliceLabels(service, controllerName);
   const toPlace: EndpointSet = new Map(wanted);
 
@@ -204,9 +199,10 @@ function planPortGroup(
       if (kept.length === 0) remove.push(slice);
       else update.push({ ...structuredClone(slice), metadata: { ...structuredClone(slice.metadata), labels: { ...labels } }, endpoints: kept });
     } else if (labelsChanged) {
-      update.push({ ...structuredClone(slice), metadata: { ...structuredClone(slice.metadata), labels: { ...labels } } });
+      const copy = structuredClone(slice);
+      update.push({ ...copy, metadata: { ...copy.metadata, labels: { ...labels } }, endpoints: copy.endpoints ?? [] });
     } else {
-      unchanged.push(slice);
+      unchanged.push({ ...slice, endpoints: slice.endpoints ?? [] });
     }
   }
 
@@ -219,7 +215,7 @@ function planPortGroup(
   }
 
   // 3. The rest go into the unchanged slice closest to full that can take all of them, else new slices.
-  let fill: EndpointSlice | undefined;
+  let fill: FillableSlice | undefined;
   if (toPlace.size > 0 && toPlace.size <= max) {
     const candidates = unchanged.filter((s) => max - s.endpoints.length >= toPlace.size).sort((a, b) => b.endpoints.length - a.endpoints.length);
     const best = candidates[0];

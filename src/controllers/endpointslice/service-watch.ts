@@ -4,15 +4,10 @@
  * Both controllers key their work by the Service's `namespace/name` and react to the same events.
  */
 import { isApiError } from '../../api/errors.js';
-import type { Service } from '../../api/services.js';
-import type { Pod } from '../../api/types.js';
-import type { ResourceRef } from '../../client/client.js';
+import type { Pod, Service } from '../../api/types.js';
 import { keyOf, type Informer } from '../../client/informer.js';
 import { selectsPods, serviceSelectsPod } from './endpoint-util.js';
 
-export const SERVICES: ResourceRef = { plural: 'services' };
-export const ENDPOINTS: ResourceRef = { plural: 'endpoints' };
-export const ENDPOINTSLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
 
 /** Services synced at once by default, as kube-controller-manager. */
 export const DEFAULT_WORKERS = 5;

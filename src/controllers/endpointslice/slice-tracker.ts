@@ -6,7 +6,7 @@
  * value is a resourceVersion (Berth's are store revisions, so later ones compare greater) or a
  * deletion.
  */
-import type { EndpointSlice } from '../../api/services.js';
+import type { EndpointSlice } from '../../api/types.js';
 
 const DELETED = 'deleted';
 

@@ -8,11 +8,11 @@ import type { Logger } from 'pino';
 import type { KubeObject, OwnerReference } from '../../api/types.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import { INDEX_FUNCS, OWNER_UID_INDEX, UID_INDEX, keyOf, type Informer } from '../../client/informer.js';
-import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from '../../registry/deletion-propagation.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isConflict, isNotFound } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import type { ResourceInfo } from '../../api/identities.js';
+import { FOREGROUND_FINALIZER, ORPHAN_FINALIZER } from '../../api/finalizers.js';
 
 export interface GarbageCollectorOptions {
   client: Client;

@@ -6,8 +6,8 @@
  * Disabled), then minReplicas/maxReplicas. Keeps each HPA's recent recommendations and scale
  * events in memory, as the upstream controller does; time comes from the caller.
  */
-import type { HPAScalingRules, HorizontalPodAutoscalerSpec } from '../../registry/kinds/autoscaling.js';
-import { DEFAULT_SCALE_DOWN_RULES, DEFAULT_SCALE_UP_RULES } from '../../registry/kinds/autoscaling.js';
+import type { HorizontalPodAutoscalerSpec, HPAScalingRules } from '../../api/types.js';
+import { DEFAULT_SCALE_DOWN_RULES, DEFAULT_SCALE_UP_RULES } from '../../api/autoscaling.js';
 
 interface Recommendation {
   at: number;

@@ -17,24 +17,27 @@ import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
 import { parseQuantity } from '../../api/quantity.js';
 import { matchesLabels, parseLabelSelector } from '../../api/selectors.js';
-import type { Container, KubeList, KubeObject, Pod } from '../../api/types.js';
+import type {
+  Container,
+  HorizontalPodAutoscaler,
+  HorizontalPodAutoscalerCondition,
+  HorizontalPodAutoscalerStatus,
+  KubeList,
+  KubeObject,
+  MetricSpec,
+  MetricStatus,
+  Pod,
+  Scale,
+} from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import {
-  AUTOSCALING,
-  type HorizontalPodAutoscaler,
-  type HorizontalPodAutoscalerCondition,
-  type HorizontalPodAutoscalerStatus,
-  type MetricSpec,
-  type MetricStatus,
-} from '../../registry/kinds/autoscaling.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodReady } from '../runtime/pod-util.js';
 import { ScalingHistory } from './behavior.js';
 import { MetricUnavailableError, resourceReplicas, type CalculatorPod } from './replica-calculator.js';
+import { HORIZONTALPODAUTOSCALERS, type ResourceInfo } from '../../api/identities.js';
 
 /** Kubernetes' defaults for the controller's flags. */
 export const DEFAULT_HPA_SYNC_PERIOD_MS = 15_000;
@@ -90,11 +93,6 @@ export interface HpaControllerOptions {
   now?: () => number;
 }
 
-interface ScaleView extends KubeObject {
-  spec: { replicas?: number };
-  status: { replicas?: number; selector?: string };
-}
-
 const COMPONENT = 'horizontal-pod-autoscaler';
 
 /** Milli-units of a container's request, or undefined when it has none. */
@@ -141,7 +139,7 @@ export class HpaController {
     this.tolerance = opts.tolerance ?? DEFAULT_HPA_TOLERANCE;
     this.history = new ScalingHistory(opts.downscaleStabilizationMs ?? DEFAULT_HPA_DOWNSCALE_STABILIZATION_MS);
     this.metrics = opts.metrics ?? new ApiPodMetricsSource(opts.client);
-    this.hpas = opts.informers.informerFor<HorizontalPodAutoscaler>(AUTOSCALING.horizontalpodautoscalers);
+    this.hpas = opts.informers.informerFor<HorizontalPodAutoscaler>(HORIZONTALPODAUTOSCALERS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'horizontal-pod-autoscaler', reconcile: (key) => this.reconcile(key), log: opts.log });
@@ -197,11 +195,11 @@ export class HpaController {
     if (hpa.metadata.generation !== undefined) status.observedGeneration = hpa.metadata.generation;
 
     const targetRef = this.targetRef(hpa);
-    let scale: ScaleView | undefined;
+    let scale: Scale | undefined;
     let scaleError = targetRef ? undefined : `the server could not find the requested resource (${ref.apiVersion ?? ''} ${ref.kind} with a scale subresource)`;
     if (targetRef) {
       try {
-        scale = await this.opts.client.get<ScaleView>(targetRef, { namespace, name: ref.name, subresource: 'scale' });
+        scale = await this.opts.client.get<Scale>(targetRef, { namespace, name: ref.name, subresource: 'scale' });
       } catch (err) {
         scaleError = (err as Error).message;
       }
@@ -215,8 +213,8 @@ export class HpaController {
     }
     setCondition('AbleToScale', 'True', 'SucceededGetScale', 'the HPA controller was able to get the target\'s current scale');
 
-    const currentReplicas = scale.spec.replicas ?? 0;
-    status.currentReplicas = scale.status.replicas ?? 0;
+    const currentReplicas = scale.spec?.replicas ?? 0;
+    status.currentReplicas = scale.status?.replicas ?? 0;
     const minReplicas = hpa.spec.minReplicas ?? 1;
     let desired = currentReplicas;
     let rescaleReason = '';
@@ -254,7 +252,7 @@ export class HpaController {
 
     if (desired !== currentReplicas) {
       try {
-        await this.opts.client.patch<ScaleView>(targetRef!, { namespace, name: ref.name, subresource: 'scale', type: 'merge', patch: { spec: { replicas: desired } } });
+        await this.opts.client.patch<Scale>(targetRef!, { namespace, name: ref.name, subresource: 'scale', type: 'merge', patch: { spec: { replicas: desired } } });
       } catch (err) {
         const message = (err as Error).message;
         setCondition('AbleToScale', 'False', 'FailedUpdateScale', `the HPA controller was unable to update the target scale: ${message}`);
@@ -276,11 +274,11 @@ export class HpaController {
   /** The highest replica count any metric asks for, with each metric's current reading. */
   private async computeFromMetrics(
     hpa: HorizontalPodAutoscaler,
-    scale: ScaleView,
+    scale: Scale,
     currentReplicas: number,
   ): Promise<{ replicas: number; statuses: MetricStatus[]; description: string; error?: string; invalid: number }> {
     const namespace = hpa.metadata.namespace ?? 'default';
-    const selectorText = scale.status.selector ?? '';
+    const selectorText = scale.status?.selector ?? '';
     const statuses: MetricStatus[] = [];
     let best = -1;
     let description = '';
@@ -337,7 +335,7 @@ export class HpaController {
     if (JSON.stringify(hpa.status ?? {}) === JSON.stringify(status)) return;
     const copy = structuredClone(hpa);
     copy.status = status;
-    await this.opts.client.update(AUTOSCALING.horizontalpodautoscalers, copy, { subresource: 'status' });
+    await this.opts.client.update(HORIZONTALPODAUTOSCALERS, copy, { subresource: 'status' });
   }
 }
 

@@ -6,19 +6,10 @@
  */
 import type { Logger } from 'pino';
 import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
-import type { Container, OwnerReference, Pod } from '../../api/types.js';
+import type { Container, Job, JobCondition, JobStatus, OwnerReference, Pod, Time } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import {
-  BATCH,
-  JOB_COMPLETION_INDEX_ANNOTATION,
-  JOB_COMPLETION_INDEX_ENV,
-  JOB_KIND,
-  type Job,
-  type JobCondition,
-  type JobStatus,
-} from '../../registry/kinds/batch.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import { Expectations } from '../runtime/expectations.js';
@@ -40,6 +31,8 @@ import {
   restartsOfActivePods,
   withCondition,
 } from './job-util.js';
+import { JOBS } from '../../api/identities.js';
+import { JOB_COMPLETION_INDEX_ANNOTATION, JOB_COMPLETION_INDEX_ENV } from '../../api/batch.js';
 
 export interface JobControllerOptions {
   client: Client;
@@ -105,7 +98,7 @@ export class JobController {
     this.burst = opts.burst ?? 500;
     this.expectations = new Expectations({ now: this.now });
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
-    this.jobs = opts.informers.informerFor<Job>(BATCH.jobs, byController);
+    this.jobs = opts.informers.informerFor<Job>(JOBS, byController);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, byController);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'job', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 2 });
@@ -147,7 +140,7 @@ export class JobController {
   // ---------- pod events → owning Job ----------
 
   private resolve(namespace: string | undefined, ref: OwnerReference | undefined): Job | undefined {
-    if (!ref || ref.kind !== JOB_KIND.kind || !ref.apiVersion.startsWith('batch/')) return undefined;
+    if (!ref || ref.kind !== JOBS.kind || !ref.apiVersion.startsWith('batch/')) return undefined;
     const job = this.jobs.get(`${namespace}/${ref.name}`);
     return job && job.metadata.uid === ref.uid ? job : undefined;
   }
@@ -237,11 +230,11 @@ export class JobController {
       client: this.opts.client,
       resource: CORE.pods,
       owner: job,
-      ownerKind: JOB_KIND,
+      ownerKind: JOBS,
       selector,
       candidates,
       recheckOwner: async () => {
-        const fresh = await this.opts.client.get<Job>(BATCH.jobs, { namespace: job.metadata.namespace, name: job.metadata.name ?? '' });
+        const fresh = await this.opts.client.get<Job>(JOBS, { namespace: job.metadata.namespace, name: job.metadata.name ?? '' });
         if (fresh.metadata.uid !== uid) throw new Error(`original Job ${keyOf(job)} is gone: got uid ${fresh.metadata.uid}, wanted ${uid}`);
         if (fresh.metadata.deletionTimestamp) throw new Error(`Job ${keyOf(job)} has just been deleted at ${fresh.metadata.deletionTimestamp}`);
       },
@@ -274,7 +267,7 @@ export class JobController {
     const at = (finishedAt({ ...job, status }) ?? now) + ttl * 1000;
     if (now < at) return { requeueAfterMs: at - now };
     try {
-      await this.opts.client.delete(BATCH.jobs, {
+      await this.opts.client.delete(JOBS, {
         namespace: job.metadata.namespace,
         name: job.metadata.name ?? '',
         propagationPolicy: 'Background',
@@ -391,7 +384,7 @@ export class JobController {
   }
 
   /** Why the Job has failed, if it has. */
-  private failureOf(job: Job, active: Pod[], tally: JobTally, startTime: string | undefined, now: number): { reason: string; message: string } | undefined {
+  private failureOf(job: Job, active: Pod[], tally: JobTally, startTime: Time | undefined, now: number): { reason: string; message: string } | undefined {
     const limit = job.spec.backoffLimit ?? 6;
     let exceeded = tally.failed > limit;
     if (!exceeded && job.spec.template?.spec?.restartPolicy === 'OnFailure') {
@@ -405,7 +398,7 @@ export class JobController {
     return undefined;
   }
 
-  private deadlineRemaining(job: Job, startTime: string | undefined, now: number): number | undefined {
+  private deadlineRemaining(job: Job, startTime: Time | undefined, now: number): number | undefined {
     const ads = job.spec.activeDeadlineSeconds;
     if (ads === undefined || ads === null || !startTime) return undefined;
     const start = Date.parse(startTime);
@@ -518,7 +511,7 @@ export class JobController {
     // No resourceVersion: the status is ours alone and computed from the tally.
     delete next.metadata.resourceVersion;
     try {
-      await this.opts.client.update(BATCH.jobs, next, { subresource: 'status' });
+      await this.opts.client.update(JOBS, next, { subresource: 'status' });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }
@@ -569,7 +562,7 @@ export function podFromTemplate(job: Job, index: number | undefined): Pod {
       generateName: index === undefined ? `${name}-` : `${name}-${index}-`,
       namespace: job.metadata.namespace,
       labels,
-      ownerReferences: [newControllerRef(job, JOB_KIND)],
+      ownerReferences: [newControllerRef(job, JOBS)],
     },
     spec,
   };

@@ -14,8 +14,7 @@
  * What it cannot see: a finished pod deleted while the control plane was down and a new one
  * finished in the same window (the counts then stay one short).
  */
-import type { Pod } from '../../api/types.js';
-import type { Job } from '../../registry/kinds/batch.js';
+import type { Job, Pod } from '../../api/types.js';
 import { isPodTerminal, parseIndexes, podCompletionIndex } from './job-util.js';
 
 export class JobTally {

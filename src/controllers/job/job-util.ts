@@ -2,9 +2,9 @@
  * Pure pieces of the Job controller: index sets, pod classification, the pod re-creation backoff
  * and condition bookkeeping. No I/O, no clock of their own: callers pass `now`.
  */
-import type { Pod } from '../../api/types.js';
-import { JOB_COMPLETION_INDEX_ANNOTATION, type Job, type JobCondition } from '../../registry/kinds/batch.js';
+import type { Job, JobCondition, Pod } from '../../api/types.js';
 import { isPodReady } from '../runtime/pod-util.js';
+import { JOB_COMPLETION_INDEX_ANNOTATION } from '../../api/batch.js';
 
 /** Kubernetes' timestamp form: RFC 3339, whole seconds, UTC. */
 export function kubeTime(ms: number): string {

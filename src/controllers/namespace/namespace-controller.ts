@@ -8,9 +8,9 @@ import { ApiError } from '../../api/errors.js';
 import type { Namespace } from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 export interface NamespaceControllerOptions {
   client: Client;

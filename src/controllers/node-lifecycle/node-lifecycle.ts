@@ -6,12 +6,13 @@
  */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { Node, NodeCondition, Pod } from '../../api/types.js';
+import type { Lease, Node, NodeCondition, Pod } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
-import { LEASES_REF, NODE_LEASE_NAMESPACE, type Lease } from '../../registry/kinds/coordination.js';
 import { evictionDeadline, reconcileConditionTaints, TAINT_UNREACHABLE } from './taints.js';
+import { LEASES } from '../../api/identities.js';
+import { NODE_LEASE_NAMESPACE } from '../../api/lease.js';
 
 export interface NodeLifecycleOptions {
   client: Client;
@@ -57,7 +58,7 @@ export class NodeLifecycleController {
     this.now = opts.now ?? Date.now;
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
     // The shared Lease cache is cluster-wide (as kube-controller-manager's); node leases are looked up in kube-node-lease.
-    this.leases = opts.informers.informerFor<Lease>(LEASES_REF);
+    this.leases = opts.informers.informerFor<Lease>(LEASES);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, { [NODE_INDEX]: (p) => ((p as Pod).spec?.nodeName ? [(p as Pod).spec.nodeName!] : []) });
   }
 

@@ -4,13 +4,11 @@
  * the object's status. The kind it runs over is a `ReplicatedKind`.
  */
 import type { Logger } from 'pino';
-import { labelSelectorFromObject, matchesLabels, type LabelSelector, type LabelSelectorObject } from '../../api/selectors.js';
-import type { OwnerReference, Pod } from '../../api/types.js';
+import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
+import type { LabelSelector as LabelSelectorObject, OwnerReference, Pod, ReplicaSet, ReplicaSetCondition, ReplicaSetStatus } from '../../api/types.js';
 import { CORE, type Client, type ResourceRef } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import { APPS, REPLICASET_KIND, type ReplicaSet, type ReplicaSetCondition, type ReplicaSetStatus } from '../../registry/kinds/apps.js';
-import { REPLICATION, REPLICATIONCONTROLLER_KIND } from '../../registry/kinds/replication.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { claimObjects, controllerRefOf, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import { Expectations } from '../runtime/expectations.js';
@@ -18,6 +16,7 @@ import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodActive, isPodAvailable, isPodReady } from '../runtime/pod-util.js';
 import { slowStartBatch } from '../runtime/slow-start.js';
 import { podsToDelete } from './delete-ranking.js';
+import { REPLICASETS, REPLICATIONCONTROLLERS } from '../../api/identities.js';
 
 /**
  * The kind whose pods the controller keeps: ReplicaSet, or ReplicationController, which differs
@@ -36,19 +35,19 @@ export interface ReplicatedKind {
   selectorOf(obj: ReplicaSet): LabelSelectorObject | undefined;
 }
 
-export const REPLICASETS: ReplicatedKind = {
+export const REPLICASET_KIND: ReplicatedKind = {
   name: 'replicaset',
   component: 'replicaset-controller',
-  resource: APPS.replicasets,
-  ownerKind: REPLICASET_KIND,
+  resource: REPLICASETS,
+  ownerKind: REPLICASETS,
   selectorOf: (rs) => rs.spec?.selector,
 };
 
-export const REPLICATIONCONTROLLERS: ReplicatedKind = {
+export const REPLICATIONCONTROLLER_KIND: ReplicatedKind = {
   name: 'replicationcontroller',
   component: 'replication-controller',
-  resource: REPLICATION.replicationcontrollers,
-  ownerKind: REPLICATIONCONTROLLER_KIND,
+  resource: REPLICATIONCONTROLLERS,
+  ownerKind: REPLICATIONCONTROLLERS,
   selectorOf: (rc) => {
     const selector = (rc.spec as { selector?: unknown } | undefined)?.selector;
     return selector && typeof selector === 'object' ? { matchLabels: selector as Record<string, string> } : undefined;
@@ -98,7 +97,7 @@ export class ReplicaSetController {
 
   constructor(private readonly opts: ReplicaSetControllerOptions) {
     this.now = opts.now ?? Date.now;
-    this.kind = opts.kind ?? REPLICASETS;
+    this.kind = opts.kind ?? REPLICASET_KIND;
     this.burst = opts.burstReplicas ?? 500;
     this.expectations = new Expectations({ now: this.now });
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };

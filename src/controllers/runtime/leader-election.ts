@@ -26,9 +26,11 @@
 import { systemClock, type Clock } from '../../client/clock.js';
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import { LEASES_REF, microTime, type Lease, type LeaseSpec } from '../../api/lease.js';
+import { microTime } from '../../api/lease.js';
 import type { Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
+import type { Lease, LeaseSpec } from '../../api/types.js';
+import { LEASES } from '../../api/identities.js';
 
 /** kube-controller-manager's defaults (--leader-elect-lease-duration, -renew-deadline, -retry-period). */
 export const DEFAULT_LEASE_DURATION_MS = 15_000;
@@ -269,12 +271,12 @@ export class LeaderElector {
     const durationSeconds = Math.max(1, Math.ceil(this.timings.leaseDurationMs / 1000));
     let current: Lease;
     try {
-      current = await this.client.get<Lease>(LEASES_REF, this.lock);
+      current = await this.client.get<Lease>(LEASES, this.lock);
     } catch (err) {
       if (!(isApiError(err) && err.reason === 'NotFound')) throw err;
       const spec: LeaseSpec = { holderIdentity: this.identity, leaseDurationSeconds: durationSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 };
       try {
-        const created = await this.client.create<Lease>(LEASES_REF, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { ...this.lock }, spec }, { namespace: this.lock.namespace });
+        const created = await this.client.create<Lease>(LEASES, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { ...this.lock }, spec }, { namespace: this.lock.namespace });
         this.observe(created, this.clock.now());
         return true;
       } catch (createErr) {
@@ -303,7 +305,7 @@ export class LeaderElector {
     };
     try {
       // metadata.resourceVersion is the one read: someone else's write in between makes this a Conflict.
-      const updated = await this.client.update<Lease>(LEASES_REF, { ...current, spec: next });
+      const updated = await this.client.update<Lease>(LEASES, { ...current, spec: next });
       this.observe(updated, this.clock.now());
       return true;
     } catch (err) {
@@ -330,7 +332,7 @@ export class LeaderElector {
     if (!current || current.spec?.holderIdentity !== this.identity) return;
     const now = microTime(this.clock.now());
     try {
-      const released = await this.client.update<Lease>(LEASES_REF, {
+      const released = await this.client.update<Lease>(LEASES, {
         ...current,
         spec: { ...current.spec, holderIdentity: '', leaseDurationSeconds: 1, acquireTime: now, renewTime: now, leaseTransitions: current.spec?.leaseTransitions ?? 0 },
       });

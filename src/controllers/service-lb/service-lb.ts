@@ -9,13 +9,12 @@
 import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { LoadBalancerIngress, Service } from '../../api/services.js';
-import type { Node } from '../../api/types.js';
-import { CORE, type Client, type ResourceRef } from '../../client/client.js';
+import type { LoadBalancerIngress, Node, Service } from '../../api/types.js';
+import { type Client, CORE } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import { SERVICES } from '../../api/identities.js';
 
-const SERVICES: ResourceRef = { plural: 'services' };
 
 export interface ServiceLBOptions {
   client: Client;

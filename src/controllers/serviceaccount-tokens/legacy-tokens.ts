@@ -9,29 +9,34 @@
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
-import type { ServiceAccountTokens } from '../../auth/service-account-tokens.js';
-import type { Client, ResourceRef } from '../../client/client.js';
+import type { Client } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import { SECRETS, SERVICEACCOUNTS } from '../../api/identities.js';
 
 export const SERVICE_ACCOUNT_TOKEN_TYPE = 'kubernetes.io/service-account-token';
 export const SERVICE_ACCOUNT_NAME_ANNOTATION = 'kubernetes.io/service-account.name';
 export const SERVICE_ACCOUNT_UID_ANNOTATION = 'kubernetes.io/service-account.uid';
 
-const SECRETS: ResourceRef = { plural: 'secrets' };
-const SERVICE_ACCOUNTS: ResourceRef = { plural: 'serviceaccounts' };
 
 interface SecretObject extends KubeObject {
   type?: string;
   data?: Record<string, string>;
 }
 
+/** What the controller asks of the token issuer (src/auth/service-account-tokens.ts's ServiceAccountTokens). */
+export interface LegacyTokenIssuer {
+  readonly apiAudiences: readonly string[];
+  /** a token without expiry, bound to the Secret that holds it */
+  issue(subject: { namespace: string; serviceAccount: { name: string; uid: string }; audiences: string[]; secret: { name: string; uid: string } }): Promise<{ token: string }>;
+}
+
 export interface LegacyTokenOptions {
   client: Client;
   informers: SharedInformers;
   log: Logger;
-  tokens: ServiceAccountTokens;
+  tokens: LegacyTokenIssuer;
   /** the cluster CA (PEM) written as ca.crt; read when a Secret is filled, so it may be set after construction */
   caCert: () => string | undefined;
 }
@@ -45,7 +50,7 @@ export class LegacyTokenController {
 
   constructor(private readonly opts: LegacyTokenOptions) {
     this.secrets = opts.informers.informerFor<SecretObject>(SECRETS);
-    this.serviceAccounts = opts.informers.informerFor<KubeObject>(SERVICE_ACCOUNTS);
+    this.serviceAccounts = opts.informers.informerFor<KubeObject>(SERVICEACCOUNTS);
     this.pass = new CoalescedPass({
       run: () => this.sync(),
       ready: () => this.secrets.hasSynced() && this.serviceAccounts.hasSynced(),
@@ -116,7 +121,7 @@ export class LegacyTokenController {
     const cached = this.serviceAccounts.indexer.get(`${namespace}/${name}`);
     if (cached) return cached;
     try {
-      return await this.opts.client.get<KubeObject>(SERVICE_ACCOUNTS, { namespace, name });
+      return await this.opts.client.get<KubeObject>(SERVICEACCOUNTS, { namespace, name });
     } catch (err) {
       if (isApiError(err) && err.reason === 'NotFound') return undefined;
       throw err;

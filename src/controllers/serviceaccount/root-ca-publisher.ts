@@ -7,16 +7,15 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
-import type { ConfigMap } from '../../api/config-objects.js';
-import type { Namespace } from '../../api/types.js';
-import { CORE, type Client, type ResourceRef } from '../../client/client.js';
+import type { ConfigMap, Namespace } from '../../api/types.js';
+import { type Client, CORE } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isAlreadyExists, isConflict, isNotFound } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { namespaceIsActive } from './serviceaccounts-controller.js';
+import { CONFIGMAPS } from '../../api/identities.js';
 
-export const CONFIG_MAPS: ResourceRef = { plural: 'configmaps' };
 export const ROOT_CA_CONFIGMAP_NAME = 'kube-root-ca.crt';
 export const DESCRIPTION_ANNOTATION = 'kubernetes.io/description';
 /** Upstream's description, word for word: clients read it to learn what the bundle is for. */
@@ -38,7 +37,7 @@ export class RootCAPublisher {
 
   constructor(private readonly opts: RootCAPublisherOptions) {
     this.namespaces = opts.informers.informerFor<Namespace>(CORE.namespaces);
-    this.configMaps = opts.informers.informerFor<ConfigMap>(CONFIG_MAPS);
+    this.configMaps = opts.informers.informerFor<ConfigMap>(CONFIGMAPS);
     this.controller = new Controller({ name: 'root-ca-cert-publisher', reconcile: (key) => this.reconcile(key), log: opts.log });
     const queueNamespace = (ns: Namespace) => this.controller.queue.add(ns.metadata.name ?? '');
     this.namespaces.addHandlers({ onAdd: queueNamespace, onUpdate: queueNamespace });
@@ -71,7 +70,7 @@ export class RootCAPublisher {
         data,
       };
       try {
-        await this.opts.client.create(CONFIG_MAPS, cm, { namespace });
+        await this.opts.client.create(CONFIGMAPS, cm, { namespace });
       } catch (e) {
         // The cache was behind (its event brings another pass), or the namespace went away.
         if (isAlreadyExists(e) || isNotFound(e)) return;
@@ -85,7 +84,7 @@ export class RootCAPublisher {
     fixed.data = data;
     fixed.metadata.annotations = { ...(fixed.metadata.annotations ?? {}), [DESCRIPTION_ANNOTATION]: ROOT_CA_DESCRIPTION };
     try {
-      await this.opts.client.update(CONFIG_MAPS, fixed);
+      await this.opts.client.update(CONFIGMAPS, fixed);
     } catch (e) {
       // Someone wrote or deleted it meanwhile: the informer's event brings another pass.
       if (isConflict(e) || isNotFound(e)) return;

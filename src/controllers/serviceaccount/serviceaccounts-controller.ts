@@ -5,13 +5,13 @@
  */
 import type { Logger } from 'pino';
 import type { KubeObject, Namespace } from '../../api/types.js';
-import { CORE, type Client, type ResourceRef } from '../../client/client.js';
+import { type Client, CORE } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isAlreadyExists, isNotFound } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import { SERVICEACCOUNTS } from '../../api/identities.js';
 
-export const SERVICE_ACCOUNTS: ResourceRef = { plural: 'serviceaccounts' };
 /** The accounts every namespace gets (upstream's default list). */
 export const MANAGED_SERVICE_ACCOUNT_NAMES = ['default'];
 
@@ -33,7 +33,7 @@ export class ServiceAccountsController {
 
   constructor(private readonly opts: ServiceAccountsControllerOptions) {
     this.namespaces = opts.informers.informerFor<Namespace>(CORE.namespaces);
-    this.serviceAccounts = opts.informers.informerFor<KubeObject>(SERVICE_ACCOUNTS);
+    this.serviceAccounts = opts.informers.informerFor<KubeObject>(SERVICEACCOUNTS);
     this.controller = new Controller({ name: 'serviceaccount', reconcile: (key) => this.reconcile(key), log: opts.log });
     const queueNamespace = (ns: Namespace) => this.controller.queue.add(ns.metadata.name ?? '');
     this.namespaces.addHandlers({ onAdd: queueNamespace, onUpdate: queueNamespace });
@@ -59,7 +59,7 @@ export class ServiceAccountsController {
     for (const name of MANAGED_SERVICE_ACCOUNT_NAMES) {
       if (this.serviceAccounts.get(`${namespace}/${name}`)) continue;
       try {
-        await this.opts.client.create(SERVICE_ACCOUNTS, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } }, { namespace });
+        await this.opts.client.create(SERVICEACCOUNTS, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace } }, { namespace });
         this.opts.log.info({ namespace, name }, 'created service account');
       } catch (e) {
         // The cache was behind (it exists), or the namespace went away meanwhile.

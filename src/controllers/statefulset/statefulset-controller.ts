@@ -5,25 +5,17 @@
  * DaemonSets (src/controllers/daemonset/history.ts); the agent backs each claim with a runtime volume.
  */
 import type { Logger } from 'pino';
-import type { OwnerReference, Pod } from '../../api/types.js';
+import type { ControllerRevision, OwnerReference, PersistentVolumeClaim, Pod, PodTemplateSpec, StatefulSet, StatefulSetStatus } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { CONTROLLER_UID_INDEX, INDEX_FUNCS, keyOf, splitKey, type Informer } from '../../client/informer.js';
-import type { PodTemplateSpec } from '../../registry/kinds/apps.js';
-import {
-  APPS_SETS,
-  CONTROLLER_REVISION_HASH_LABEL,
-  STATEFULSET_KIND,
-  type ControllerRevision,
-  type PersistentVolumeClaim,
-  type StatefulSet,
-  type StatefulSetStatus,
-} from '../../registry/kinds/apps-sets.js';
 import { ensureRevision, templateOfRevision } from '../daemonset/history.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isAlreadyExists, isNotFound, newControllerRef } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodReady } from '../runtime/pod-util.js';
+import { CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, STATEFULSETS } from '../../api/identities.js';
+import { CONTROLLER_REVISION_HASH_LABEL } from '../../api/apps.js';
 
 export interface StatefulSetControllerOptions {
   client: Client;
@@ -91,10 +83,10 @@ export class StatefulSetController {
   constructor(private readonly opts: StatefulSetControllerOptions) {
     this.now = opts.now ?? Date.now;
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
-    this.sets = opts.informers.informerFor<StatefulSet>(APPS_SETS.statefulsets);
+    this.sets = opts.informers.informerFor<StatefulSet>(STATEFULSETS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, byController);
-    this.claims = opts.informers.informerFor<PersistentVolumeClaim>(APPS_SETS.persistentvolumeclaims);
-    this.revisions = opts.informers.informerFor<ControllerRevision>(APPS_SETS.controllerrevisions, byController);
+    this.claims = opts.informers.informerFor<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS);
+    this.revisions = opts.informers.informerFor<ControllerRevision>(CONTROLLERREVISIONS, byController);
     this.events = new EventRecorder({ client: opts.client, component: COMPONENT, log: opts.log, now: this.now });
     this.controller = new Controller({ name: 'statefulset', reconcile: (key) => this.reconcile(key), log: opts.log, workers: opts.workers ?? 2 });
     const enqueue = (s: StatefulSet) => this.controller.queue.add(keyOf(s));
@@ -117,7 +109,7 @@ export class StatefulSetController {
 
   private ownerOf(pod: Pod): StatefulSet | undefined {
     const ref: OwnerReference | undefined = (pod.metadata.ownerReferences ?? []).find((r) => r.controller);
-    if (!ref || ref.kind !== STATEFULSET_KIND.kind) return undefined;
+    if (!ref || ref.kind !== STATEFULSETS.kind) return undefined;
     const s = this.sets.get(`${pod.metadata.namespace}/${ref.name}`);
     return s && s.metadata.uid === ref.uid ? s : undefined;
   }
@@ -133,7 +125,7 @@ export class StatefulSetController {
     const { hash } = await ensureRevision({
       client: this.opts.client,
       owner: set,
-      ownerKind: STATEFULSET_KIND,
+      ownerKind: STATEFULSETS,
       template: set.spec.template,
       owned,
       historyLimit: set.spec.revisionHistoryLimit ?? 10,
@@ -166,12 +158,12 @@ export class StatefulSetController {
           name: cname,
           namespace,
           labels: { ...(t.metadata.labels ?? {}), ...(set.spec.selector.matchLabels ?? {}) },
-          ...(deleteWithSet ? { ownerReferences: [{ ...newControllerRef(set, STATEFULSET_KIND), controller: false }] } : {}),
+          ...(deleteWithSet ? { ownerReferences: [{ ...newControllerRef(set, STATEFULSETS), controller: false }] } : {}),
         },
         spec: structuredClone(t.spec ?? {}),
       };
       try {
-        await this.opts.client.create(APPS_SETS.persistentvolumeclaims, claim, { namespace });
+        await this.opts.client.create(PERSISTENTVOLUMECLAIMS, claim, { namespace });
         void this.events.record({ about: set, type: 'Normal', reason: 'SuccessfulCreate', message: `create Claim ${cname} Pod ${set.metadata.name}-${ordinal} in StatefulSet ${set.metadata.name} success` });
       } catch (e) {
         if (!isAlreadyExists(e)) throw e;
@@ -199,7 +191,7 @@ export class StatefulSetController {
         name,
         namespace: set.metadata.namespace,
         labels: { ...(meta.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: from.revision, [POD_NAME_LABEL]: name, [POD_INDEX_LABEL]: String(ordinal) },
-        ownerReferences: [newControllerRef(set, STATEFULSET_KIND)],
+        ownerReferences: [newControllerRef(set, STATEFULSETS)],
       },
       spec,
     };
@@ -240,7 +232,7 @@ export class StatefulSetController {
         const ordinal = ordinalOf(`${t.metadata.name}-${setName}`, cname);
         if (ordinal === undefined || ordinal < replicas || live.has(ordinal)) continue;
         try {
-          await this.opts.client.delete(APPS_SETS.persistentvolumeclaims, { namespace: set.metadata.namespace, name: cname });
+          await this.opts.client.delete(PERSISTENTVOLUMECLAIMS, { namespace: set.metadata.namespace, name: cname });
         } catch (e) {
           if (!isNotFound(e)) throw e;
         }
@@ -254,7 +246,7 @@ export class StatefulSetController {
     const next: StatefulSet = { ...set, metadata: { ...set.metadata, namespace, name }, status };
     delete next.metadata.resourceVersion;
     try {
-      await this.opts.client.update(APPS_SETS.statefulsets, next, { subresource: 'status' });
+      await this.opts.client.update(STATEFULSETS, next, { subresource: 'status' });
     } catch (e) {
       if (!isNotFound(e)) throw e;
     }

@@ -15,25 +15,13 @@
  */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import {
-  DEFAULT_SERVICE_CLUSTER_IP_RANGE,
-  MANAGED_BY_LABEL,
-  SERVICE_NAME_LABEL,
-  SERVICE_PROXY_NAME_LABEL,
-  type EndpointSlice,
-  type Endpoints,
-  type Service,
-  type ServicePort,
-} from '../../api/services.js';
+import type { Endpoints, EndpointSlice, KubeObject, Service, ServicePort } from '../../api/types.js';
+import { DEFAULT_SERVICE_CLUSTER_IP_RANGE, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, SERVICE_PROXY_NAME_LABEL, serviceIPAt } from '../../api/services.js';
 import type { Client, ResourceRef } from '../../client/client.js';
 import type { Informer } from '../../client/informer.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
-import { serviceIPAt } from '../../registry/service-allocation.js';
+import { ENDPOINTS, ENDPOINTSLICES, SERVICES } from '../../api/identities.js';
 
-const SERVICES: ResourceRef = { plural: 'services' };
-const ENDPOINTS: ResourceRef = { plural: 'endpoints' };
-const ENDPOINTSLICES: ResourceRef = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices' };
 
 /** The managed-by value of the `kubernetes` Service's EndpointSlice: the API server writes it, not the controller. */
 export const APISERVER_SLICE_MANAGER = 'kube-apiserver';

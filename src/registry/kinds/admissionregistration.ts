@@ -4,65 +4,15 @@
  * them on each admitted write.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { KubeObject, WebhookConfiguration } from '../../api/types.js';
 import { validateObjectMeta } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
-
-export interface RuleWithOperations {
-  operations?: string[];
-  apiGroups?: string[];
-  apiVersions?: string[];
-  resources?: string[];
-  scope?: 'Cluster' | 'Namespaced' | '*';
-}
-
-export interface WebhookClientConfig {
-  url?: string;
-  service?: { namespace: string; name: string; path?: string; port?: number };
-  /** base64 PEM */
-  caBundle?: string;
-}
-
-export interface LabelSelectorObject {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: Array<{ key: string; operator: string; values?: string[] }>;
-}
-
-export interface Webhook {
-  name: string;
-  clientConfig: WebhookClientConfig;
-  rules?: RuleWithOperations[];
-  failurePolicy?: 'Fail' | 'Ignore';
-  timeoutSeconds?: number;
-  namespaceSelector?: LabelSelectorObject;
-  objectSelector?: LabelSelectorObject;
-  sideEffects?: string;
-  admissionReviewVersions?: string[];
-  reinvocationPolicy?: string;
-  matchPolicy?: string;
-}
-
-export interface WebhookConfiguration extends KubeObject {
-  webhooks?: Webhook[];
-}
+import { MUTATINGWEBHOOKCONFIGURATIONS, resourceInfo, VALIDATINGWEBHOOKCONFIGURATIONS, type KindIdentity, type ResourceInfo } from '../../api/identities.js';
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-function info(kind: string, plural: string): ResourceInfo {
-  return {
-    group: 'admissionregistration.k8s.io',
-    version: 'v1',
-    kind,
-    listKind: `${kind}List`,
-    plural,
-    singular: plural.slice(0, -1),
-    namespaced: false,
-    shortNames: [],
-    verbs: VERBS,
-    subresources: [],
-    categories: ['api-extensions'],
-  };
+function info(id: KindIdentity): ResourceInfo {
+  return resourceInfo(id, { listKind: `${id.kind}List`, singular: id.plural.slice(0, -1), shortNames: [], verbs: VERBS, subresources: [], categories: ['api-extensions'] });
 }
 
 function validateWebhooks(obj: WebhookConfiguration, mutating: boolean): FieldError[] {
@@ -98,7 +48,7 @@ function validateWebhooks(obj: WebhookConfiguration, mutating: boolean): FieldEr
     if (!w.sideEffects) errs.push({ field: `${at}.sideEffects`, type: 'FieldValueRequired', message: 'Required value' });
     if (!w.admissionReviewVersions?.length) errs.push({ field: `${at}.admissionReviewVersions`, type: 'FieldValueRequired', message: 'Required value' });
     else if (!w.admissionReviewVersions.includes('v1')) errs.push({ field: `${at}.admissionReviewVersions`, type: 'FieldValueInvalid', message: 'Invalid value: must include at least one of v1' });
-    if (!mutating && w.reinvocationPolicy) errs.push({ field: `${at}.reinvocationPolicy`, type: 'FieldValueForbidden', message: 'Forbidden: only mutating webhooks may set it' });
+    if (!mutating && 'reinvocationPolicy' in w && w.reinvocationPolicy) errs.push({ field: `${at}.reinvocationPolicy`, type: 'FieldValueForbidden', message: 'Forbidden: only mutating webhooks may set it' });
   });
   return errs;
 }
@@ -115,8 +65,8 @@ function defaults(obj: WebhookConfiguration): void {
   }
 }
 
-export const MUTATING_WEBHOOKS = info('MutatingWebhookConfiguration', 'mutatingwebhookconfigurations');
-export const VALIDATING_WEBHOOKS = info('ValidatingWebhookConfiguration', 'validatingwebhookconfigurations');
+export const MUTATING_WEBHOOKS = info(MUTATINGWEBHOOKCONFIGURATIONS);
+export const VALIDATING_WEBHOOKS = info(VALIDATINGWEBHOOKCONFIGURATIONS);
 
 export const ADMISSIONREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [
   { info: MUTATING_WEBHOOKS, hasStatus: false, generation: true, applyDefaults: (o) => defaults(o as WebhookConfiguration), validate: (o) => validateWebhooks(o as WebhookConfiguration, true) },

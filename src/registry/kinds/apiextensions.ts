@@ -4,52 +4,24 @@
  * additionalPrinterColumns as the `kubectl get` columns).
  */
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { CustomResourceDefinition, CustomResourceDefinitionNames, CustomResourceDefinitionVersion, KubeObject } from '../../api/types.js';
 import { validateObjectMeta } from '../../api/validation.js';
-import { applySchema, type JSONSchemaProps } from '../../apiextensions/schema.js';
-import type { ResourceInfo } from '../resource-info.js';
+import { applySchema } from '../../apiextensions/schema.js';
 import type { KindStrategy } from '../strategy.js';
 import { printerColumnsProvider } from '../table-columns.js';
-
-export interface CRDVersion {
-  name: string;
-  served: boolean;
-  storage: boolean;
-  schema?: { openAPIV3Schema?: JSONSchemaProps };
-  subresources?: { status?: Record<string, never>; scale?: { specReplicasPath: string; statusReplicasPath: string; labelSelectorPath?: string } };
-  additionalPrinterColumns?: Array<{ name: string; type: string; jsonPath: string; description?: string; format?: string; priority?: number }>;
-}
-
-export interface CRDNames {
-  plural: string;
-  singular?: string;
-  kind: string;
-  listKind?: string;
-  shortNames?: string[];
-  categories?: string[];
-}
-
-export interface CustomResourceDefinition extends KubeObject {
-  spec: { group: string; names: CRDNames; scope: 'Namespaced' | 'Cluster'; versions: CRDVersion[] };
-  status?: Record<string, unknown>;
-}
+import { CUSTOMRESOURCEDEFINITIONS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 /** Held on every CRD until its custom resources are gone (the Kubernetes finalizer name). */
 export const CRD_CLEANUP_FINALIZER = 'customresourcecleanup.apiextensions.k8s.io';
 
-export const CRD_RESOURCE: ResourceInfo = {
-  group: 'apiextensions.k8s.io',
-  version: 'v1',
-  kind: 'CustomResourceDefinition',
+export const CRD_RESOURCE: ResourceInfo = resourceInfo(CUSTOMRESOURCEDEFINITIONS, {
   listKind: 'CustomResourceDefinitionList',
-  plural: 'customresourcedefinitions',
   singular: 'customresourcedefinition',
-  namespaced: false,
   shortNames: ['crd', 'crds'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status'],
   categories: ['api-extensions'],
-};
+});
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 
@@ -58,7 +30,7 @@ function validateCRD(crd: CustomResourceDefinition): FieldError[] {
   const spec = crd.spec;
   if (!spec || typeof spec !== 'object') return [...errs, { field: 'spec', type: 'FieldValueRequired', message: 'Required value' }];
   if (!spec.group || !spec.group.includes('.')) errs.push({ field: 'spec.group', type: 'FieldValueInvalid', message: `Invalid value: "${spec.group ?? ''}": should be a domain with at least one dot` });
-  const n = spec.names ?? ({} as CRDNames);
+  const n: Partial<CustomResourceDefinitionNames> = spec.names ?? {};
   if (!n.plural || !DNS_LABEL.test(n.plural)) errs.push({ field: 'spec.names.plural', type: 'FieldValueInvalid', message: `Invalid value: "${n.plural ?? ''}": a lowercase RFC 1123 label` });
   if (!n.kind || !/^[A-Z][A-Za-z0-9]*$/.test(n.kind)) errs.push({ field: 'spec.names.kind', type: 'FieldValueInvalid', message: `Invalid value: "${n.kind ?? ''}": must be a CamelCase name` });
   if (n.singular && !DNS_LABEL.test(n.singular)) errs.push({ field: 'spec.names.singular', type: 'FieldValueInvalid', message: `Invalid value: "${n.singular}": a lowercase RFC 1123 label` });
@@ -109,7 +81,7 @@ export const crdStrategy: KindStrategy<CustomResourceDefinition> = {
   initialStatus: () => ({ conditions: [], acceptedNames: { plural: '', kind: '' }, storedVersions: [] }),
 };
 
-export function storageVersion(crd: CustomResourceDefinition): CRDVersion {
+export function storageVersion(crd: CustomResourceDefinition): CustomResourceDefinitionVersion {
   return crd.spec.versions.find((v) => v.storage)!;
 }
 

@@ -5,68 +5,24 @@
  * src/controllers/apiservice; Berth never proxies to an aggregated server.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { APIService, KubeObject } from '../../api/types.js';
 import { child, dns1035LabelErrors, dns1123SubdomainErrors, expectObject, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import { APISERVICES, apiServiceName, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
-export interface APIServiceServiceReference {
-  namespace?: string;
-  name?: string;
-  port?: number;
-}
-
-export interface APIServiceSpec {
-  /** absent for a local APIService: the API server serves the group/version itself */
-  service?: APIServiceServiceReference | null;
-  group?: string;
-  version?: string;
-  insecureSkipTLSVerify?: boolean;
-  /** base64 PEM, as []byte is in JSON */
-  caBundle?: string;
-  groupPriorityMinimum: number;
-  versionPriority: number;
-}
-
-export interface APIServiceCondition {
-  type: 'Available' | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface APIService extends KubeObject {
-  spec: APIServiceSpec;
-  status?: { conditions?: APIServiceCondition[] };
-}
-
 export const APIREGISTRATION_GROUP = 'apiregistration.k8s.io';
 
-/** Client reference for APIServices. */
-export const APISERVICES = { group: APIREGISTRATION_GROUP, version: 'v1', plural: 'apiservices', namespaced: false } as const;
-
-export const APISERVICE_INFO: ResourceInfo = {
-  group: APIREGISTRATION_GROUP,
-  version: 'v1',
-  kind: 'APIService',
+export const APISERVICE_INFO: ResourceInfo = resourceInfo(APISERVICES, {
   listKind: 'APIServiceList',
-  plural: 'apiservices',
   singular: 'apiservice',
-  namespaced: false,
   shortNames: [],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status'],
   categories: ['api-extensions'],
-};
-
-/** The name an APIService must have: `<version>.<group>` (`v1.` for the core group). */
-export function apiServiceName(group: string, version: string): string {
-  return `${version}.${group}`;
-}
+});
 
 // ---------- validation (kube-aggregator's ValidateAPIService) ----------
 
@@ -154,4 +110,4 @@ export const apiServiceStrategy: KindStrategy<APIService> = {
   initialStatus: () => ({}),
 };
 
-export const APIREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [apiServiceStrategy as unknown as KindStrategy<KubeObject>];
+export const APIREGISTRATION_STRATEGIES: KindStrategy<KubeObject>[] = [apiServiceStrategy];

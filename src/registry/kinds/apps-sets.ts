@@ -5,8 +5,8 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError } from '../../api/errors.js';
-import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject } from '../../api/types.js';
+import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import type { ControllerRevision, DaemonSet, KubeObject, LabelSelector, PersistentVolumeClaim, StatefulSet } from '../../api/types.js';
 import {
   child,
   expectInteger,
@@ -17,130 +17,34 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
-import { defaultPodTemplate, type IntOrString, type PodTemplateSpec } from './apps.js';
+import { defaultPodTemplate } from './apps.js';
+import { CONTROLLERREVISIONS, DAEMONSETS, PERSISTENTVOLUMECLAIMS, type ResourceInfo, resourceInfo, STATEFULSETS } from '../../api/identities.js';
 
 // ---------- shapes ----------
-
-export interface DaemonSetUpdateStrategy {
-  type?: 'RollingUpdate' | 'OnDelete';
-  rollingUpdate?: { maxUnavailable?: IntOrString; maxSurge?: IntOrString };
-}
-
-export interface DaemonSetSpec {
-  selector: LabelSelectorObject;
-  template: PodTemplateSpec;
-  updateStrategy?: DaemonSetUpdateStrategy;
-  minReadySeconds?: number;
-  revisionHistoryLimit?: number;
-}
-
-export interface DaemonSetStatus {
-  currentNumberScheduled: number;
-  numberMisscheduled: number;
-  desiredNumberScheduled: number;
-  numberReady: number;
-  observedGeneration?: number;
-  updatedNumberScheduled?: number;
-  numberAvailable?: number;
-  numberUnavailable?: number;
-  collisionCount?: number;
-}
-
-export interface DaemonSet extends KubeObject {
-  spec: DaemonSetSpec;
-  status?: DaemonSetStatus;
-}
-
-export interface PersistentVolumeClaimSpec {
-  accessModes?: string[];
-  resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
-  storageClassName?: string;
-  volumeName?: string;
-  volumeMode?: string;
-  selector?: LabelSelectorObject;
-}
-
-export interface PersistentVolumeClaim extends KubeObject {
-  spec: PersistentVolumeClaimSpec;
-  status?: { phase?: 'Pending' | 'Bound' | 'Lost'; accessModes?: string[]; capacity?: Record<string, string> };
-}
-
-export interface StatefulSetSpec {
-  replicas?: number;
-  selector: LabelSelectorObject;
-  template: PodTemplateSpec;
-  serviceName?: string;
-  podManagementPolicy?: 'OrderedReady' | 'Parallel';
-  updateStrategy?: { type?: 'RollingUpdate' | 'OnDelete'; rollingUpdate?: { partition?: number; maxUnavailable?: IntOrString } };
-  volumeClaimTemplates?: PersistentVolumeClaim[];
-  persistentVolumeClaimRetentionPolicy?: { whenDeleted?: 'Retain' | 'Delete'; whenScaled?: 'Retain' | 'Delete' };
-  revisionHistoryLimit?: number;
-  minReadySeconds?: number;
-}
-
-export interface StatefulSetStatus {
-  replicas: number;
-  readyReplicas?: number;
-  currentReplicas?: number;
-  updatedReplicas?: number;
-  availableReplicas?: number;
-  currentRevision?: string;
-  updateRevision?: string;
-  observedGeneration?: number;
-  collisionCount?: number;
-}
-
-export interface StatefulSet extends KubeObject {
-  spec: StatefulSetSpec;
-  status?: StatefulSetStatus;
-}
-
-/** A snapshot of a controller's template: `data` is what `kubectl rollout undo` patches back. */
-export interface ControllerRevision extends KubeObject {
-  data?: unknown;
-  revision: number;
-}
-
-export const DAEMONSET_KIND = { apiVersion: 'apps/v1', kind: 'DaemonSet' } as const;
-export const STATEFULSET_KIND = { apiVersion: 'apps/v1', kind: 'StatefulSet' } as const;
-
-/** Client references for the kinds of this file. */
-export const APPS_SETS = {
-  daemonsets: { group: 'apps', version: 'v1', plural: 'daemonsets' },
-  statefulsets: { group: 'apps', version: 'v1', plural: 'statefulsets' },
-  controllerrevisions: { group: 'apps', version: 'v1', plural: 'controllerrevisions' },
-  persistentvolumeclaims: { plural: 'persistentvolumeclaims' },
-} as const;
-
-/** The label kubectl and the controllers use to tie a pod to its template revision. */
-export const CONTROLLER_REVISION_HASH_LABEL = 'controller-revision-hash';
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const DAEMONSET_INFO: ResourceInfo = {
-  group: 'apps', version: 'v1', kind: 'DaemonSet', listKind: 'DaemonSetList', plural: 'daemonsets', singular: 'daemonset',
-  namespaced: true, shortNames: ['ds'], verbs: ALL_VERBS, subresources: ['status'], categories: ['all'],
-};
+export const DAEMONSET_INFO: ResourceInfo = resourceInfo(DAEMONSETS, {
+  listKind: 'DaemonSetList', singular: 'daemonset',
+  shortNames: ['ds'], verbs: ALL_VERBS, subresources: ['status'], categories: ['all'],
+});
 
-export const STATEFULSET_INFO: ResourceInfo = {
-  group: 'apps', version: 'v1', kind: 'StatefulSet', listKind: 'StatefulSetList', plural: 'statefulsets', singular: 'statefulset',
-  namespaced: true, shortNames: ['sts'], verbs: ALL_VERBS, subresources: ['status', 'scale'], categories: ['all'],
-};
+export const STATEFULSET_INFO: ResourceInfo = resourceInfo(STATEFULSETS, {
+  listKind: 'StatefulSetList', singular: 'statefulset',
+  shortNames: ['sts'], verbs: ALL_VERBS, subresources: ['status', 'scale'], categories: ['all'],
+});
 
-export const CONTROLLERREVISION_INFO: ResourceInfo = {
-  group: 'apps', version: 'v1', kind: 'ControllerRevision', listKind: 'ControllerRevisionList', plural: 'controllerrevisions',
-  singular: 'controllerrevision', namespaced: true, shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
-};
+export const CONTROLLERREVISION_INFO: ResourceInfo = resourceInfo(CONTROLLERREVISIONS, {
+  listKind: 'ControllerRevisionList', singular: 'controllerrevision', shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
+});
 
-export const PVC_INFO: ResourceInfo = {
-  group: '', version: 'v1', kind: 'PersistentVolumeClaim', listKind: 'PersistentVolumeClaimList', plural: 'persistentvolumeclaims',
-  singular: 'persistentvolumeclaim', namespaced: true, shortNames: ['pvc'], verbs: ALL_VERBS, subresources: ['status'], categories: [],
-};
+export const PVC_INFO: ResourceInfo = resourceInfo(PERSISTENTVOLUMECLAIMS, {
+  listKind: 'PersistentVolumeClaimList', singular: 'persistentvolumeclaim', shortNames: ['pvc'], verbs: ALL_VERBS, subresources: ['status'], categories: [],
+});
 
 // ---------- validation ----------
 
@@ -158,7 +62,7 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>): FieldError[
     const selErrs = validateLabelSelectorObject(spec.selector, 'spec.selector');
     errs.push(...selErrs);
     if (!selErrs.length) {
-      const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+      const sel = labelSelectorFromObject(spec.selector as LabelSelector);
       const template = isRecord(spec.template) ? spec.template : {};
       const labels = isRecord(template.metadata) && isRecord(template.metadata.labels) ? template.metadata.labels : {};
       if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid('spec.selector', spec.selector, 'empty selector is invalid'));
@@ -181,7 +85,7 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>): FieldError[
 function validateDaemonSet(ds: DaemonSet): FieldError[] {
   const errs = validateObjectMeta(ds.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!isRecord(ds.spec)) return [...errs, fieldErrors.required('spec.selector')];
-  const spec = ds.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = ds.spec;
   errs.push(...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'), ...nonNegative(spec.revisionHistoryLimit, 'spec.revisionHistoryLimit'));
   const us = spec.updateStrategy;
   if (isRecord(us) && us.type !== 'RollingUpdate' && us.type !== 'OnDelete') {
@@ -194,7 +98,7 @@ function validateDaemonSet(ds: DaemonSet): FieldError[] {
 function validateStatefulSet(sts: StatefulSet): FieldError[] {
   const errs = validateObjectMeta(sts.metadata, { namespaced: true, nameRule: 'label' });
   if (!isRecord(sts.spec)) return [...errs, fieldErrors.required('spec.selector')];
-  const spec = sts.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = sts.spec;
   errs.push(...nonNegative(spec.replicas, 'spec.replicas'), ...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
   const policy = spec.podManagementPolicy;
   if (policy !== 'OrderedReady' && policy !== 'Parallel') errs.push(fieldErrors.notSupported('spec.podManagementPolicy', policy, ['OrderedReady', 'Parallel']));
@@ -463,8 +367,8 @@ export const pvcStrategy: KindStrategy<PersistentVolumeClaim> = {
 };
 
 export const APPS_SETS_STRATEGIES: KindStrategy<KubeObject>[] = [
-  daemonSetStrategy as unknown as KindStrategy<KubeObject>,
-  statefulSetStrategy as unknown as KindStrategy<KubeObject>,
-  controllerRevisionStrategy as unknown as KindStrategy<KubeObject>,
-  pvcStrategy as unknown as KindStrategy<KubeObject>,
+  daemonSetStrategy,
+  statefulSetStrategy,
+  controllerRevisionStrategy,
+  pvcStrategy,
 ];

@@ -4,8 +4,8 @@
  * The controllers that act on them live in src/controllers/replicaset and src/controllers/deployment.
  */
 import type { FieldError } from '../../api/errors.js';
-import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
-import type { Container, KubeObject, ObjectMeta, PodSpec } from '../../api/types.js';
+import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import type { Container, Deployment, KubeObject, LabelSelector, PodTemplateSpec, ReplicaSet } from '../../api/types.js';
 import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
 import {
   child,
@@ -20,143 +20,32 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPullPolicy } from './core.js';
-
-// ---------- shapes ----------
-
-export interface PodTemplateSpec {
-  metadata?: ObjectMeta;
-  spec: PodSpec;
-}
-
-/** `3` or `"25%"` (Kubernetes IntOrString). */
-export type IntOrString = number | string;
-
-export interface ReplicaSetSpec {
-  replicas?: number;
-  minReadySeconds?: number;
-  selector: LabelSelectorObject;
-  template: PodTemplateSpec;
-}
-
-export interface ReplicaSetCondition {
-  type: 'ReplicaFailure' | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface ReplicaSetStatus {
-  replicas: number;
-  fullyLabeledReplicas?: number;
-  readyReplicas?: number;
-  availableReplicas?: number;
-  observedGeneration?: number;
-  conditions?: ReplicaSetCondition[];
-}
-
-export interface ReplicaSet extends KubeObject {
-  spec: ReplicaSetSpec;
-  status?: ReplicaSetStatus;
-}
-
-export interface RollingUpdateDeployment {
-  maxUnavailable?: IntOrString;
-  maxSurge?: IntOrString;
-}
-
-export interface DeploymentStrategy {
-  type?: 'Recreate' | 'RollingUpdate';
-  rollingUpdate?: RollingUpdateDeployment;
-}
-
-export interface DeploymentSpec {
-  replicas?: number;
-  selector: LabelSelectorObject;
-  template: PodTemplateSpec;
-  strategy?: DeploymentStrategy;
-  minReadySeconds?: number;
-  revisionHistoryLimit?: number;
-  paused?: boolean;
-  progressDeadlineSeconds?: number;
-}
-
-export interface DeploymentCondition {
-  type: 'Available' | 'Progressing' | 'ReplicaFailure' | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastUpdateTime?: string;
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface DeploymentStatus {
-  observedGeneration?: number;
-  replicas?: number;
-  updatedReplicas?: number;
-  readyReplicas?: number;
-  availableReplicas?: number;
-  unavailableReplicas?: number;
-  conditions?: DeploymentCondition[];
-  collisionCount?: number;
-}
-
-export interface Deployment extends KubeObject {
-  spec: DeploymentSpec;
-  status?: DeploymentStatus;
-}
-
-/** autoscaling/v1 Scale: what the `scale` subresource reads and writes. */
-export interface Scale extends KubeObject {
-  spec: { replicas?: number };
-  status?: { replicas: number; selector?: string };
-}
-
-/** apiVersion/kind pairs the controllers stamp into owner references. */
-export const REPLICASET_KIND = { apiVersion: 'apps/v1', kind: 'ReplicaSet' } as const;
-export const DEPLOYMENT_KIND = { apiVersion: 'apps/v1', kind: 'Deployment' } as const;
-
-/** Client references (group/version/plural) for the apps kinds. */
-export const APPS = {
-  replicasets: { group: 'apps', version: 'v1', plural: 'replicasets' },
-  deployments: { group: 'apps', version: 'v1', plural: 'deployments' },
-} as const;
+import { DEPLOYMENTS, REPLICASETS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const REPLICASET_INFO: ResourceInfo = {
-  group: 'apps',
-  version: 'v1',
-  kind: 'ReplicaSet',
+export const REPLICASET_INFO: ResourceInfo = resourceInfo(REPLICASETS, {
   listKind: 'ReplicaSetList',
-  plural: 'replicasets',
   singular: 'replicaset',
-  namespaced: true,
   shortNames: ['rs'],
   verbs: ALL_VERBS,
   subresources: ['status', 'scale'],
   categories: ['all'],
-};
+});
 
-export const DEPLOYMENT_INFO: ResourceInfo = {
-  group: 'apps',
-  version: 'v1',
-  kind: 'Deployment',
+export const DEPLOYMENT_INFO: ResourceInfo = resourceInfo(DEPLOYMENTS, {
   listKind: 'DeploymentList',
-  plural: 'deployments',
   singular: 'deployment',
-  namespaced: true,
   shortNames: ['deploy'],
   verbs: ALL_VERBS,
   subresources: ['status', 'scale'],
   categories: ['all'],
-};
+});
 
 // ---------- defaults ----------
 
@@ -210,12 +99,12 @@ function validateSelectorAndTemplate(spec: Record<string, unknown>, kindWord: st
     const selErrs = validateLabelSelectorObject(spec.selector, selectorPath);
     errs.push(...selErrs);
     if (!selErrs.length) {
-      const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+      const sel = labelSelectorFromObject(spec.selector as LabelSelector);
       if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid(selectorPath, spec.selector, `empty selector is invalid for ${kindWord}`));
     }
   }
   const selectorValid = !errs.some((e) => e.field.startsWith(selectorPath)) && isRecord(spec.selector);
-  const matches = selectorValid ? (labels: Record<string, string>) => matchesLabels(labelSelectorFromObject(spec.selector as LabelSelectorObject), labels) : undefined;
+  const matches = selectorValid ? (labels: Record<string, string>) => matchesLabels(labelSelectorFromObject(spec.selector as LabelSelector), labels) : undefined;
   errs.push(...validateReplicatedTemplate({ template: spec.template, matchesSelector: matches, kind: 'ReplicaSet' }));
   return errs;
 }
@@ -311,7 +200,7 @@ function validateStrategy(strategy: unknown): FieldError[] {
 export function validateReplicaSet(rs: ReplicaSet): FieldError[] {
   const errs = validateObjectMeta(rs.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!isRecord(rs.spec)) return [...errs, fieldErrors.required('spec.selector')];
-  const spec = rs.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = rs.spec;
   errs.push(...validateNonNegative(spec.replicas, 'spec.replicas'), ...validateNonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
   errs.push(...validateSelectorAndTemplate(spec, 'replicaset'));
   return errs;
@@ -320,7 +209,7 @@ export function validateReplicaSet(rs: ReplicaSet): FieldError[] {
 export function validateDeployment(d: Deployment): FieldError[] {
   const errs = validateObjectMeta(d.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!isRecord(d.spec)) return [...errs, fieldErrors.required('spec.selector')];
-  const spec = d.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = d.spec;
   errs.push(
     ...validateNonNegative(spec.replicas, 'spec.replicas'),
     ...validateNonNegative(spec.minReadySeconds, 'spec.minReadySeconds'),
@@ -356,7 +245,7 @@ function validateSelectorImmutable(obj: { spec: { selector?: unknown } }, old: {
 interface WorkloadLike extends KubeObject {
   spec?: {
     replicas?: number;
-    selector?: LabelSelectorObject;
+    selector?: LabelSelector;
     template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
   };
   status?: { replicas?: number; readyReplicas?: number; updatedReplicas?: number; availableReplicas?: number };
@@ -458,6 +347,6 @@ export const deploymentStrategy: KindStrategy<Deployment> = {
 };
 
 export const APPS_STRATEGIES: KindStrategy<KubeObject>[] = [
-  replicaSetStrategy as unknown as KindStrategy<KubeObject>,
-  deploymentStrategy as unknown as KindStrategy<KubeObject>,
+  replicaSetStrategy,
+  deploymentStrategy,
 ];

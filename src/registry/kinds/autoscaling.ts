@@ -3,138 +3,46 @@
  * REST identity (autoscaling/v1 served too), defaults, validation, the v1 ↔ v2 conversion, protobuf
  * messages and `kubectl get hpa` columns. The controller that acts on it lives in src/controllers/hpa.
  */
+import { DEFAULT_CPU_UTILIZATION, DEFAULT_SCALE_UP_RULES, DEFAULT_SCALE_DOWN_RULES } from '../../api/autoscaling.js';
 import type { FieldError } from '../../api/errors.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { tryParseQuantity } from '../../api/quantity.js';
-import type { KubeObject } from '../../api/types.js';
+import type {
+  HorizontalPodAutoscaler,
+  HorizontalPodAutoscalerCondition,
+  HorizontalPodAutoscalerSpec,
+  HorizontalPodAutoscalerStatus,
+  HPAScalingRules,
+  KubeObject,
+  MetricSpec,
+  MetricStatus,
+} from '../../api/types.js';
 import { child, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import { HORIZONTALPODAUTOSCALERS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- shapes (autoscaling/v2) ----------
 
-export interface CrossVersionObjectReference {
-  apiVersion?: string;
-  kind: string;
-  name: string;
-}
-
 export type MetricTargetType = 'Utilization' | 'Value' | 'AverageValue';
-
-export interface MetricTarget {
-  type: MetricTargetType;
-  value?: string;
-  averageValue?: string;
-  averageUtilization?: number;
-}
-
-export interface MetricValueStatus {
-  value?: string;
-  averageValue?: string;
-  averageUtilization?: number;
-}
-
-export interface MetricSpec {
-  type: 'Resource' | 'ContainerResource' | 'Pods' | 'Object' | 'External' | string;
-  resource?: { name: string; target: MetricTarget };
-  containerResource?: { name: string; container: string; target: MetricTarget };
-  [other: string]: unknown;
-}
-
-export interface MetricStatus {
-  type: string;
-  resource?: { name: string; current: MetricValueStatus };
-  containerResource?: { name: string; container: string; current: MetricValueStatus };
-  [other: string]: unknown;
-}
 
 export type ScalingPolicyType = 'Pods' | 'Percent';
 export type ScalingPolicySelect = 'Max' | 'Min' | 'Disabled';
 
-export interface HPAScalingPolicy {
-  type: ScalingPolicyType;
-  value: number;
-  periodSeconds: number;
-}
-
-export interface HPAScalingRules {
-  stabilizationWindowSeconds?: number;
-  selectPolicy?: ScalingPolicySelect;
-  policies?: HPAScalingPolicy[];
-}
-
-export interface HorizontalPodAutoscalerSpec {
-  scaleTargetRef: CrossVersionObjectReference;
-  minReplicas?: number;
-  maxReplicas: number;
-  metrics?: MetricSpec[];
-  behavior?: { scaleUp?: HPAScalingRules; scaleDown?: HPAScalingRules };
-}
-
-export interface HorizontalPodAutoscalerCondition {
-  type: 'AbleToScale' | 'ScalingActive' | 'ScalingLimited' | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface HorizontalPodAutoscalerStatus {
-  observedGeneration?: number;
-  lastScaleTime?: string;
-  currentReplicas?: number;
-  desiredReplicas: number;
-  currentMetrics?: MetricStatus[];
-  conditions?: HorizontalPodAutoscalerCondition[];
-}
-
-export interface HorizontalPodAutoscaler extends KubeObject {
-  spec: HorizontalPodAutoscalerSpec;
-  status?: HorizontalPodAutoscalerStatus;
-}
-
-export const AUTOSCALING = {
-  horizontalpodautoscalers: { group: 'autoscaling', version: 'v2', plural: 'horizontalpodautoscalers' },
-} as const;
-
 // ---------- REST identity ----------
 
-export const HPA_INFO: ResourceInfo = {
-  group: 'autoscaling',
-  version: 'v2',
+export const HPA_INFO: ResourceInfo = resourceInfo(HORIZONTALPODAUTOSCALERS, {
   // v1 is what `kubectl autoscale` creates (1.32 still does); it converts to and from v2.
   servedVersions: ['v2', 'v1'],
-  kind: 'HorizontalPodAutoscaler',
   listKind: 'HorizontalPodAutoscalerList',
-  plural: 'horizontalpodautoscalers',
   singular: 'horizontalpodautoscaler',
-  namespaced: true,
   shortNames: ['hpa'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
 // ---------- defaults (SetDefaults_HorizontalPodAutoscaler, autoscaling/v2) ----------
-
-/** The metric an HPA without any scales on: 80% average CPU utilization. */
-export const DEFAULT_CPU_UTILIZATION = 80;
-
-export const DEFAULT_SCALE_UP_RULES: Required<HPAScalingRules> = {
-  stabilizationWindowSeconds: 0,
-  selectPolicy: 'Max',
-  policies: [
-    { type: 'Pods', value: 4, periodSeconds: 15 },
-    { type: 'Percent', value: 100, periodSeconds: 15 },
-  ],
-};
-
-/** Scale-down's window is left unset: the controller's --horizontal-pod-autoscaler-downscale-stabilization applies. */
-export const DEFAULT_SCALE_DOWN_RULES: HPAScalingRules = {
-  selectPolicy: 'Max',
-  policies: [{ type: 'Percent', value: 100, periodSeconds: 15 }],
-};
 
 export function defaultHpa(hpa: HorizontalPodAutoscaler): void {
   if (!isRecord(hpa.spec)) return;
@@ -252,7 +160,7 @@ function validateRules(rules: unknown, path: string): FieldError[] {
 export function validateHpa(hpa: HorizontalPodAutoscaler): FieldError[] {
   const errs = validateObjectMeta(hpa.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!isRecord(hpa.spec)) return [...errs, fieldErrors.required('spec.scaleTargetRef'), fieldErrors.required('spec.maxReplicas')];
-  const spec = hpa.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = hpa.spec;
   const ref = spec.scaleTargetRef;
   if (!isRecord(ref)) errs.push(fieldErrors.required('spec.scaleTargetRef'));
   else {
@@ -301,7 +209,7 @@ function parseAnnotation<T>(annotations: Record<string, string>, key: string): T
 
 /** An autoscaling/v2 object as autoscaling/v1 shows it. */
 export function hpaToV1(v2: HorizontalPodAutoscaler): KubeObject {
-  const spec = (v2.spec ?? {}) as Partial<HorizontalPodAutoscalerSpec>;
+  const spec: Partial<HorizontalPodAutoscalerSpec> = v2.spec ?? {};
   const annotations: Record<string, string> = { ...(v2.metadata.annotations ?? {}) };
   const metrics = Array.isArray(spec.metrics) ? spec.metrics : [];
   const cpu = metrics.find(isCpuUtilization);
@@ -357,7 +265,8 @@ export function hpaFromV1(v1: KubeObject): HorizontalPodAutoscaler {
     if (conditions?.length) v2Status.conditions = conditions;
   }
   for (const k of CONVERSION_ANNOTATIONS) delete annotations[k];
-  const out = { ...v1, apiVersion: 'autoscaling/v2', metadata: { ...(v1.metadata ?? {}), annotations }, spec: v2Spec } as unknown as HorizontalPodAutoscaler;
+  // What the client sent, in v2's places: validation (which runs on the stored form) checks it next.
+  const out = { ...v1, apiVersion: 'autoscaling/v2', metadata: { ...(v1.metadata ?? {}), annotations }, spec: v2Spec } as HorizontalPodAutoscaler;
   if (!Object.keys(annotations).length) delete out.metadata.annotations;
   if (v2Status) out.status = v2Status;
   else delete out.status;
@@ -378,7 +287,7 @@ const HPA_V1_PROTOBUF = protobufMessagesOf('autoscaling/v1', 'HorizontalPodAutos
 function metricTargetText(spec: MetricSpec, current: MetricStatus | undefined): string {
   const source = spec.type === 'Resource' ? spec.resource : spec.type === 'ContainerResource' ? spec.containerResource : undefined;
   if (!source) {
-    const other = spec[spec.type.charAt(0).toLowerCase() + spec.type.slice(1)] as { target?: MetricTarget } | undefined;
+    const other = spec.type === 'Pods' ? spec.pods : spec.type === 'Object' ? spec.object : spec.type === 'External' ? spec.external : undefined;
     const t = other?.target;
     return `<unknown>/${t?.averageValue ?? t?.value ?? '<unknown>'}${spec.type === 'Pods' || t?.type === 'AverageValue' ? ' (avg)' : ''}`;
   }
@@ -451,4 +360,4 @@ export const hpaStrategy: KindStrategy<HorizontalPodAutoscaler> = {
   },
 };
 
-export const AUTOSCALING_STRATEGIES: KindStrategy<KubeObject>[] = [hpaStrategy as unknown as KindStrategy<KubeObject>];
+export const AUTOSCALING_STRATEGIES: KindStrategy<KubeObject>[] = [hpaStrategy];

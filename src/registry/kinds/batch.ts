@@ -3,10 +3,10 @@
  * columns.
  * The controllers that act on them live in src/controllers/job and src/controllers/cronjob.
  */
-import cron from 'node-cron';
+import { JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_CONTROLLER_UID_LABEL, LEGACY_JOB_NAME_LABEL, scheduleError } from '../../api/batch.js';
 import type { FieldError } from '../../api/errors.js';
-import { isEverythingSelector, labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject, ObjectMeta } from '../../api/types.js';
+import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
+import type { CronJob, Job, JobSpec, KubeObject, LabelSelector } from '../../api/types.js';
 import {
   child,
   expectObject,
@@ -22,179 +22,41 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, humanDuration, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
-import { defaultPodTemplate, type PodTemplateSpec } from './apps.js';
-
-// ---------- well-known labels and annotations (Kubernetes' names) ----------
-
-/** Selects a Job's pods; its value is the Job's uid, so two Jobs never share pods. */
-export const JOB_CONTROLLER_UID_LABEL = 'batch.kubernetes.io/controller-uid';
-/** The same, under the pre-1.27 name that older tools still select on. */
-export const LEGACY_CONTROLLER_UID_LABEL = 'controller-uid';
-export const JOB_NAME_LABEL = 'batch.kubernetes.io/job-name';
-export const LEGACY_JOB_NAME_LABEL = 'job-name';
-/** Annotation (and label) carrying an Indexed Job pod's completion index. */
-export const JOB_COMPLETION_INDEX_ANNOTATION = 'batch.kubernetes.io/job-completion-index';
-/** Env var an Indexed Job's containers read their index from. */
-export const JOB_COMPLETION_INDEX_ENV = 'JOB_COMPLETION_INDEX';
-/** Set by the CronJob controller on each Job: the nominal start time, RFC 3339 in the CronJob's time zone. */
-export const CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION = 'batch.kubernetes.io/cronjob-scheduled-timestamp';
-/** Set by `kubectl create job --from=cronjob/x` on the Job it creates. */
-export const CRONJOB_INSTANTIATE_ANNOTATION = 'cronjob.kubernetes.io/instantiate';
+import { defaultPodTemplate } from './apps.js';
+import { CRONJOBS, JOBS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
-export type CompletionMode = 'NonIndexed' | 'Indexed';
 export type ConcurrencyPolicy = 'Allow' | 'Forbid' | 'Replace';
-
-export interface JobSpec {
-  parallelism?: number;
-  completions?: number;
-  activeDeadlineSeconds?: number;
-  backoffLimit?: number;
-  selector?: LabelSelectorObject;
-  manualSelector?: boolean;
-  template: PodTemplateSpec;
-  ttlSecondsAfterFinished?: number;
-  completionMode?: CompletionMode;
-  suspend?: boolean;
-  podReplacementPolicy?: 'TerminatingOrFailed' | 'Failed';
-  [extra: string]: unknown;
-}
-
-export type JobConditionType = 'Complete' | 'Failed' | 'Suspended' | 'FailureTarget' | 'SuccessCriteriaMet';
-
-export interface JobCondition {
-  type: JobConditionType | string;
-  status: 'True' | 'False' | 'Unknown';
-  lastProbeTime?: string | null;
-  lastTransitionTime?: string;
-  reason?: string;
-  message?: string;
-}
-
-export interface JobStatus {
-  conditions?: JobCondition[];
-  startTime?: string;
-  completionTime?: string;
-  active?: number;
-  succeeded?: number;
-  failed?: number;
-  terminating?: number;
-  ready?: number;
-  /** Indexed Jobs: the succeeded indexes, as ranges ("1,3-5") */
-  completedIndexes?: string;
-  uncountedTerminatedPods?: { succeeded?: string[]; failed?: string[] };
-}
-
-export interface Job extends KubeObject {
-  spec: JobSpec;
-  status?: JobStatus;
-}
-
-export interface JobTemplateSpec {
-  metadata?: ObjectMeta;
-  spec: JobSpec;
-}
-
-/** core/v1 ObjectReference, as CronJob status.active holds them. */
-export interface ObjectReference {
-  apiVersion?: string;
-  kind?: string;
-  name?: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-}
-
-export interface CronJobSpec {
-  schedule: string;
-  timeZone?: string;
-  startingDeadlineSeconds?: number;
-  concurrencyPolicy?: ConcurrencyPolicy;
-  suspend?: boolean;
-  jobTemplate: JobTemplateSpec;
-  successfulJobsHistoryLimit?: number;
-  failedJobsHistoryLimit?: number;
-}
-
-export interface CronJobStatus {
-  active?: ObjectReference[];
-  lastScheduleTime?: string;
-  lastSuccessfulTime?: string;
-}
-
-export interface CronJob extends KubeObject {
-  spec: CronJobSpec;
-  status?: CronJobStatus;
-}
-
-/** apiVersion/kind pairs the controllers stamp into owner references. */
-export const JOB_KIND = { apiVersion: 'batch/v1', kind: 'Job' } as const;
-export const CRONJOB_KIND = { apiVersion: 'batch/v1', kind: 'CronJob' } as const;
-
-/** Client references (group/version/plural) for the batch kinds. */
-export const BATCH = {
-  jobs: { group: 'batch', version: 'v1', plural: 'jobs' },
-  cronjobs: { group: 'batch', version: 'v1', plural: 'cronjobs' },
-} as const;
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const JOB_INFO: ResourceInfo = {
-  group: 'batch',
-  version: 'v1',
-  kind: 'Job',
+export const JOB_INFO: ResourceInfo = resourceInfo(JOBS, {
   listKind: 'JobList',
-  plural: 'jobs',
   singular: 'job',
-  namespaced: true,
   shortNames: [],
   verbs: ALL_VERBS,
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
-export const CRONJOB_INFO: ResourceInfo = {
-  group: 'batch',
-  version: 'v1',
+export const CRONJOB_INFO: ResourceInfo = resourceInfo(CRONJOBS, {
   // batch/v1beta1 is the same object under another apiVersion, as the apiserver served it from 1.21
   // to 1.24: kubectl ≤ 1.20 knows CronJob only as v1beta1, so `create job --from` needs it.
   servedVersions: ['v1', 'v1beta1'],
-  kind: 'CronJob',
   listKind: 'CronJobList',
-  plural: 'cronjobs',
   singular: 'cronjob',
-  namespaced: true,
   shortNames: ['cj'],
   verbs: ALL_VERBS,
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
 // ---------- schedules ----------
-
-/**
- * The schedule forms CronJobs accept: five-field cron, the `@hourly`-style macros, and — a Berth
- * extension for labs and tests — six fields with seconds first. Returns why it is not valid, or
- * undefined when it is.
- */
-export function scheduleError(schedule: string): string | undefined {
-  const trimmed = schedule.trim();
-  if (/^(CRON_)?TZ=/.test(trimmed)) return 'cannot use TZ or CRON_TZ in schedule, use timeZone field instead';
-  if (trimmed.startsWith('@')) {
-    return cron.validate(trimmed) ? undefined : `unrecognized descriptor: ${trimmed}`;
-  }
-  const fields = trimmed.split(/\s+/).filter(Boolean);
-  if (fields.length !== 5 && fields.length !== 6) return `expected exactly 5 fields (6 with seconds), found ${fields.length}: ${JSON.stringify(trimmed)}`;
-  const detail = cron.validateDetailed(fields.join(' '));
-  if (detail.valid) return undefined;
-  return detail.errors.map((e) => e.message).join('; ') || 'unparseable schedule';
-}
 
 /** Whether an IANA time zone name is known to this runtime's tz database. */
 export function isKnownTimeZone(tz: string): boolean {
@@ -317,7 +179,7 @@ function validateJobSpec(spec: Record<string, unknown>, path: string): FieldErro
   const labels = isRecord(meta) && isRecord(meta.labels) ? (meta.labels as Record<string, string>) : {};
   if (isRecord(meta)) errs.push(...validateLabels(meta.labels, child(metaPath, 'labels')), ...validateAnnotations(meta.annotations, child(metaPath, 'annotations')));
   if (!selErrs.length && isRecord(spec.selector)) {
-    const sel = labelSelectorFromObject(spec.selector as LabelSelectorObject);
+    const sel = labelSelectorFromObject(spec.selector as LabelSelector);
     if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid(selectorPath, spec.selector, 'empty selector is invalid for job'));
     else if (!matchesLabels(sel, labels)) errs.push(fieldErrors.invalid(child(metaPath, 'labels'), labels, '`selector` does not match template `labels`'));
   }
@@ -346,7 +208,7 @@ function validateJobSpec(spec: Record<string, unknown>, path: string): FieldErro
  * select another Job's pods.
  */
 function validateGeneratedSelector(job: Job): FieldError[] {
-  const spec = job.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = job.spec;
   if (spec.manualSelector === true) return [];
   const selector = spec.selector;
   if (!isRecord(selector)) return [fieldErrors.required('spec.selector')];
@@ -374,7 +236,7 @@ export function validateJob(job: Job): FieldError[] {
     errs.push(...invalidEach('metadata.name', job.metadata.name, labelValueErrors(job.metadata.name)));
   }
   if (!isRecord(job.spec)) return [...errs, fieldErrors.required('spec.template')];
-  errs.push(...validateJobSpec(job.spec as unknown as Record<string, unknown>, 'spec'));
+  errs.push(...validateJobSpec(job.spec, 'spec'));
   if (!errs.length) errs.push(...validateGeneratedSelector(job));
   return errs;
 }
@@ -411,7 +273,7 @@ export function validateCronJob(cj: CronJob): FieldError[] {
   // Job names append "-<time>" (up to 11 characters) and must stay valid label values (63).
   if (typeof name === 'string' && name.length > CRONJOB_NAME_MAX) errs.push(fieldErrors.invalid('metadata.name', name, `must be no more than ${CRONJOB_NAME_MAX} characters`));
   if (!isRecord(cj.spec)) return [...errs, fieldErrors.required('spec.schedule')];
-  const spec = cj.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = cj.spec;
   if (spec.schedule == null || spec.schedule === '') errs.push(fieldErrors.required('spec.schedule'));
   else if (typeof spec.schedule !== 'string') errs.push(fieldErrors.typeInvalid('spec.schedule', spec.schedule, 'must be a string'));
   else {
@@ -452,7 +314,7 @@ export function validateCronJob(cj: CronJob): FieldError[] {
 
 /** What the cells read; every field optional, since a row must print for any stored object. */
 interface PodTemplateLike {
-  selector?: LabelSelectorObject;
+  selector?: LabelSelector;
   template?: { spec?: { containers?: Array<{ name?: string; image?: string }> } };
 }
 
@@ -550,7 +412,6 @@ const CRONJOB_COLUMNS: ColumnProvider = {
   },
 };
 
-
 // ---------- strategies ----------
 
 export const jobStrategy: KindStrategy<Job> = {
@@ -593,6 +454,6 @@ export const cronJobStrategy: KindStrategy<CronJob> = {
 };
 
 export const BATCH_STRATEGIES: KindStrategy<KubeObject>[] = [
-  jobStrategy as unknown as KindStrategy<KubeObject>,
-  cronJobStrategy as unknown as KindStrategy<KubeObject>,
+  jobStrategy,
+  cronJobStrategy,
 ];

@@ -10,35 +10,25 @@
  * create: a request to the kube-apiserver-client signer for group system:masters is forbidden.
  */
 import { errors, type FieldError } from '../../api/errors.js';
-import {
-  CERTIFICATES_GROUP,
-  KEY_USAGES,
-  KUBE_APISERVER_CLIENT_SIGNER,
-  type CertificateSigningRequest,
-  type CertificateSigningRequestCondition,
-} from '../../api/certificates.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
+import { KEY_USAGES, KUBE_APISERVER_CLIENT_SIGNER } from '../../api/certificates.js';
 import { child, expectArray, expectInteger, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import { dns1123SubdomainErrors } from '../../api/validation/names.js';
 import { parseCertificateRequestPem, pemBlocks } from '../../api/x509.js';
 import { X509Certificate } from 'node:crypto';
-import type { ResourceInfo } from '../resource-info.js';
 import { baseSelectableFields, type KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
+import type { CertificateSigningRequest, CertificateSigningRequestCondition } from '../../api/types.js';
+import { CERTIFICATESIGNINGREQUESTS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
-export const CSR_RESOURCE: ResourceInfo = {
-  group: CERTIFICATES_GROUP,
-  version: 'v1',
-  kind: 'CertificateSigningRequest',
+export const CSR_RESOURCE: ResourceInfo = resourceInfo(CERTIFICATESIGNINGREQUESTS, {
   listKind: 'CertificateSigningRequestList',
-  plural: 'certificatesigningrequests',
   singular: 'certificatesigningrequest',
-  namespaced: false,
   shortNames: ['csr'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status', 'approval'],
   categories: [],
-};
+});
 
 /** Who may write what: only `approval` sets Approved/Denied, only `status` sets the certificate. */
 interface WritePath {
@@ -319,4 +309,4 @@ export const csrStrategy: KindStrategy<CertificateSigningRequest> = {
   selectableFields: (csr) => ({ ...baseSelectableFields(csr), 'spec.signerName': csr.spec?.signerName ?? '' }),
 };
 
-export const CERTIFICATES_STRATEGIES: KindStrategy[] = [csrStrategy as unknown as KindStrategy];
+export const CERTIFICATES_STRATEGIES: KindStrategy[] = [csrStrategy];

@@ -7,17 +7,15 @@
  * redacted>`, as kube-apiserver does, so nothing that logs errors can leak it.
  */
 import { errors, type FieldError } from '../../api/errors.js';
-import type { ConfigMap, Secret } from '../../api/config-objects.js';
-import type { KubeObject } from '../../api/types.js';
+import type { ConfigMap, KubeObject, Secret } from '../../api/types.js';
 import { child, expectObject, expectString, fieldErrors, isRecord, key, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import { baseSelectableFields, type KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, type ColumnProvider } from '../table-columns.js';
+import { CONFIGMAPS, type ResourceInfo, resourceInfo, SECRETS } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
 // The shapes are pure API types, shared with the agent (which reads both kinds for env and volumes).
-export type { ConfigMap, Secret } from '../../api/config-objects.js';
 
 /** Kubernetes' limit on the summed size of a ConfigMap's or Secret's values (decoded bytes). */
 export const MAX_CONFIG_DATA_BYTES = 1024 * 1024;
@@ -41,33 +39,23 @@ const IMMUTABLE_MESSAGE = 'field is immutable when `immutable` is set';
 
 const CRUD_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const CONFIGMAP_RESOURCE: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'ConfigMap',
+export const CONFIGMAP_RESOURCE: ResourceInfo = resourceInfo(CONFIGMAPS, {
   listKind: 'ConfigMapList',
-  plural: 'configmaps',
   singular: 'configmap',
-  namespaced: true,
   shortNames: ['cm'],
   verbs: CRUD_VERBS,
   subresources: [],
   categories: [],
-};
+});
 
-export const SECRET_RESOURCE: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'Secret',
+export const SECRET_RESOURCE: ResourceInfo = resourceInfo(SECRETS, {
   listKind: 'SecretList',
-  plural: 'secrets',
   singular: 'secret',
-  namespaced: true,
   shortNames: [],
   verbs: CRUD_VERBS,
   subresources: [],
   categories: [],
-};
+});
 
 // ---------- base64 ----------
 
@@ -322,6 +310,6 @@ export const secretStrategy: KindStrategy<Secret> = {
 };
 
 export const CONFIG_STRATEGIES: KindStrategy<KubeObject>[] = [
-  configMapStrategy as unknown as KindStrategy<KubeObject>,
-  secretStrategy as unknown as KindStrategy<KubeObject>,
+  configMapStrategy,
+  secretStrategy,
 ];

@@ -4,32 +4,24 @@
  * tell a live node from a silent one without rewriting the whole Node status every 10 s.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { KubeObject, Lease } from '../../api/types.js';
 import { child, expectInteger, expectObject, expectString, fieldErrors, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import type { Lease } from '../../api/lease.js';
+import { LEASES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
+
 // The shapes and constants agents share live in src/api/lease.ts (no validation or server code).
-export { LEASES_REF, microTime, NODE_LEASE_NAMESPACE, type Lease, type LeaseSpec } from '../../api/lease.js';
 
-
-export const LEASE_RESOURCE: ResourceInfo = {
-  group: 'coordination.k8s.io',
-  version: 'v1',
-  kind: 'Lease',
+export const LEASE_RESOURCE: ResourceInfo = resourceInfo(LEASES, {
   listKind: 'LeaseList',
-  plural: 'leases',
   singular: 'lease',
-  namespaced: true,
   shortNames: [],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: [],
   categories: [],
-};
+});
 
 /** Client-side reference to leases (for Client calls). */
-
 
 function isTime(v: string): boolean {
   return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v));
@@ -70,4 +62,4 @@ export const leaseStrategy: KindStrategy<Lease> = {
   ],
 };
 
-export const COORDINATION_STRATEGIES: KindStrategy<KubeObject>[] = [leaseStrategy as unknown as KindStrategy<KubeObject>];
+export const COORDINATION_STRATEGIES: KindStrategy<KubeObject>[] = [leaseStrategy];

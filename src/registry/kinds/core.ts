@@ -4,12 +4,13 @@
  * Kubernetes' printers in pkg/printers/internalversion).
  */
 import { validateNamespace, validateNode, validateNodeUpdate, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
-import type { Container, ContainerStatus, KubeObject, Namespace, Node, Pod } from '../../api/types.js';
+import type { Container, ContainerStatus, Event, KubeObject, Namespace, Node, Pod, Time } from '../../api/types.js';
 import { podQosClass, type QosClass } from '../../api/pod-qos.js';
 import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
-import { BUILTIN_RESOURCES, type ResourceInfo } from '../resource-info.js';
+import { BUILTIN_RESOURCES } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 function infoOf(plural: string): ResourceInfo {
   const info = BUILTIN_RESOURCES.find((r) => r.group === '' && r.plural === plural);
@@ -73,7 +74,7 @@ function conditionIsTrue(conditions: Array<{ type: string; status: string }> | u
   return (conditions ?? []).some((c) => c.type === type && c.status === 'True');
 }
 
-function laterOf(current: number, candidate: string | undefined): number {
+function laterOf(current: number, candidate: Time | undefined): number {
   if (!candidate) return current;
   const t = Date.parse(candidate);
   return Number.isNaN(t) || t <= current ? current : t;
@@ -372,29 +373,7 @@ export const namespaceStrategy: KindStrategy<Namespace> = {
   selectableFields: (ns) => ({ 'status.phase': ns.status?.phase ?? '' }),
 };
 
-interface EventObject extends KubeObject {
-  involvedObject?: Record<string, string | undefined>;
-  reason?: string;
-  type?: string;
-  source?: { component?: string; host?: string };
-}
-
 // ---------- Event ----------
-
-interface EventLike extends KubeObject {
-  involvedObject?: { kind?: string; name?: string; fieldPath?: string };
-  reason?: string;
-  message?: string;
-  type?: string;
-  count?: number;
-  firstTimestamp?: string | null;
-  lastTimestamp?: string | null;
-  eventTime?: string | null;
-  series?: { count?: number; lastObservedTime?: string };
-  source?: { component?: string; host?: string };
-  reportingComponent?: string;
-  reportingInstance?: string;
-}
 
 const EVENT_COLUMNS: ColumnProvider = {
   columns: [
@@ -410,7 +389,7 @@ const EVENT_COLUMNS: ColumnProvider = {
     { ...NAME_COLUMN, priority: 1 },
   ],
   cells: (obj, { now }) => {
-    const ev = obj as EventLike;
+    const ev = obj as Event;
     const firstSeen = ev.firstTimestamp ? ageSince(ev.firstTimestamp, now) : ageSince(ev.eventTime, now);
     let lastSeen = ev.lastTimestamp ? ageSince(ev.lastTimestamp, now) : firstSeen;
     let count = ev.count ?? 0;
@@ -441,7 +420,7 @@ const EVENT_COLUMNS: ColumnProvider = {
 };
 
 /** Events are written by the agent and controllers; kept light: only the identity of the object they are about is checked. */
-export const eventStrategy: KindStrategy<EventObject> = {
+export const eventStrategy: KindStrategy<Event> = {
   table: EVENT_COLUMNS,
   info: infoOf('events'),
   hasStatus: false,
@@ -467,7 +446,7 @@ export const eventStrategy: KindStrategy<EventObject> = {
   },
 };
 
-function validateEventShape(ev: EventObject) {
+function validateEventShape(ev: Event) {
   const errs = validateObjectMeta(ev.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!ev.involvedObject || typeof ev.involvedObject !== 'object') {
     errs.push({ field: 'involvedObject', type: 'FieldValueRequired', message: 'Required value' });
@@ -476,8 +455,8 @@ function validateEventShape(ev: EventObject) {
 }
 
 export const CORE_STRATEGIES: KindStrategy<KubeObject>[] = [
-  podStrategy as unknown as KindStrategy<KubeObject>,
-  nodeStrategy as unknown as KindStrategy<KubeObject>,
-  namespaceStrategy as unknown as KindStrategy<KubeObject>,
-  eventStrategy as unknown as KindStrategy<KubeObject>,
+  podStrategy,
+  nodeStrategy,
+  namespaceStrategy,
+  eventStrategy,
 ];

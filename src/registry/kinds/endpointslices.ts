@@ -9,8 +9,7 @@
  */
 import { isIP } from 'node:net';
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import type { EndpointSlice } from '../../api/services.js';
+import type { EndpointSlice, KubeObject } from '../../api/types.js';
 import {
   child,
   dns1123LabelErrors,
@@ -25,26 +24,19 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { SERVICE_PROTOCOLS } from './services.js';
+import { ENDPOINTSLICES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
-export type { EndpointSlice } from '../../api/services.js';
-
-export const ENDPOINTSLICE_INFO: ResourceInfo = {
-  group: 'discovery.k8s.io',
-  version: 'v1',
-  kind: 'EndpointSlice',
+export const ENDPOINTSLICE_INFO: ResourceInfo = resourceInfo(ENDPOINTSLICES, {
   listKind: 'EndpointSliceList',
-  plural: 'endpointslices',
   singular: 'endpointslice',
-  namespaced: true,
   shortNames: [],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: [],
   categories: [],
-};
+});
 
 export const ADDRESS_TYPES = ['FQDN', 'IPv4', 'IPv6'] as const;
 /** Upstream's limits on one slice. */
@@ -177,4 +169,4 @@ export const endpointSliceStrategy: KindStrategy<EndpointSlice> = {
   validateUpdate: validateEndpointSliceUpdate,
 };
 
-export const ENDPOINTSLICE_STRATEGIES: KindStrategy<KubeObject>[] = [endpointSliceStrategy as unknown as KindStrategy<KubeObject>];
+export const ENDPOINTSLICE_STRATEGIES: KindStrategy<KubeObject>[] = [endpointSliceStrategy];

@@ -12,8 +12,10 @@
  */
 import { isIP } from 'node:net';
 import type { FieldError } from '../../api/errors.js';
-import { labelSelectorFromObject, labelSelectorToString, type LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject } from '../../api/types.js';
+import { labelSelectorFromObject, labelSelectorToString } from '../../api/selectors.js';
+import type { KubeObject, LabelSelector, NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec } from '../../api/types.js';
+
+export type { NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec };
 import {
   child,
   expectArray,
@@ -29,7 +31,7 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import type { ResourceInfo } from '../resource-info.js';
+import { NETWORKPOLICIES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 import type { KindStrategy } from '../strategy.js';
 
 // ---------- shapes ----------
@@ -41,67 +43,16 @@ export type PolicyType = 'Ingress' | 'Egress';
 export const NETWORK_POLICY_PROTOCOLS: readonly NetworkPolicyProtocol[] = ['TCP', 'UDP', 'SCTP'];
 export const POLICY_TYPES: readonly PolicyType[] = ['Ingress', 'Egress'];
 
-export interface NetworkPolicyPort {
-  protocol?: NetworkPolicyProtocol;
-  /** a port number, or a named container port (IANA_SVC_NAME) */
-  port?: number | string;
-  /** the last port of the range starting at `port` (numeric ports only) */
-  endPort?: number;
-}
-
-export interface IPBlock {
-  cidr: string;
-  except?: string[];
-}
-
-/** One peer: ipBlock alone, or podSelector and/or namespaceSelector. */
-export interface NetworkPolicyPeer {
-  podSelector?: LabelSelectorObject;
-  namespaceSelector?: LabelSelectorObject;
-  ipBlock?: IPBlock;
-}
-
-export interface NetworkPolicyIngressRule {
-  ports?: NetworkPolicyPort[];
-  from?: NetworkPolicyPeer[];
-}
-
-export interface NetworkPolicyEgressRule {
-  ports?: NetworkPolicyPort[];
-  to?: NetworkPolicyPeer[];
-}
-
-export interface NetworkPolicySpec {
-  podSelector: LabelSelectorObject;
-  ingress?: NetworkPolicyIngressRule[];
-  egress?: NetworkPolicyEgressRule[];
-  policyTypes?: PolicyType[];
-}
-
-export interface NetworkPolicy extends KubeObject {
-  spec: NetworkPolicySpec;
-}
-
-/** Client reference (group/version/plural). */
-export const NETWORKING = {
-  networkpolicies: { group: 'networking.k8s.io', version: 'v1', plural: 'networkpolicies' },
-} as const;
-
 // ---------- REST identity ----------
 
-export const NETWORK_POLICY_INFO: ResourceInfo = {
-  group: 'networking.k8s.io',
-  version: 'v1',
-  kind: 'NetworkPolicy',
+export const NETWORK_POLICY_INFO: ResourceInfo = resourceInfo(NETWORKPOLICIES, {
   listKind: 'NetworkPolicyList',
-  plural: 'networkpolicies',
   singular: 'networkpolicy',
-  namespaced: true,
   shortNames: ['netpol'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: [],
   categories: [],
-};
+});
 
 // ---------- defaults (and the encoder's shape) ----------
 
@@ -413,7 +364,7 @@ function validateNetworkPolicy(np: NetworkPolicy): FieldError[] {
 // ---------- table (the columns kubectl shows for NetworkPolicies upstream) ----------
 
 /** metav1.FormatLabelSelector: the selector's string form, `<none>` when it selects every pod. */
-export function formatPodSelector(selector: LabelSelectorObject | undefined): string {
+export function formatPodSelector(selector: LabelSelector | undefined): string {
   try {
     return labelSelectorToString(labelSelectorFromObject(selector ?? {})) || '<none>';
   } catch {

@@ -9,8 +9,8 @@
  * unhealthyPodEvictionPolicy behaves as IfHealthyBudget.
  */
 import type { FieldError } from '../../api/errors.js';
-import { labelSelectorFromObject, matchesLabels, type LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject, Pod } from '../../api/types.js';
+import { PERCENT, UNHEALTHY_POD_EVICTION_POLICIES } from '../../api/disruption-budget.js';
+import type { IntOrString, KubeObject, PodDisruptionBudget } from '../../api/types.js';
 import {
   child,
   expectInteger,
@@ -22,93 +22,23 @@ import {
 } from '../../api/validation.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { PODDISRUPTIONBUDGETS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
-/** `2` or `"50%"` (Kubernetes IntOrString). */
-export type IntOrPercent = number | string;
-
-export type UnhealthyPodEvictionPolicy = 'IfHealthyBudget' | 'AlwaysAllow';
-export const UNHEALTHY_POD_EVICTION_POLICIES: readonly UnhealthyPodEvictionPolicy[] = ['IfHealthyBudget', 'AlwaysAllow'];
-
-export interface PodDisruptionBudgetSpec {
-  minAvailable?: IntOrPercent;
-  maxUnavailable?: IntOrPercent;
-  selector?: LabelSelectorObject | null;
-  unhealthyPodEvictionPolicy?: UnhealthyPodEvictionPolicy;
-}
-
-/** metav1.Condition, as PodDisruptionBudget status carries it. */
-export interface PdbCondition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  observedGeneration?: number;
-  lastTransitionTime: string;
-  reason: string;
-  message: string;
-}
-
-export interface PodDisruptionBudgetStatus {
-  observedGeneration?: number;
-  /** pod name → when an eviction was admitted for it (RFC 3339); the controller expires entries */
-  disruptedPods?: Record<string, string>;
-  disruptionsAllowed: number;
-  currentHealthy: number;
-  desiredHealthy: number;
-  expectedPods: number;
-  conditions?: PdbCondition[];
-}
-
-export interface PodDisruptionBudget extends KubeObject {
-  spec: PodDisruptionBudgetSpec;
-  status?: PodDisruptionBudgetStatus;
-}
-
-/** The condition the controller keeps, and its reasons (upstream's names). */
-export const DISRUPTION_ALLOWED_CONDITION = 'DisruptionAllowed';
-export const SUFFICIENT_PODS_REASON = 'SufficientPods';
-export const INSUFFICIENT_PODS_REASON = 'InsufficientPods';
-export const SYNC_FAILED_REASON = 'SyncFailed';
-/** The StatusCause type of a refused eviction. */
-export const DISRUPTION_BUDGET_CAUSE = 'DisruptionBudget';
-
-/** Client reference (group/version/plural). */
-export const POLICY = {
-  poddisruptionbudgets: { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets' },
-} as const;
-
 // ---------- REST identity ----------
 
-export const PDB_INFO: ResourceInfo = {
-  group: 'policy',
-  version: 'v1',
-  kind: 'PodDisruptionBudget',
+export const PDB_INFO: ResourceInfo = resourceInfo(PODDISRUPTIONBUDGETS, {
   listKind: 'PodDisruptionBudgetList',
-  plural: 'poddisruptionbudgets',
   singular: 'poddisruptionbudget',
-  namespaced: true,
   shortNames: ['pdb'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['status'],
   categories: [],
-};
+});
 
 // ---------- int-or-percent ----------
-
-const PERCENT = /^[0-9]+%$/;
-
-/**
- * The count an int-or-percent stands for out of `total`: an integer as is, a percentage of `total`
- * rounded up or down (intstr.GetScaledValueFromIntOrPercent).
- */
-export function scaledIntOrPercent(value: IntOrPercent, total: number, roundUp: boolean): number {
-  if (typeof value === 'number') return value;
-  if (!PERCENT.test(value)) throw new Error(`invalid value for IntOrString: invalid value ${JSON.stringify(value)}`);
-  const scaled = (Number(value.slice(0, -1)) * total) / 100;
-  return roundUp ? Math.ceil(scaled) : Math.floor(scaled);
-}
 
 /** A non-negative integer or a percentage of at most 100%, as apps' ValidatePositiveIntOrPercent + IsNotMoreThan100Percent. */
 function validateIntOrPercent(path: string, v: unknown): FieldError[] {
@@ -182,7 +112,7 @@ const PDB_COLUMNS: ColumnProvider = {
   ],
   cells: (obj, { now }) => {
     const pdb = obj as PodDisruptionBudget;
-    const shown = (v: IntOrPercent | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
+    const shown = (v: IntOrString | undefined) => (v === undefined || v === null ? 'N/A' : String(v));
     return [obj.metadata.name ?? '', shown(pdb.spec?.minAvailable), shown(pdb.spec?.maxUnavailable), pdb.status?.disruptionsAllowed ?? 0, ageSince(obj.metadata.creationTimestamp, now)];
   },
 };
@@ -201,49 +131,4 @@ export const pdbStrategy: KindStrategy<PodDisruptionBudget> = {
 
 // ---------- selection and the DisruptionAllowed condition (shared by the controller and eviction) ----------
 
-/** RFC 3339 at whole seconds, as metav1.Time is written. */
-export function metaTime(ms: number): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
-}
-
-/**
- * Whether the budget selects the pod: same namespace and the selector matches. In policy/v1 a null
- * selector selects nothing and an empty one everything; a selector that does not parse selects nothing.
- */
-export function pdbSelectsPod(pdb: PodDisruptionBudget, pod: Pod): boolean {
-  if (pdb.metadata.namespace !== pod.metadata.namespace) return false;
-  try {
-    return matchesLabels(labelSelectorFromObject(pdb.spec?.selector), pod.metadata.labels);
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Sets the DisruptionAllowed condition from status.disruptionsAllowed (True/SufficientPods when
- * positive, else False/InsufficientPods), as meta.SetStatusCondition does: the transition time
- * changes only when the status does.
- */
-export function setDisruptionAllowedCondition(status: PodDisruptionBudgetStatus, now: number): void {
-  const allowed = status.disruptionsAllowed > 0;
-  setCondition(status, {
-    type: DISRUPTION_ALLOWED_CONDITION,
-    status: allowed ? 'True' : 'False',
-    reason: allowed ? SUFFICIENT_PODS_REASON : INSUFFICIENT_PODS_REASON,
-    message: '',
-    ...(status.observedGeneration !== undefined ? { observedGeneration: status.observedGeneration } : {}),
-  }, now);
-}
-
-/** meta.SetStatusCondition: replace the condition of that type, keeping its transition time unless the status changed. */
-export function setCondition(status: PodDisruptionBudgetStatus, next: Omit<PdbCondition, 'lastTransitionTime'>, now: number): void {
-  const conditions = (status.conditions ??= []);
-  const i = conditions.findIndex((c) => c.type === next.type);
-  const current = i >= 0 ? conditions[i] : undefined;
-  const lastTransitionTime = current && current.status === next.status ? current.lastTransitionTime : metaTime(now);
-  const merged: PdbCondition = { type: next.type, status: next.status, ...(next.observedGeneration !== undefined ? { observedGeneration: next.observedGeneration } : {}), lastTransitionTime, reason: next.reason, message: next.message };
-  if (i >= 0) conditions[i] = merged;
-  else conditions.push(merged);
-}
-
-export const POLICY_STRATEGIES: KindStrategy<KubeObject>[] = [pdbStrategy as unknown as KindStrategy<KubeObject>];
+export const POLICY_STRATEGIES: KindStrategy<KubeObject>[] = [pdbStrategy];

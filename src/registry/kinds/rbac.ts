@@ -10,8 +10,7 @@
  * immutable, and subjects are Users, Groups or ServiceAccounts.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { LabelSelectorObject } from '../../api/selectors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { ClusterRole, ClusterRoleBinding, KubeObject, Role, RoleBinding, Subject } from '../../api/types.js';
 import {
   child,
   dns1123SubdomainErrors,
@@ -25,53 +24,12 @@ import {
 } from '../../api/validation.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
+import { CLUSTERROLEBINDINGS, CLUSTERROLES, resourceInfo, ROLEBINDINGS, ROLES, type KindIdentity, type ResourceInfo } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
 export const RBAC_GROUP = 'rbac.authorization.k8s.io';
-
-export interface PolicyRule {
-  verbs: string[];
-  apiGroups?: string[];
-  resources?: string[];
-  resourceNames?: string[];
-  nonResourceURLs?: string[];
-}
-
-export interface AggregationRule {
-  clusterRoleSelectors?: LabelSelectorObject[];
-}
-
-export interface Role extends KubeObject {
-  rules?: PolicyRule[] | null;
-}
-
-export interface ClusterRole extends KubeObject {
-  rules?: PolicyRule[] | null;
-  aggregationRule?: AggregationRule;
-}
-
-export interface RoleRef {
-  apiGroup: string;
-  kind: 'Role' | 'ClusterRole' | string;
-  name: string;
-}
-
-export interface Subject {
-  kind: 'User' | 'Group' | 'ServiceAccount' | string;
-  apiGroup?: string;
-  name: string;
-  namespace?: string;
-}
-
-export interface RoleBinding extends KubeObject {
-  subjects?: Subject[] | null;
-  roleRef: RoleRef;
-}
-
-export type ClusterRoleBinding = RoleBinding;
 
 /** Bootstrap objects carrying this annotation with "false" are left as they are at start. */
 export const AUTOUPDATE_ANNOTATION = 'rbac.authorization.kubernetes.io/autoupdate';
@@ -80,14 +38,14 @@ export const AUTOUPDATE_ANNOTATION = 'rbac.authorization.kubernetes.io/autoupdat
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-function rbacInfo(kind: string, plural: string, namespaced: boolean): ResourceInfo {
-  return { group: RBAC_GROUP, version: 'v1', kind, listKind: `${kind}List`, plural, singular: kind.toLowerCase(), namespaced, shortNames: [], verbs: VERBS, subresources: [], categories: [] };
+function rbacInfo(id: KindIdentity): ResourceInfo {
+  return resourceInfo(id, { listKind: `${id.kind}List`, singular: id.kind.toLowerCase(), shortNames: [], verbs: VERBS, subresources: [], categories: [] });
 }
 
-export const ROLE_INFO = rbacInfo('Role', 'roles', true);
-export const CLUSTER_ROLE_INFO = rbacInfo('ClusterRole', 'clusterroles', false);
-export const ROLE_BINDING_INFO = rbacInfo('RoleBinding', 'rolebindings', true);
-export const CLUSTER_ROLE_BINDING_INFO = rbacInfo('ClusterRoleBinding', 'clusterrolebindings', false);
+export const ROLE_INFO = rbacInfo(ROLES);
+export const CLUSTER_ROLE_INFO = rbacInfo(CLUSTERROLES);
+export const ROLE_BINDING_INFO = rbacInfo(ROLEBINDINGS);
+export const CLUSTER_ROLE_BINDING_INFO = rbacInfo(CLUSTERROLEBINDINGS);
 
 // ---------- defaults (rbac/v1 SetDefaults_*) ----------
 
@@ -281,4 +239,4 @@ export const clusterRoleBindingStrategy: KindStrategy<ClusterRoleBinding> = {
   validateUpdate: (b, old) => validateBindingUpdate(b, old, false),
 };
 
-export const RBAC_STRATEGIES = [roleStrategy, clusterRoleStrategy, roleBindingStrategy, clusterRoleBindingStrategy] as unknown as KindStrategy<KubeObject>[];
+export const RBAC_STRATEGIES: KindStrategy<KubeObject>[] = [roleStrategy, clusterRoleStrategy, roleBindingStrategy, clusterRoleBindingStrategy];

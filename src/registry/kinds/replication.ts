@@ -7,7 +7,7 @@
  */
 import type { FieldError } from '../../api/errors.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
-import type { KubeObject, ObjectMeta } from '../../api/types.js';
+import type { KubeObject, ObjectMeta, PodTemplate, ReplicationController } from '../../api/types.js';
 import {
   child,
   expectObject,
@@ -20,74 +20,32 @@ import {
   validateObjectMetaUpdate,
   validatePodSpec,
 } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
-import { defaultPodTemplate, validateNonNegative, validateReplicatedTemplate, type PodTemplateSpec, type ReplicaSetCondition, type ReplicaSetStatus } from './apps.js';
-
-// ---------- shapes ----------
-
-export interface ReplicationControllerSpec {
-  replicas?: number;
-  minReadySeconds?: number;
-  /** equality-based: every key must have this value */
-  selector?: Record<string, string>;
-  template?: PodTemplateSpec;
-}
-
-/** The same counts and condition a ReplicaSet's status has. */
-export type ReplicationControllerStatus = ReplicaSetStatus;
-export type ReplicationControllerCondition = ReplicaSetCondition;
-
-export interface ReplicationController extends KubeObject {
-  spec: ReplicationControllerSpec;
-  status?: ReplicationControllerStatus;
-}
-
-export interface PodTemplate extends KubeObject {
-  template?: PodTemplateSpec;
-}
-
-/** apiVersion/kind stamped into the owner references of a ReplicationController's pods. */
-export const REPLICATIONCONTROLLER_KIND = { apiVersion: 'v1', kind: 'ReplicationController' } as const;
-
-/** Client references for the two kinds. */
-export const REPLICATION = {
-  replicationcontrollers: { group: '', version: 'v1', plural: 'replicationcontrollers' },
-  podtemplates: { group: '', version: 'v1', plural: 'podtemplates' },
-} as const;
+import { defaultPodTemplate, validateNonNegative, validateReplicatedTemplate } from './apps.js';
+import { PODTEMPLATES, REPLICATIONCONTROLLERS, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 
 // ---------- REST identity ----------
 
 const ALL_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const REPLICATIONCONTROLLER_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'ReplicationController',
+export const REPLICATIONCONTROLLER_INFO: ResourceInfo = resourceInfo(REPLICATIONCONTROLLERS, {
   listKind: 'ReplicationControllerList',
-  plural: 'replicationcontrollers',
   singular: 'replicationcontroller',
-  namespaced: true,
   shortNames: ['rc'],
   verbs: ALL_VERBS,
   subresources: ['status', 'scale'],
   categories: ['all'],
-};
+});
 
-export const PODTEMPLATE_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'PodTemplate',
+export const PODTEMPLATE_INFO: ResourceInfo = resourceInfo(PODTEMPLATES, {
   listKind: 'PodTemplateList',
-  plural: 'podtemplates',
   singular: 'podtemplate',
-  namespaced: true,
   shortNames: [],
   verbs: ALL_VERBS,
   subresources: [],
   categories: [],
-};
+});
 
 // ---------- defaults ----------
 
@@ -97,7 +55,7 @@ export const PODTEMPLATE_INFO: ResourceInfo = {
  */
 export function defaultReplicationController(rc: ReplicationController): void {
   if (!isRecord(rc.spec)) return;
-  const spec: ReplicationControllerSpec = rc.spec;
+  const spec = rc.spec;
   const template: unknown = spec.template;
   const templateLabels = isRecord(template) && isRecord(template.metadata) && isRecord(template.metadata.labels) ? (template.metadata.labels as Record<string, string>) : undefined;
   if (templateLabels) {
@@ -117,7 +75,7 @@ function selectorMatches(selector: Record<string, string>, labels: Record<string
 export function validateReplicationController(rc: ReplicationController): FieldError[] {
   const errs = validateObjectMeta(rc.metadata, { namespaced: true, nameRule: 'subdomain' });
   if (!isRecord(rc.spec)) return [...errs, fieldErrors.required('spec.selector'), fieldErrors.required('spec.template')];
-  const spec = rc.spec as unknown as Record<string, unknown>;
+  const spec: Record<string, unknown> = rc.spec;
   errs.push(...validateNonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
   const selectorErrs = expectStringMap('spec.selector', spec.selector);
   if (!selectorErrs.length) selectorErrs.push(...validateLabels(spec.selector, 'spec.selector'));
@@ -235,6 +193,6 @@ export const podTemplateStrategy: KindStrategy<PodTemplate> = {
 };
 
 export const REPLICATION_STRATEGIES: KindStrategy<KubeObject>[] = [
-  replicationControllerStrategy as unknown as KindStrategy<KubeObject>,
-  podTemplateStrategy as unknown as KindStrategy<KubeObject>,
+  replicationControllerStrategy,
+  podTemplateStrategy,
 ];

@@ -6,29 +6,13 @@
  */
 import type { FieldError } from '../../api/errors.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
-import type { KubeObject } from '../../api/types.js';
+import type { KubeObject, ServiceAccount } from '../../api/types.js';
 import { child, expectArray, expectObject, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
+import { type ResourceInfo, resourceInfo, SERVICEACCOUNTS } from '../../api/identities.js';
 
 // ---------- shapes ----------
-
-export interface ServiceAccountSecretRef {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-  uid?: string;
-  apiVersion?: string;
-  resourceVersion?: string;
-  fieldPath?: string;
-}
-
-export interface ServiceAccount extends KubeObject {
-  secrets?: ServiceAccountSecretRef[];
-  imagePullSecrets?: Array<{ name?: string }>;
-  automountServiceAccountToken?: boolean;
-}
 
 /** The prefix of every service account's user name: `system:serviceaccount:<namespace>:<name>`. */
 export const SERVICE_ACCOUNT_USERNAME_PREFIX = 'system:serviceaccount:';
@@ -40,19 +24,14 @@ export function serviceAccountUsername(namespace: string, name: string): string 
 
 // ---------- REST identity ----------
 
-export const SERVICEACCOUNT_RESOURCE: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'ServiceAccount',
+export const SERVICEACCOUNT_RESOURCE: ResourceInfo = resourceInfo(SERVICEACCOUNTS, {
   listKind: 'ServiceAccountList',
-  plural: 'serviceaccounts',
   singular: 'serviceaccount',
-  namespaced: true,
   shortNames: ['sa'],
   verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
   subresources: ['token'],
   categories: [],
-};
+});
 
 // ---------- validation ----------
 
@@ -109,4 +88,4 @@ export const serviceAccountStrategy: KindStrategy<ServiceAccount> = {
   validateUpdate: (sa, old) => [...validateServiceAccount(sa), ...validateObjectMetaUpdate(sa.metadata, old.metadata)],
 };
 
-export const SERVICEACCOUNT_STRATEGIES: KindStrategy<KubeObject>[] = [serviceAccountStrategy as unknown as KindStrategy<KubeObject>];
+export const SERVICEACCOUNT_STRATEGIES: KindStrategy<KubeObject>[] = [serviceAccountStrategy];

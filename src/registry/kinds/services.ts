@@ -12,14 +12,8 @@
  */
 import { BlockList, isIP } from 'node:net';
 import type { FieldError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
-import {
-  CLUSTER_IP_NONE,
-  DEFAULT_CLIENT_IP_AFFINITY_SECONDS,
-  type Endpoints,
-  type Service,
-  type ServicePort,
-} from '../../api/services.js';
+import type { Endpoints, KubeObject, Service, ServicePort } from '../../api/types.js';
+import { CLUSTER_IP_NONE, DEFAULT_CLIENT_IP_AFFINITY_SECONDS } from '../../api/services.js';
 import {
   child,
   dns1123LabelErrors,
@@ -37,44 +31,32 @@ import {
   validateObjectMetaUpdate,
 } from '../../api/validation.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
-import type { ResourceInfo } from '../resource-info.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { DEFAULT_SERVICE_ALLOCATION, serviceAllocationHooks, type ServiceAllocationConfig } from '../service-allocation.js';
 import { cidrContains, parseCidr } from '../../api/cidr.js';
 import { DEFAULT_CLUSTER_CIDR } from '../../api/cluster-cidr.js';
-
-export type { Endpoints, Service } from '../../api/services.js';
+import { ENDPOINTS, type ResourceInfo, resourceInfo, SERVICES } from '../../api/identities.js';
 
 const CRUD_VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
-export const SERVICE_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'Service',
+export const SERVICE_INFO: ResourceInfo = resourceInfo(SERVICES, {
   listKind: 'ServiceList',
-  plural: 'services',
   singular: 'service',
-  namespaced: true,
   shortNames: ['svc'],
   verbs: CRUD_VERBS,
   subresources: ['status'],
   categories: ['all'],
-};
+});
 
-export const ENDPOINTS_INFO: ResourceInfo = {
-  group: '',
-  version: 'v1',
-  kind: 'Endpoints',
+export const ENDPOINTS_INFO: ResourceInfo = resourceInfo(ENDPOINTS, {
   listKind: 'EndpointsList',
-  plural: 'endpoints',
   singular: 'endpoints',
-  namespaced: true,
   shortNames: ['ep'],
   verbs: CRUD_VERBS,
   subresources: [],
   categories: [],
-};
+});
 
 export const SERVICE_TYPES = ['ClusterIP', 'ExternalName', 'LoadBalancer', 'NodePort'] as const;
 export const SERVICE_PROTOCOLS = ['SCTP', 'TCP', 'UDP'] as const;
@@ -650,7 +632,7 @@ export const endpointsStrategy: KindStrategy<Endpoints> = {
 };
 
 export function serviceStrategies(opts: ServiceStrategyOptions = {}): KindStrategy<KubeObject>[] {
-  return [serviceStrategy(opts) as unknown as KindStrategy<KubeObject>, endpointsStrategy as unknown as KindStrategy<KubeObject>];
+  return [serviceStrategy(opts), endpointsStrategy];
 }
 
 /** The Service kinds allocating from the default ranges. */

@@ -14,7 +14,6 @@ import { fieldErrors } from '../../api/validation.js';
 import type { RequestAttributes } from '../../auth/authz.js';
 import { nodeNameOf } from '../../auth/impersonation.js';
 import type { UserRules } from '../../auth/rbac/rbac-authorizer.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import type { KindStrategy, VirtualCreateContext } from '../../registry/strategy.js';
 import {
   LOCAL_SUBJECT_ACCESS_REVIEW_PROTOBUF,
@@ -23,6 +22,7 @@ import {
   SUBJECT_ACCESS_REVIEW_PROTOBUF,
   normalizeExtra,
 } from './protobuf.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 export const AUTHORIZATION_GROUP = 'authorization.k8s.io';
 
@@ -219,7 +219,7 @@ export function subjectOf(spec: AccessReviewSpec): UserInfo & { nodeName?: strin
 function answer(review: AccessReview, decision: { allowed: boolean; reason?: string }): AccessReview {
   const status: NonNullable<AccessReview['status']> = { allowed: decision.allowed };
   if (decision.reason) status.reason = decision.reason;
-  return { ...review, metadata: { ...review.metadata, creationTimestamp: null } as unknown as KubeObject['metadata'], status };
+  return { ...review, metadata: { ...review.metadata, creationTimestamp: null }, status };
 }
 
 function callerOf(ctx: VirtualCreateContext): UserInfo {
@@ -255,7 +255,7 @@ export function accessReviewStrategies(authorizer: ReviewAuthorizer): KindStrate
       const out: SelfSubjectRulesReview = {
         apiVersion: obj.apiVersion,
         kind: obj.kind,
-        metadata: { creationTimestamp: null } as unknown as KubeObject['metadata'],
+        metadata: { creationTimestamp: null },
         spec: {},
         status: { resourceRules: rules.resourceRules, nonResourceRules: rules.nonResourceRules, incomplete: rules.incomplete },
       };

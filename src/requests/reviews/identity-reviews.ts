@@ -9,9 +9,9 @@ import { errors, type FieldError } from '../../api/errors.js';
 import type { KubeObject } from '../../api/types.js';
 import type { UserInfo } from '../../api/user-info.js';
 import { fieldErrors } from '../../api/validation.js';
-import type { ResourceInfo } from '../../registry/resource-info.js';
 import type { KindStrategy } from '../../registry/strategy.js';
 import { SELF_SUBJECT_REVIEW_PROTOBUF, TOKEN_REVIEW_PROTOBUF } from './protobuf.js';
+import type { ResourceInfo } from '../../api/identities.js';
 
 export const AUTHENTICATION_GROUP = 'authentication.k8s.io';
 
@@ -78,7 +78,7 @@ export async function reviewToken(review: TokenReview, opts: { authenticate: Tok
   const token = review.spec?.token;
   if (!token) throw errors.badRequest('token is required for TokenReview in authentication');
   const wanted = review.spec.audiences?.length ? review.spec.audiences : opts.apiAudiences;
-  const out: TokenReview = { ...review, metadata: { ...review.metadata, creationTimestamp: null } as unknown as KubeObject['metadata'], status: { authenticated: false, user: { username: '', groups: [] } as UserInfo } };
+  const out: TokenReview = { ...review, metadata: { ...review.metadata, creationTimestamp: null }, status: { authenticated: false, user: { username: '', groups: [] } as UserInfo } };
   let result: TokenAuthentication | undefined;
   try {
     result = await opts.authenticate(token, wanted);
@@ -117,7 +117,7 @@ export function identityReviewStrategies(opts: { authenticate: TokenAuthenticate
       validate: () => [],
       virtualCreate: async (obj, ctx) => {
         if (!ctx.user) throw errors.badRequest('no user present on request');
-        const review: SelfSubjectReview = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { creationTimestamp: null } as unknown as KubeObject['metadata'], status: { userInfo: userInfoOf(ctx.user) } };
+        const review: SelfSubjectReview = { apiVersion: obj.apiVersion, kind: obj.kind, metadata: { creationTimestamp: null }, status: { userInfo: userInfoOf(ctx.user) } };
         return review;
       },
     },

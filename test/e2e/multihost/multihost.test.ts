@@ -18,7 +18,7 @@ const execFileP = promisify(execFile);
 const GRACE_S = 6;
 const TOLERATION_S = 5;
 const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' };
-const running = (p: Pod) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 function webDeployment(name: string, replicas: number) {
   return {

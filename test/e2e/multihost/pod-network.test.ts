@@ -20,7 +20,7 @@ import { hostVethName } from '../../../agent/network/sandbox-network.js';
 import { docker, dockerInspect, podContainers, podManifest, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from '../harness.js';
 
 const execFileP = promisify(execFile);
-const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state.running);
+const running = (p: Pod) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((s) => s.state?.running);
 
 describe('pod network on a single host', () => {
   let c: Cluster;
