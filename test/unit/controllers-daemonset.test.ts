@@ -46,6 +46,18 @@ async function allReady(env: ControllerEnv) {
 }
 
 describe('DaemonSet controller', () => {
+  it('a revision carries the DaemonSet\'s annotations, its template generation among them, as upstream\'s snapshot does', async () => {
+    const { env, dsc } = await setup({ nodes: [node('a')] });
+    await env.modify<DaemonSet>('apps', 'daemonsets', 'agent', (ds) => {
+      ds.metadata.annotations = { ...(ds.metadata.annotations ?? {}), note: 'kept' };
+    });
+    env.syncCaches();
+    await pass(env, dsc);
+    const [revision] = env.list<ControllerRevision>('apps', 'controllerrevisions');
+    assert.equal(revision?.metadata.annotations?.note, 'kept');
+    assert.equal(revision?.metadata.annotations?.['deprecated.daemonset.template.generation'], '1');
+  });
+
   it('a refused pod create is a Warning FailedCreate event on the DaemonSet, as upstream shows it, and the pass fails to be retried', async () => {
     const { env, dsc } = await setup({ nodes: [node('a')] });
     const refusal = 'pods "agent-x" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes (volume "logs")';

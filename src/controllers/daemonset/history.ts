@@ -69,6 +69,9 @@ export async function ensureRevision(opts: EnsureRevisionOptions): Promise<{ has
         name: `${opts.owner.metadata.name}-${hash}`,
         namespace,
         labels: { ...(opts.template.metadata?.labels ?? {}), [CONTROLLER_REVISION_HASH_LABEL]: hash },
+        // The owner's annotations, as upstream's controllers copy them: rollback tools find a
+        // DaemonSet's revision by its deprecated.daemonset.template.generation annotation.
+        ...(opts.owner.metadata.annotations && Object.keys(opts.owner.metadata.annotations).length ? { annotations: { ...opts.owner.metadata.annotations } } : {}),
         ownerReferences: [newControllerRef(opts.owner, opts.ownerKind)],
       },
       data: revisionData(opts.template),
