@@ -23,18 +23,14 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { ServedKindEntry } from './gen-api.js';
 
-/** One kind whose protobuf messages are generated, as the generator finds it in the facts. */
-export interface ProtobufKindEntry {
-  group: string;
-  version: string;
-  kind: string;
-  /**
-   * A version the facts no longer publish, decoded with the messages of another version of the same
-   * group (policy/v1beta1 Eviction has policy/v1's layout; API 1.36 dropped v1beta1).
-   */
-  shapeOf?: string;
-}
+/**
+ * One kind whose protobuf messages are generated, named as gen-api names a served kind; its
+ * `shapeOf` (a version the facts no longer publish) takes the messages of the named version, as
+ * policy/v1beta1 Eviction has policy/v1's layout.
+ */
+export type ProtobufKindEntry = Omit<ServedKindEntry, 'list'>;
 
 /**
  * Kinds decoded from protobuf for any request that sends them, without their module's help: what

@@ -13,27 +13,15 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { listTs, ROOT } from './repo-sources.js';
 import ts from 'typescript';
 
-/** dist/test/unit → the checkout's root. */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 interface SourceFile {
   /** path from the checkout's root, e.g. src/server/app.ts */
   file: string;
   /** every module specifier it imports or re-exports, as written */
   specifiers: string[];
-}
-
-function listTs(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-    const rel = path.posix.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...listTs(rel));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(rel);
-  }
-  return out;
 }
 
 /** Imports, `export … from`, `import type`, side-effect imports and `import()` calls alike. */

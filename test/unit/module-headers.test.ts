@@ -7,23 +7,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { listTs, ROOT } from './repo-sources.js';
 
-/** dist/test/unit → the checkout's root. */
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /** Fewer words than this is a placeholder, not a description of the module. */
 const MIN_WORDS = 4;
-
-function listTs(dir: string): string[] {
-  const out: string[] = [];
-  for (const entry of fs.readdirSync(path.join(ROOT, dir), { withFileTypes: true })) {
-    const rel = path.posix.join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...listTs(rel));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) out.push(rel);
-  }
-  return out;
-}
 
 /**
  * The text of the block comment a source opens with (a shebang line and blank lines may come
