@@ -786,22 +786,37 @@ async function runPython(prepared: { dir: string; ids: string[] }, cluster: Clus
 /**
  * Pod creations Pod Security refused, as the workload controllers report them (FailedCreate
  * events), read from a `kubectl get events --watch` kept running for the pass: by the time a target
- * has failed, its namespace, and the events with it, are usually deleted by its own cleanup.
+ * has failed, its namespace, and the events with it, are usually deleted by its own cleanup. The
+ * server ends a watch after its request timeout (30 to 60 min, less than a pass), so the watch is
+ * started again whenever it ends; `--watch-only` keeps a restart from replaying older events.
  */
 class PodSecurityRefusals {
   private lines: string[] = [];
-  private readonly child: ReturnType<typeof spawn>;
-  constructor(kubeconfig: string) {
+  private child: ReturnType<typeof spawn> | undefined;
+  private closed = false;
+  constructor(private readonly kubeconfig: string) {
+    this.watch();
+  }
+
+  private watch(): void {
     const template = '{.involvedObject.kind}/{.involvedObject.namespace}/{.involvedObject.name}: {.message}{"\\n"}';
-    this.child = spawn('kubectl', ['get', 'events', '-A', '--watch', '--field-selector', 'reason=FailedCreate', '-o', `jsonpath=${template}`], {
-      env: { ...process.env, KUBECONFIG: kubeconfig },
+    const child = spawn('kubectl', ['get', 'events', '-A', '--watch-only', '--field-selector', 'reason=FailedCreate', '-o', `jsonpath=${template}`], {
+      env: { ...process.env, KUBECONFIG: this.kubeconfig },
       stdio: ['ignore', 'pipe', 'ignore'],
     });
+    this.child = child;
     let partial = '';
-    this.child.stdout!.on('data', (d: Buffer) => {
+    child.stdout!.on('data', (d: Buffer) => {
       const parts = (partial + d.toString()).split('\n');
       partial = parts.pop()!;
       this.lines.push(...parts.filter((l) => /violates PodSecurity/.test(l)));
+    });
+    child.on('error', (err) => {
+      console.error(`client-suites: kubectl get events --watch-only: ${err.message}; Pod Security refusals are read from target output only`);
+      this.closed = true;
+    });
+    child.on('exit', () => {
+      if (!this.closed) setTimeout(() => this.closed || this.watch(), 1000).unref();
     });
   }
 
@@ -814,7 +829,8 @@ class PodSecurityRefusals {
   }
 
   close(): void {
-    this.child.kill();
+    this.closed = true;
+    this.child?.kill();
   }
 }
 
