@@ -141,4 +141,26 @@ describe('Pod Security Admission', () => {
     const described = await c.kubectl(['describe', 'replicaset', '-n', 'psa-apps', '-l', 'app=socket-user']);
     assert.match(described.stdout, /FailedCreate .*violates PodSecurity "baseline:latest"/);
   });
+
+  it('a DaemonSet whose pods are refused shows FailedCreate in its own events, as upstream\'s controller records it', async () => {
+    await c.client.create(CORE.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'psa-daemons' } } as KubeObject);
+    const pod = dockerSocketPod('ignored', 'psa-daemons');
+    const daemonSet = {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: { name: 'socket-daemon', namespace: 'psa-daemons' },
+      spec: { selector: { matchLabels: { app: 'socket-daemon' } }, template: { metadata: { labels: { app: 'socket-daemon' } }, spec: pod.spec } },
+    };
+    await c.kubectl(['apply', '-f', c.writeFile('daemonset.yaml', YAML.stringify(daemonSet))]);
+    let failed: (KubeObject & { reason?: string; message?: string; type?: string }) | undefined;
+    await waitFor(async () => {
+      const events = (await c.client.list<KubeObject & { reason?: string; message?: string; type?: string; involvedObject?: { kind?: string } }>(CORE.events, { namespace: 'psa-daemons' })).items;
+      failed = events.find((e) => e.reason === 'FailedCreate' && e.involvedObject?.kind === 'DaemonSet');
+      return !!failed;
+    }, 30_000, 'a FailedCreate event on the DaemonSet');
+    assert.equal(failed!.type, 'Warning');
+    assert.match(failed!.message ?? '', /^Error creating: pods "socket-daemon-[a-z0-9]+" is forbidden: violates PodSecurity "baseline:latest": hostPath volumes \(volume "docker"\)$/);
+    const described = await c.kubectl(['describe', 'daemonset', '-n', 'psa-daemons', 'socket-daemon']);
+    assert.match(described.stdout, /FailedCreate .*violates PodSecurity "baseline:latest"/);
+  });
 });
