@@ -50,9 +50,10 @@ set -euo pipefail
 #          systemd-analyze); kubectl.test.js drives the kubectl setup installed; streams.test.js
 #          needs tmux; streams-spdy.test.js and openapi-v2.test.js drive Debian's kubectl 1.20
 #          (scripts/kubectl-versions.sh) over SPDY and /openapi/v2; port-forward.test.js drives both
-#          kubectls and enters pods' network namespaces with nsenter; the multihost tests need
-#          iproute2, nsenter, iptables and a second dockerd; services.test.js the nft the agent's
-#          service proxy uses; runtime-docker.test.js the Docker engine itself; etcd-store.test.js
+#          kubectls and enters pods' network namespaces with nsenter; multihost/multihost.test.js
+#          needs iproute2, nsenter, iptables and a second dockerd for its lab (test/e2e/multihost/
+#          lab.ts; the other lab files need the same tools, so one of them is enough here);
+#          services.test.js the nft the agent's service proxy uses; runtime-docker.test.js the Docker engine itself; etcd-store.test.js
 #          etcd-server; prometheus.test.js Debian's prometheus and dashboard.test.js Debian's
 #          chromium (both setup.sh --for-tests); port-forward-websocket.test.js Debian's
 #          python3-kubernetes and certificates.test.js openssl (both setup.sh --for-tests).
@@ -75,7 +76,7 @@ FRESH_TESTS=(
   dist/test/e2e/etcd-store.test.js
   dist/test/e2e/prometheus.test.js
   dist/test/e2e/dashboard.test.js
-  'dist/test/e2e/multihost/*.test.js'
+  dist/test/e2e/multihost/multihost.test.js
 )
 
 readonly IMAGE_REPO=berth-fresh/debian12
