@@ -15,7 +15,9 @@
  *    rules of all its policies add up). An ingress allow goes on to the egress check; an egress allow
  *    accepts. Group chains are named after a hash of their rules, so a changed group is a new chain and a
  *    swapped map element, never a chain flushed in place.
- *  - Peers and ports live in named sets per policy rule: peer addresses (pods the selectors match on
+ *  - Peers and ports live in named sets, one per distinct definition (rules of several policies that
+ *    say the same share one; nft reads every set of the table before each transaction, so fewer sets
+ *    make every change cheaper): peer addresses (pods the selectors match on
  *    any node, ipBlocks with their excepts cut out, as intervals), numeric ports (`proto . port[-end]`,
  *    intervals for endPort) and named ports resolved per destination pod (`addr . proto . port`). A pod,
  *    namespace or label change alters set and map elements only; chains change only with policies.
@@ -76,7 +78,7 @@ function hash8(s: string): string {
   return createHash('sha256').update(s).digest('hex').slice(0, 8);
 }
 
-/** A policy's id in set names: a hash of its uid (or name) and spec, so a changed spec gets new sets. */
+/** A policy's id, ordering policies within a group chain: a hash of its uid (or name) and spec. */
 export function policyId(p: NetworkPolicy): string {
   const who = p.metadata.uid ?? `${p.metadata.namespace ?? 'default'}/${p.metadata.name}`;
   return `np-${hash8(`${who}\n${JSON.stringify(p.spec ?? {})}`)}`;
@@ -169,7 +171,6 @@ interface CompiledRule {
 }
 
 function compileRule(o: {
-  id: string;
   direction: 'ingress' | 'egress';
   peers: NetworkPolicyPeer[] | undefined;
   ports: NetworkPolicyPort[] | undefined;
@@ -177,24 +178,28 @@ function compileRule(o: {
   ix: Indexes;
   /** for ingress: the policy's selected pods (named ports resolve against the destination) */
   selected: Array<PolicyPod & { ip: string }>;
+  /** the policy's podSelector, naming the destinations of its ingress named ports */
+  selector: unknown;
+  /** sets already compiled in this pass (a set is named by its definition, so one found is complete) */
+  known: ReadonlyMap<string, PolicySet>;
 }): CompiledRule {
   const sets = new Map<string, PolicySet>();
   const addrField = o.direction === 'ingress' ? 'ip saddr' : 'ip daddr';
   let peerMatch = '';
-  let peerPodsAll: Array<PolicyPod & { ip: string }> | undefined;
-  if (o.peers && o.peers.length > 0) {
-    const intervals: Interval[] = [];
-    peerPodsAll = [];
-    for (const peer of o.peers) {
-      if (peer.ipBlock) intervals.push(...ipBlockIntervals(peer.ipBlock.cidr, peer.ipBlock.except ?? []));
-      for (const pod of peerPods(peer, o.namespace, o.ix)) {
-        const n = parseCidr(`${pod.ip}/32`).base;
-        intervals.push([n, n]);
-        peerPodsAll.push(pod);
+  const peers = o.peers && o.peers.length > 0 ? o.peers : undefined;
+  if (peers) {
+    const name = `peer-${hash8(`${o.namespace}\n${JSON.stringify(peers)}`)}`;
+    if (!o.known.has(name)) {
+      const intervals: Interval[] = [];
+      for (const peer of peers) {
+        if (peer.ipBlock) intervals.push(...ipBlockIntervals(peer.ipBlock.cidr, peer.ipBlock.except ?? []));
+        for (const pod of peerPods(peer, o.namespace, o.ix)) {
+          const n = parseCidr(`${pod.ip}/32`).base;
+          intervals.push([n, n]);
+        }
       }
+      sets.set(name, { type: 'ipv4_addr', interval: true, elements: mergeIntervals(intervals).map(formatInterval) });
     }
-    const name = `${o.id}-peer`;
-    sets.set(name, { type: 'ipv4_addr', interval: true, elements: mergeIntervals(intervals).map(formatInterval) });
     peerMatch = `${addrField} @${name} `;
   }
   const ports = o.ports ?? [];
@@ -216,7 +221,7 @@ function compileRule(o: {
   }
   const matches: string[] = [];
   if (numeric.size > 0) {
-    const name = `${o.id}-port`;
+    const name = `port-${hash8(JSON.stringify([...numeric]))}`;
     const elements: string[] = [];
     for (const [proto, list] of numeric) for (const [s, e] of mergeIntervals(list)) elements.push(s === e ? `${proto} . ${s}` : `${proto} . ${s}-${e}`);
     sets.set(name, { type: 'inet_proto . inet_service', interval: true, elements: elements.sort() });
@@ -224,14 +229,16 @@ function compileRule(o: {
   }
   if (named.length > 0) {
     // Resolved against the destination: the selected pods for ingress, the peers (or every pod) for egress.
-    const destinations = o.direction === 'ingress' ? o.selected : (peerPodsAll ?? o.ix.pods);
+    const destinations = o.direction === 'ingress' ? o.selected : peers ? peers.flatMap((peer) => peerPods(peer, o.namespace, o.ix)) : o.ix.pods;
     const elements = new Set<string>();
     for (const { proto, name } of named) {
       for (const pod of destinations) {
         for (const cp of pod.ports) if (cp.name === name && protoOf(cp.protocol) === proto) elements.add(`${pod.ip} . ${proto} . ${cp.port}`);
       }
     }
-    const setName = `${o.id}-named`;
+    // Same named ports against the same destinations: the same set.
+    const destinationKey = o.direction === 'ingress' ? `in\n${o.namespace}\n${JSON.stringify(o.selector)}` : `eg\n${o.namespace}\n${JSON.stringify(o.peers ?? null)}`;
+    const setName = `named-${hash8(`${destinationKey}\n${JSON.stringify(named)}`)}`;
     sets.set(setName, { type: 'ipv4_addr . inet_proto . inet_service', interval: false, elements: [...elements].sort() });
     matches.push(`${peerMatch}ip daddr . meta l4proto . th dport @${setName}`);
   }
@@ -245,20 +252,20 @@ export function compilePolicies(input: PolicyInput): CompiledPolicies {
   const out: CompiledPolicies = { sets: new Map(), chains: new Map(), ingress: new Map(), egress: new Map() };
   // pod address → the rule fragments of every policy selecting it, per direction (policy order is stable)
   const groups = { ingress: new Map<string, string[][]>(), egress: new Map<string, string[][]>() };
-  const policies = [...input.policies].sort((a, b) => policyId(a).localeCompare(policyId(b)));
+  const ids = new Map(input.policies.map((p) => [p, policyId(p)]));
+  const policies = [...input.policies].sort((a, b) => ids.get(a)!.localeCompare(ids.get(b)!));
   for (const policy of policies) {
     const namespace = policy.metadata.namespace ?? 'default';
     const selector = toSelector(policy.spec?.podSelector);
     const selected = local.filter((p) => p.namespace === namespace && matchesLabels(selector, p.labels));
     const types = policyTypesOf(policy);
-    const id = policyId(policy);
     for (const direction of ['ingress', 'egress'] as const) {
       if (!types[direction]) continue;
       const rules = direction === 'ingress' ? (policy.spec?.ingress ?? []) : (policy.spec?.egress ?? []);
       const fragments: string[] = [];
       rules.forEach((rule, k) => {
         const peers = direction === 'ingress' ? (rule as { from?: NetworkPolicyPeer[] }).from : (rule as { to?: NetworkPolicyPeer[] }).to;
-        const compiled = compileRule({ id: `${id}-${direction[0]}${k}`, direction, peers, ports: rule.ports, namespace, ix, selected });
+        const compiled = compileRule({ direction, peers, ports: rule.ports, namespace, ix, selected, selector: policy.spec?.podSelector ?? {}, known: out.sets });
         for (const [n, s] of compiled.sets) out.sets.set(n, s);
         fragments.push(...compiled.matches);
       });

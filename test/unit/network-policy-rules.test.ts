@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { NetworkPolicy } from '../../src/api/types.js';
-import { compilePolicies, diffScript, fullScript, ipBlockIntervals, policyId, policyTypesOf, type CompiledPolicies, type PolicyPod } from '../../agent/network-policy/policy-rules.js';
+import { compilePolicies, diffScript, fullScript, ipBlockIntervals, policyTypesOf, type CompiledPolicies, type PolicyPod } from '../../agent/network-policy/policy-rules.js';
 import { policyPod } from '../../agent/network-policy/enforcer.js';
 
 const pod = (namespace: string, name: string, ip: string, labels: Record<string, string>, extra: Partial<PolicyPod> = {}): PolicyPod => ({
@@ -45,10 +45,14 @@ function chainOf(c: CompiledPolicies, direction: 'ingress' | 'egress', ip: strin
   return name === undefined ? undefined : c.chains.get(name);
 }
 
-function setOf(c: CompiledPolicies, suffix: string): string[] {
-  const hits = [...c.sets].filter(([n]) => n.endsWith(suffix));
-  assert.equal(hits.length, 1, `one set ending ${suffix}: ${[...c.sets.keys()].join(' ')}`);
-  return hits[0]![1].elements;
+/** The elements of the `kind` set (peer, port, named) the rule at `index` of a pod's group chain looks up. */
+function setOf(c: CompiledPolicies, kind: 'peer' | 'port' | 'named', direction: 'ingress' | 'egress' = 'ingress', ip = '10.244.0.10', index = 0): string[] {
+  const rule = chainOf(c, direction, ip)?.[index] ?? '';
+  const name = new RegExp(`@(${kind}-[0-9a-f]{8})`).exec(rule)?.[1];
+  assert.ok(name, `rule ${index} of ${ip} looks up a ${kind} set: ${rule}`);
+  const set = c.sets.get(name);
+  assert.ok(set, `set ${name} is declared`);
+  return set.elements;
 }
 
 describe('NetworkPolicy compiler', () => {
@@ -67,21 +71,21 @@ describe('NetworkPolicy compiler', () => {
 
   it('namespaceSelector and podSelector in one peer mean both; in two peers either', () => {
     const both = compile([policy('team-a', 'p', { podSelector: { matchLabels: { app: 'server' } }, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'b' } }, podSelector: { matchLabels: { app: 'web' } } }] }] })]);
-    assert.deepEqual(setOf(both, '-i0-peer'), ['10.244.1.20']);
-    assert.deepEqual(chainOf(both, 'ingress', '10.244.0.10'), [`ip saddr @${policyId(policy('team-a', 'p', { podSelector: { matchLabels: { app: 'server' } }, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'b' } }, podSelector: { matchLabels: { app: 'web' } } }] }] }))}-i0-peer goto egress-stage`, 'drop']);
+    assert.deepEqual(setOf(both, 'peer'), ['10.244.1.20']);
+    assert.match(chainOf(both, 'ingress', '10.244.0.10')!.join('\n'), /^ip saddr @peer-[0-9a-f]{8} goto egress-stage\ndrop$/);
     assert.equal(both.ingress.has('10.244.0.11'), false, 'a pod the policy does not select stays open');
 
     const either = compile([policy('team-a', 'p', { podSelector: { matchLabels: { app: 'server' } }, ingress: [{ from: [{ namespaceSelector: { matchLabels: { team: 'b' } } }, { podSelector: { matchLabels: { app: 'other' } } }] }] })]);
-    assert.deepEqual(setOf(either, '-i0-peer'), ['10.244.0.11', '10.244.1.20-10.244.1.21']);
+    assert.deepEqual(setOf(either, 'peer'), ['10.244.0.11', '10.244.1.20-10.244.1.21']);
 
     const ownNamespace = compile([policy('team-a', 'p', { podSelector: {}, ingress: [{ from: [{ podSelector: { matchLabels: { app: 'web' } } }] }] })]);
-    assert.deepEqual(setOf(ownNamespace, '-i0-peer'), [], 'a podSelector alone looks only in the policy namespace');
+    assert.deepEqual(setOf(ownNamespace, 'peer'), [], 'a podSelector alone looks only in the policy namespace');
   });
 
   it('ipBlock cuts its excepts out, and the peer set holds merged intervals', () => {
     assert.deepEqual(ipBlockIntervals('10.0.0.0/24', ['10.0.0.128/25', '10.0.0.0/32']), [[167772161, 167772287]]);
     const c = compile([policy('team-a', 'p', { podSelector: { matchLabels: { app: 'server' } }, ingress: [{ from: [{ ipBlock: { cidr: '10.244.1.0/24', except: ['10.244.1.21/32'] } }] }] })]);
-    assert.deepEqual(setOf(c, '-i0-peer'), ['10.244.1.0-10.244.1.20', '10.244.1.22-10.244.1.255']);
+    assert.deepEqual(setOf(c, 'peer'), ['10.244.1.0-10.244.1.20', '10.244.1.22-10.244.1.255']);
   });
 
   it('ports: numbers, ranges with endPort, protocols, a protocol alone, and named ports resolved against the destination pod', () => {
@@ -91,12 +95,12 @@ describe('NetworkPolicy compiler', () => {
         ingress: [{ ports: [{ port: 53, protocol: 'UDP' }, { port: 8000, endPort: 8100 }, { port: 8050 }, { protocol: 'SCTP' }, { port: 'http' }] }],
       }),
     ]);
-    assert.deepEqual(setOf(c, '-i0-port'), ['sctp . 0-65535', 'tcp . 8000-8100', 'udp . 53']);
-    assert.deepEqual(setOf(c, '-i0-named'), ['10.244.0.10 . tcp . 8080', '10.244.0.11 . tcp . 9090']);
+    assert.deepEqual(setOf(c, 'port'), ['sctp . 0-65535', 'tcp . 8000-8100', 'udp . 53']);
+    assert.deepEqual(setOf(c, 'named', 'ingress', '10.244.0.10', 1), ['10.244.0.10 . tcp . 8080', '10.244.0.11 . tcp . 9090']);
     const rules = chainOf(c, 'ingress', '10.244.0.10')!;
     assert.equal(rules.length, 3);
-    assert.match(rules[0]!, /^meta l4proto \. th dport @np-\w+-i0-port goto egress-stage$/);
-    assert.match(rules[1]!, /^ip daddr \. meta l4proto \. th dport @np-\w+-i0-named goto egress-stage$/);
+    assert.match(rules[0]!, /^meta l4proto \. th dport @port-\w+ goto egress-stage$/);
+    assert.match(rules[1]!, /^ip daddr \. meta l4proto \. th dport @named-\w+ goto egress-stage$/);
   });
 
   it('egress: allows accept, named ports resolve against peers, and a DNS exception is a port rule to anywhere', () => {
@@ -108,9 +112,18 @@ describe('NetworkPolicy compiler', () => {
     assert.equal(rules.length, 3, 'rules of both policies add up, then drop');
     assert.equal(rules.at(-1), 'drop');
     assert.ok(rules.slice(0, 2).every((r) => r.endsWith(' accept')));
-    assert.ok(rules.some((r) => /^ip daddr @np-\w+-e0-peer ip daddr \. meta l4proto \. th dport @np-\w+-e0-named accept$/.test(r)));
-    assert.deepEqual(setOf(c, '-e0-named'), ['10.244.0.11 . tcp . 9090']);
+    const named = rules.findIndex((r) => /^ip daddr @peer-\w+ ip daddr \. meta l4proto \. th dport @named-\w+ accept$/.test(r));
+    assert.ok(named >= 0, rules.join('\n'));
+    assert.deepEqual(setOf(c, 'named', 'egress', '10.244.0.10', named), ['10.244.0.11 . tcp . 9090']);
+    assert.deepEqual(setOf(c, 'peer', 'egress', '10.244.0.10', named), ['10.244.0.11']);
     assert.equal(c.ingress.size, 0);
+  });
+
+  it('rules of several policies that say the same share one set', () => {
+    const rule = { from: [{ namespaceSelector: { matchLabels: { team: 'b' } } }], ports: [{ port: 8080 }] };
+    const c = compile([policy('team-a', 'one', { podSelector: { matchLabels: { app: 'server' } }, ingress: [rule] }), policy('team-a', 'two', { podSelector: { matchLabels: { app: 'other' } }, ingress: [rule] })]);
+    assert.equal(c.sets.size, 2, [...c.sets.keys()].join(' '));
+    assert.deepEqual(chainOf(c, 'ingress', '10.244.0.10'), chainOf(c, 'ingress', '10.244.0.11'));
   });
 
   it('an empty rule allows everything; no rules deny everything', () => {
@@ -124,12 +137,12 @@ describe('NetworkPolicy compiler', () => {
     const relabelled = PODS.map((x) => (x.name === 'db' ? { ...x, labels: { app: 'web' } } : x.name === 'other' ? { ...x, labels: { app: 'server' } } : x));
     const after = compile([p], relabelled);
     const script = diffScript('t', before, after);
-    const id = policyId(p);
-    assert.ok(script.includes(`delete element ip t ${id}-i0-peer { 10.244.1.20 }`));
-    assert.ok(script.includes(`add element ip t ${id}-i0-peer { 10.244.1.20-10.244.1.21 }`));
+    const peerSet = /@(peer-\w+)/.exec(chainOf(before, 'ingress', '10.244.0.10')![0]!)![1];
+    assert.ok(script.includes(`delete element ip t ${peerSet} { 10.244.1.20 }`), script);
+    assert.ok(script.includes(`add element ip t ${peerSet} { 10.244.1.20-10.244.1.21 }`), script);
     assert.ok(script.includes(`add element ip t ingress-pods { 10.244.0.11 : goto ${after.ingress.get('10.244.0.11')} }`));
     assert.ok(!/add chain|delete chain|flush/.test(script), script);
-    assert.ok(script.indexOf('delete element ip t np') < script.indexOf('add element ip t np'), 'interval deletes before adds');
+    assert.ok(script.indexOf('delete element ip t peer') < script.indexOf('add element ip t peer'), 'interval deletes before adds');
     assert.equal(diffScript('t', after, after), '');
   });
 
@@ -140,7 +153,7 @@ describe('NetworkPolicy compiler', () => {
     const lines = script.trim().split('\n');
     assert.match(lines[0]!, /^delete element ip t ingress-pods \{ 10\.244\.0\.10 , 10\.244\.0\.11 \}$/);
     assert.match(lines[1]!, /^delete chain ip t in-\w+$/);
-    assert.match(lines[2]!, /^delete set ip t np-\w+-i0-peer$/);
+    assert.match(lines[2]!, /^delete set ip t peer-\w+$/);
   });
 
   it('the full script builds the table from nothing with both hooks after DNAT and conntrack first', () => {
