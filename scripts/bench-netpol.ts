@@ -5,12 +5,12 @@
  * as it forwards between pods), so no other table or address on the machine is touched.
  *  1. 200 policies over 500 pods (10 namespaces, 100 of the pods on the node): one full load, then
  *     `--samples` changes of each kind — a pod's label changing (peer sets and map elements move), a
- *     policy's rule changing (a new policy id: its sets and group chains replaced) — timed from the change
+ *     policy's rule changing (new sets and group chains, the old deleted) — timed from the change
  *     in the informers' view to the nft transaction applied (compile + diff + `nft -f`), p50/p99.
  *  2. TCP connection setup from the client to the server through the node: `--connects` sequential
  *     connects (SYN → established, each a new conntrack entry that walks the forward chain), with no
- *     table, then with the loaded table in which the server is isolated by 4 policies and the client
- *     allowed by the last rule of its group chain; p50/p99.
+ *     table, then with the loaded table in which the server is isolated by 2 policies with 3 allow
+ *     rules and the client allowed by the last of them; p50/p99.
  *
  * Usage: node dist/scripts/bench-netpol.js [--samples 100] [--connects 2000] [--json FILE]
  */
