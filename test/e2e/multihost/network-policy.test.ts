@@ -4,16 +4,19 @@
  * client's own node address; externalTrafficPolicy Local, so a pod's source address is kept) — while
  * policies are added: default-deny ingress, an allow for `app=web` from namespace team-b (by a named
  * port), a label change that must take effect within a second, default-deny egress with a DNS exception,
- * and an ipBlock with an except.
+ * and an ipBlock with an except. Under default-deny the node still reaches its own pods, and another
+ * node does not.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import type { NetworkPolicy, Pod, Service } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
 import { TEST_IMAGE, waitFor } from '../harness.js';
 import { startLab, type Lab, type SimHost } from './lab.js';
 
+const execFileP = promisify(execFile);
 const SERVICES = { plural: 'services' };
 const NAMESPACES = { plural: 'namespaces', namespaced: false };
 const POLICIES = { group: 'networking.k8s.io', version: 'v1', plural: 'networkpolicies' };
@@ -117,6 +120,10 @@ describe('NetworkPolicy across the multi-host lab', { timeout: 300_000 }, () => 
   it('default-deny ingress in team-a blocks everything to its pods; team-b stays open', async () => {
     await lab.client.create(POLICIES, { apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name: 'default-deny', namespace: 'team-a' }, spec: { podSelector: {}, policyTypes: ['Ingress'] } } as NetworkPolicy, { namespace: 'team-a' });
     await expectReach({ ...toServer, 'db-b': ['server', 'web-b'] }, (_c, t) => t === 'web-b', 'default deny');
+    // As upstream documents for most plugins: the node reaches its own pods (probes), another node does not.
+    const fromHost = (h: SimHost) =>
+      execFileP('nsenter', [`--net=/run/netns/${h.netns}`, 'curl', '-s', '-m', '2', `http://${targets.server!.ip}:8080/`]).then((r) => r.stdout.trim(), () => 'FAIL');
+    assert.deepEqual(await Promise.all([fromHost(a), fromHost(b)]), ['ok', 'FAIL'], 'server from its own node, then from the other node');
   });
 
   it('allowing app=web from namespace team-b on the named port lets exactly those through, from both hosts', async () => {
