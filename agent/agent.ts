@@ -31,6 +31,9 @@ import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
 import { proxyTableFor } from './proxy/service-proxy.js';
 import { startServiceProxy } from './proxy/start.js';
+import { NftCommand } from './proxy/nft-executor.js';
+import { PolicyEnforcer } from './network-policy/enforcer.js';
+import { policyTableFor } from './network-policy/policy-rules.js';
 import { servicesInformer } from './services/services-cache.js';
 import { AgentMetrics, instrumentRuntime } from './metrics.js';
 import { MetricsAuth } from './metrics-auth.js';
@@ -216,6 +219,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const proxyTable = o.serviceProxyTable ?? proxyTableFor(podNet?.clusterCidr ?? DEFAULT_CLUSTER_CIDR);
   const realNft = !o.nftExecutor && !o.runtime;
   if (realNft) await checkTableFree({ table: proxyTable, clusterId });
+  // NetworkPolicy's table beside it, named from it: each cluster on a host has its own.
+  const policyTable = policyTableFor(proxyTable);
+  if (realNft) await checkTableFree({ table: policyTable, clusterId });
 
   // One Services informer for the node: containers' service variables and the service proxy both read it.
   const services = servicesInformer({ client, log, retryMs: o.intervals.retryMs });
@@ -251,6 +257,9 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // The service proxy programs the host's nftables: only with a given executor (tests) or the real Docker runtime.
   const serviceProxy =
     o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: proxyTable, tableComment: tableOwnerComment(clusterId), services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
+  // NetworkPolicy enforcement programs the host's nftables too: only with the real Docker runtime and nft.
+  const policyEnforcer = realNft ? new PolicyEnforcer({ client, nodeName: o.nodeName, table: policyTable, tableComment: tableOwnerComment(clusterId), executor: new NftCommand(), log: log.child({ component: 'network-policy' }), retryMs: o.intervals.retryMs }) : undefined;
+  policyEnforcer?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'network policy enforcer did not start'));
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
@@ -270,6 +279,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         podNet?.stop();
         dns.stop();
         serviceProxy?.stop();
+        policyEnforcer?.stop();
         claimSweeper?.stop();
         await pods.stop();
         services.stop();

@@ -68,6 +68,10 @@ const NODE_RULES: Array<{ group: string; resources: string[]; verbs: string[] }>
   { group: '', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: 'events.k8s.io', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: '', resources: ['namespaces'], verbs: ['get'] },
+  // NetworkPolicy enforcement: the agent compiles every policy against every namespace's labels and every
+  // addressed pod's labels and address (pods below), as a CNI agent's service account reads them.
+  { group: 'networking.k8s.io', resources: ['networkpolicies'], verbs: ['get', 'list', 'watch'] },
+  { group: '', resources: ['namespaces'], verbs: ['list', 'watch'] },
   // Delegated authentication and authorization of the agent's own endpoint (/metrics), as upstream's system:node.
   { group: 'authentication.k8s.io', resources: ['tokenreviews'], verbs: ['create'] },
   { group: 'authorization.k8s.io', resources: ['subjectaccessreviews'], verbs: ['create'] },
@@ -166,6 +170,9 @@ export class Authorizer {
           case 'list':
           case 'watch':
             if (fieldRequirements(attrs.fieldSelector).some((r) => r.field === 'spec.nodeName' && r.operator === 'Equals' && r.value === nodeName)) return ALLOW;
+            // Every pod that has an address, cluster-wide, for NetworkPolicy peers (agent/network-policy/):
+            // asked for by exactly this selector, so a list of all pods is still refused.
+            if (isAddressedPodsSelector(attrs.fieldSelector)) return ALLOW;
             if (objectName(attrs)) return this.related(nodeName, 'pods', attrs);
             return deny('can only list/watch pods with spec.nodeName field selector');
           case 'create':
@@ -295,6 +302,12 @@ function objectName(attrs: RequestAttributes): string | undefined {
 }
 
 /** A selector that does not parse limits nothing (the request itself fails later). */
+/** `status.podIP!=` (pods with an address), alone: the network policy enforcer's pod list. */
+function isAddressedPodsSelector(selector: string | undefined): boolean {
+  const reqs = fieldRequirements(selector);
+  return reqs.length === 1 && reqs[0]!.field === 'status.podIP' && reqs[0]!.operator === 'NotEquals' && reqs[0]!.value === '';
+}
+
 function fieldRequirements(selector: string | undefined): FieldRequirement[] {
   if (!selector) return [];
   try {

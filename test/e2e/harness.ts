@@ -17,6 +17,7 @@ import { HttpClient } from '../../src/client/http-client.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
+import { policyTableFor } from '../../agent/network-policy/policy-rules.js';
 import { NftCommand } from '../../agent/proxy/nft-executor.js';
 import { unmountAllUnder } from '../../agent/volumes/mounts.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
@@ -218,7 +219,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       const started = [...new Set([...nodeNames, ...agents.keys()])];
       await removeNodeContainers(started);
       for (const nodeName of started) await removePodNetwork({ nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
-      for (const nodeName of new Set([...nodeNames, ...agents.keys()])) await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
+      for (const nodeName of new Set([...nodeNames, ...agents.keys()])) {
+        await new NftCommand().deleteTable('ip', serviceProxyTable(nodeName)).catch(() => undefined);
+        await new NftCommand().deleteTable('ip', policyTableFor(serviceProxyTable(nodeName))).catch(() => undefined);
+      }
       // A stopped agent leaves its pods' in-memory volumes mounted (every pod's token volume is one).
       if (!opts.keep && !process.env.BERTH_KEEP_E2E) {
         await unmountAllUnder(dir).catch(() => undefined);

@@ -5,7 +5,8 @@
  * has an invalid one refused with a 422 naming the field; explains the spec; finds the kind in
  * discovery; describes and deletes it. Debian's Python client creates and re-sends a policy with
  * `egress: [{}]` and `annotations: {}` as Ansible's k8s module does, and nothing changes.
- * Nothing here enforces policies: the kind is served as kube-apiserver serves it.
+ * The cluster has no agents, so nothing here is enforced: enforcement is
+ * multihost/network-policy.test.ts's.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';

@@ -88,6 +88,24 @@ describe('Authorizer for node credentials', () => {
     assert.equal(allowed({ verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'default', name: 'mine' }), false);
   });
 
+  it('reads what NetworkPolicy enforcement needs: policies and namespaces cluster-wide, pods only by the addressed-pods selector, nothing written', () => {
+    const np = (verb: string, namespace?: string) => authz.authorize(nodeA, { group: 'networking.k8s.io', resource: 'networkpolicies', verb, ...(namespace ? { namespace } : {}) }).allowed;
+    assert.ok(np('list'));
+    assert.ok(np('watch'));
+    assert.ok(np('list', 'team-a'));
+    assert.equal(np('create', 'team-a'), false);
+    assert.equal(np('delete', 'team-a'), false);
+    assert.ok(allowed({ verb: 'list', resource: 'namespaces' }));
+    assert.ok(allowed({ verb: 'watch', resource: 'namespaces' }));
+    assert.equal(allowed({ verb: 'update', resource: 'namespaces', name: 'team-a' }), false);
+    assert.ok(allowed({ verb: 'list', resource: 'pods', fieldSelector: 'status.podIP!=' }));
+    assert.ok(allowed({ verb: 'watch', resource: 'pods', fieldSelector: 'status.podIP!=' }));
+    assert.equal(allowed({ verb: 'list', resource: 'pods', fieldSelector: 'status.podIP!=10.0.0.1' }), false);
+    assert.equal(allowed({ verb: 'list', resource: 'pods', fieldSelector: 'status.podIP=' }), false);
+    assert.equal(allowed({ verb: 'list', resource: 'pods', fieldSelector: 'status.podIP!=,spec.nodeName=b' }), false);
+    assert.equal(allowed({ verb: 'update', resource: 'pods', fieldSelector: 'status.podIP!=', namespace: 'default', name: 'x' }), false);
+  });
+
   it('writes pods only as NodeRestriction narrows them: status, delete and eviction; never create, update or bind', () => {
     assert.ok(allowed({ verb: 'update', resource: 'pods', subresource: 'status', namespace: 'default', name: 'x' }));
     assert.ok(allowed({ verb: 'patch', resource: 'pods', subresource: 'status', namespace: 'default', name: 'x' }));
@@ -141,7 +159,8 @@ describe('Authorizer for node credentials', () => {
     }
     assert.ok(allowed({ verb: 'get', resource: 'namespaces', name: 'kube-system' }));
     assert.equal(allowed({ verb: 'delete', resource: 'namespaces', name: 'default' }), false);
-    assert.equal(allowed({ verb: 'list', resource: 'namespaces' }), false);
+    // Listing and watching Namespaces (their labels) is NetworkPolicy enforcement's: see the case below.
+    assert.equal(allowed({ verb: 'create', resource: 'namespaces' }), false);
     assert.equal(authz.authorize(nodeA, { verb: 'list', group: 'apps', resource: 'deployments' }).allowed, false);
     assert.equal(authz.authorize(nodeA, { verb: 'create', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' }).allowed, false);
   });
