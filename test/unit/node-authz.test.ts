@@ -159,7 +159,7 @@ describe('Authorizer for node credentials', () => {
     }
     assert.ok(allowed({ verb: 'get', resource: 'namespaces', name: 'kube-system' }));
     assert.equal(allowed({ verb: 'delete', resource: 'namespaces', name: 'default' }), false);
-    // Listing and watching Namespaces (their labels) is NetworkPolicy enforcement's: see the case below.
+    // Listing and watching Namespaces (their labels) is NetworkPolicy enforcement's (the case above).
     assert.equal(allowed({ verb: 'create', resource: 'namespaces' }), false);
     assert.equal(authz.authorize(nodeA, { verb: 'list', group: 'apps', resource: 'deployments' }).allowed, false);
     assert.equal(authz.authorize(nodeA, { verb: 'create', group: 'admissionregistration.k8s.io', resource: 'mutatingwebhookconfigurations' }).allowed, false);
