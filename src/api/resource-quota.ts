@@ -58,11 +58,12 @@ export function usageToList(usage: Usage): Record<string, string> {
   return out;
 }
 
+/** a + b per resource; a zero takes the other's format, as Go's Quantity.Add (0 + 256Mi prints 256Mi). */
 export function addUsage(a: Usage, b: Usage): Usage {
   const out = new Map(a);
   for (const [k, v] of b) {
     const have = out.get(k);
-    out.set(k, have ? add(have, v) : v);
+    out.set(k, !have ? v : isZero(have) ? { nanos: have.nanos + v.nanos, format: v.format } : add(have, v));
   }
   return out;
 }

@@ -221,6 +221,8 @@ describe('LimitRanger and ResourceQuota admission', () => {
     await c.quota('compute', { 'requests.cpu': '1', 'limits.memory': '1Gi' }, { 'requests.cpu': '0', 'limits.memory': '0' });
     assert.equal(await c.refusal(c.pod('bare')), 'pods "bare" is forbidden: failed quota: compute: must specify limits.memory for: app; requests.cpu for: app');
     await c.pod('ok', { requests: { cpu: '600m' }, limits: { memory: '512Mi' } });
+    const charged = (await c.registry.get(RESOURCEQUOTA_INFO, 'default', 'compute')) as ResourceQuota;
+    assert.deepEqual(charged.status?.used, { 'limits.memory': '512Mi', 'requests.cpu': '600m' }, 'a zero takes the format of what is added, as Go does');
     assert.equal(
       await c.refusal(c.pod('more', { requests: { cpu: '600m' }, limits: { memory: '512Mi' } })),
       'pods "more" is forbidden: exceeded quota: compute, requested: requests.cpu=600m, used: requests.cpu=600m, limited: requests.cpu=1',
