@@ -8,8 +8,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { LIMITRANGES, RESOURCEQUOTAS } from '../../src/api/identities.js';
-import type { Event, LimitRange, Pod, ResourceQuota } from '../../src/api/types.js';
+import { LIMITRANGES, REPLICASETS, RESOURCEQUOTAS } from '../../src/api/identities.js';
+import type { Event, LimitRange, Pod, ReplicaSet, ResourceQuota } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { kubectlsUnderTest, startCluster, waitFor, type Cluster } from './harness.js';
 
@@ -64,7 +64,7 @@ describe('ResourceQuota and LimitRange', () => {
     assert.ok(Date.now() - deleted < 5_000);
   });
 
-  it('a Deployment of 3 under pods: 2 gets 2 pods and a FailedCreate event', async () => {
+  it('a Deployment of 3 under pods: 2 gets 2 pods, a FailedCreate event and a ReplicaFailure condition', async () => {
     await c.kubectl(['create', 'deployment', 'web', '-n', 'qa', '--image=berth/busybox:test', '--replicas=3']);
     const events = async () => (await c.client.list<Event>(CORE.events, { namespace: 'qa' })).items.filter((e) => e.reason === 'FailedCreate' && e.involvedObject.kind === 'ReplicaSet');
     await waitFor(async () => (await events()).length > 0, 15_000, 'a FailedCreate event');
@@ -72,6 +72,12 @@ describe('ResourceQuota and LimitRange', () => {
     const pods = (await c.client.list<Pod>(CORE.pods, { namespace: 'qa' })).items.filter((p) => !p.metadata.deletionTimestamp);
     assert.equal(pods.length, 2);
     assert.equal(await usedPods('qa', 'pods'), '2');
+    // The ReplicaSet says so in its status too, as upstream: ReplicaFailure, reason FailedCreate.
+    await waitFor(async () => {
+      const rs = (await c.client.list<ReplicaSet>(REPLICASETS, { namespace: 'qa' })).items[0];
+      const failure = rs?.status?.conditions?.find((x) => x.type === 'ReplicaFailure');
+      return failure?.status === 'True' && failure.reason === 'FailedCreate' && /exceeded quota: pods/.test(failure.message ?? '');
+    }, 15_000, 'the ReplicaSet\'s ReplicaFailure condition');
   });
 
   it('a compute quota refuses a pod that states no requests or limits', async () => {

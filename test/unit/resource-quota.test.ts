@@ -212,6 +212,8 @@ describe('LimitRanger and ResourceQuota admission', () => {
     await c.quota('pods', { pods: '1' }, { pods: '0' });
     const results = await Promise.allSettled([c.pod('x'), c.pod('y'), c.pod('z')]);
     assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1, JSON.stringify(results.map((r) => r.status)));
+    // The losers read the quota before the winner's charge, met a conflict writing theirs, read again and were refused.
+    for (const r of results) if (r.status === 'rejected') assert.match((r.reason as ApiError).message, /is forbidden: exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1$/);
     const q = (await c.registry.get(RESOURCEQUOTA_INFO, 'default', 'pods')) as ResourceQuota;
     assert.deepEqual(q.status?.used, { pods: '1' });
   });
