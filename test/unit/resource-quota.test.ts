@@ -117,6 +117,12 @@ describe('ResourceQuota and LimitRange kinds', () => {
     assert.deepEqual(await causes([{ type: 'Pod', default: { cpu: '1' } }]), ["spec.limits[0].default: Forbidden: may not be specified when `type` is 'Pod'"]);
     assert.deepEqual(await causes([{ type: 'Container' }, { type: 'Container' }]), ['spec.limits[1].type: Duplicate value: "Container"']);
     assert.deepEqual(await causes([{ type: 'Container', maxLimitRequestRatio: { cpu: '500m' } }]), ['spec.limits[0].maxLimitRequestRatio[cpu]: Invalid value: "500m": ratio 500m is less than 1']);
+    assert.deepEqual(await causes([]), [], 'a range without limits limits nothing');
+    assert.deepEqual(await causes([{ type: 'PersistentVolumeClaim', max: { storage: '1Gi' } }]), []);
+    assert.deepEqual(await causes([{ type: 'PersistentVolumeClaim', max: { cpu: '1' } }]), [
+      'spec.limits[0].max[cpu]: Invalid value: "cpu": must be a standard resource type or fully qualified',
+      'spec.limits[0].limits: Required value: either minimum or maximum storage value is required, but neither was provided',
+    ]);
   });
 
   it('prints kubectl columns: quota REQUEST/LIMIT as used/hard, limit range CREATED AT', () => {
@@ -195,6 +201,24 @@ describe('LimitRanger and ResourceQuota admission', () => {
     assert.deepEqual(pod.spec.containers[0]!.resources, { limits: { cpu: '500m', memory: '128Mi' }, requests: { cpu: '100m', memory: '128Mi' } });
     assert.equal(pod.metadata.annotations?.['kubernetes.io/limit-ranger'], 'LimitRanger plugin set: cpu, memory request for container app; cpu, memory limit for container app');
     assert.equal(await c.refusal(c.pod('big', { limits: { cpu: '2' } })), 'pods "big" is forbidden: maximum cpu usage per Container is 1, but limit is 2');
+  });
+
+  it('bounds claims by a PersistentVolumeClaim range and charges storage per class', async () => {
+    const c = await cluster();
+    await c.registry.create(LIMITRANGE_INFO, 'default', { apiVersion: 'v1', kind: 'LimitRange', metadata: { name: 'pvc' }, spec: { limits: [{ type: 'PersistentVolumeClaim', min: { storage: '1Gi' }, max: { storage: '5Gi' } }] } } as KubeObject);
+    await c.quota('storage', { 'requests.storage': '10Gi', 'gold.storageclass.storage.k8s.io/requests.storage': '3Gi' }, { 'requests.storage': '0', 'gold.storageclass.storage.k8s.io/requests.storage': '0' });
+    const claim = (name: string, size: string, storageClassName?: string) =>
+      c.registry.create(c.info('persistentvolumeclaims'), 'default', { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: size } }, ...(storageClassName ? { storageClassName } : {}) } } as KubeObject);
+    assert.equal(await c.refusal(claim('small', '500Mi')), 'persistentvolumeclaims "small" is forbidden: minimum storage usage per PersistentVolumeClaim is 1Gi, but request is 500Mi');
+    assert.equal(await c.refusal(claim('huge', '6Gi')), 'persistentvolumeclaims "huge" is forbidden: maximum storage usage per PersistentVolumeClaim is 5Gi, but request is 6Gi');
+    await claim('g1', '2Gi', 'gold');
+    assert.equal(
+      await c.refusal(claim('g2', '2Gi', 'gold')),
+      'persistentvolumeclaims "g2" is forbidden: exceeded quota: storage, requested: gold.storageclass.storage.k8s.io/requests.storage=2Gi, used: gold.storageclass.storage.k8s.io/requests.storage=2Gi, limited: gold.storageclass.storage.k8s.io/requests.storage=3Gi',
+    );
+    await claim('plain', '2Gi');
+    const q = (await c.registry.get(RESOURCEQUOTA_INFO, 'default', 'storage')) as ResourceQuota;
+    assert.deepEqual(q.status?.used, { 'gold.storageclass.storage.k8s.io/requests.storage': '2Gi', 'requests.storage': '4Gi' });
   });
 
   it('refuses the pod past `pods: 2` with the exceeded quota message and charges status.used as it admits', async () => {

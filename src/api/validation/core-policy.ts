@@ -121,7 +121,9 @@ function overcommitAllowed(name: string): boolean {
 
 /** LimitRange's spec (ValidateLimitRange): one item per type, sane resource names, min ≤ defaultRequest ≤ default ≤ max. */
 export function validateLimitRangeSpec(spec: unknown): FieldError[] {
-  if (!isRecord(spec)) return [fieldErrors.required('spec', '')];
+  // spec is a struct upstream: a LimitRange without one (or without limits) limits nothing.
+  if (spec === undefined || spec === null) return [];
+  if (!isRecord(spec)) return [fieldErrors.typeInvalid('spec', spec, 'must be an object')];
   const errs: FieldError[] = [];
   const path = 'spec.limits';
   const seen = new Set<unknown>();
