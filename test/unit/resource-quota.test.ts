@@ -221,6 +221,16 @@ describe('LimitRanger and ResourceQuota admission', () => {
     assert.deepEqual(q.status?.used, { 'gold.storageclass.storage.k8s.io/requests.storage': '2Gi', 'requests.storage': '4Gi' });
   });
 
+  it('charges node ports on create and on an update that turns a Service into a NodePort', async () => {
+    const c = await cluster();
+    await c.quota('ports', { 'services.nodeports': '1' }, { 'services.nodeports': '0' });
+    const svc = (name: string, type: string) => ({ apiVersion: 'v1', kind: 'Service', metadata: { name }, spec: { type, ports: [{ port: 80 }], selector: { a: 'b' } } }) as KubeObject;
+    await c.registry.create(c.info('services'), 'default', svc('np', 'NodePort'));
+    await c.registry.create(c.info('services'), 'default', svc('cip', 'ClusterIP'));
+    const message = await c.refusal(c.registry.modify(c.info('services'), 'default', 'cip', (s) => ({ ...s, spec: { ...(s as unknown as { spec: object }).spec, type: 'NodePort' } }) as KubeObject));
+    assert.equal(message, 'services "cip" is forbidden: exceeded quota: ports, requested: services.nodeports=1, used: services.nodeports=1, limited: services.nodeports=1');
+  });
+
   it('refuses the pod past `pods: 2` with the exceeded quota message and charges status.used as it admits', async () => {
     const c = await cluster();
     await c.quota('pods', { pods: '2' }, { pods: '0' });
