@@ -51,6 +51,8 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: '', version: 'v1', kind: 'ServiceAccount' },
   { group: '', version: 'v1', kind: 'ReplicationController' },
   { group: '', version: 'v1', kind: 'PodTemplate' },
+  { group: '', version: 'v1', kind: 'ResourceQuota' },
+  { group: '', version: 'v1', kind: 'LimitRange' },
   { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice' },
   { group: 'apps', version: 'v1', kind: 'Deployment' },
   { group: 'apps', version: 'v1', kind: 'ReplicaSet' },

@@ -63,6 +63,8 @@ export const MODULE_PROTOBUF_KINDS: readonly ProtobufKindEntry[] = [
   { group: '', version: 'v1', kind: 'ServiceAccount' },
   { group: '', version: 'v1', kind: 'ReplicationController' },
   { group: '', version: 'v1', kind: 'PodTemplate' },
+  { group: '', version: 'v1', kind: 'ResourceQuota' },
+  { group: '', version: 'v1', kind: 'LimitRange' },
   { group: 'discovery.k8s.io', version: 'v1', kind: 'EndpointSlice' },
   { group: 'autoscaling', version: 'v2', kind: 'HorizontalPodAutoscaler' },
   { group: 'autoscaling', version: 'v1', kind: 'HorizontalPodAutoscaler' },

@@ -56,6 +56,7 @@ Flags:
   --horizontal-pod-autoscaler-sync-period D  how often each HPA is reconciled, e.g. 15s (default 15s)
   --horizontal-pod-autoscaler-tolerance F    usage ratios this close to 1 leave replicas alone (default 0.1)
   --horizontal-pod-autoscaler-downscale-stabilization D  scale-down window of HPAs that set none (default 5m)
+  --resource-quota-sync-period D  how often every ResourceQuota's usage is recounted in full (default 5m)
   --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
                                        0 = no limit, here and in the six flags below)
   --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
@@ -317,6 +318,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
       'job-backoff-base-ms': { type: 'string' },
       'cluster-signing-duration': { type: 'string' },
       'horizontal-pod-autoscaler-sync-period': { type: 'string' },
+      'resource-quota-sync-period': { type: 'string' },
       'horizontal-pod-autoscaler-tolerance': { type: 'string' },
       'horizontal-pod-autoscaler-downscale-stabilization': { type: 'string' },
       'max-requests-inflight': { type: 'string' },
@@ -394,6 +396,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
     clusterSigningDurationMs: values['cluster-signing-duration'] === undefined ? undefined : await signingDurationFlag(values['cluster-signing-duration']),
     hpaSyncPeriodMs: await durationFlagMs('horizontal-pod-autoscaler-sync-period', values['horizontal-pod-autoscaler-sync-period']),
     hpaTolerance: num(values['horizontal-pod-autoscaler-tolerance'], 'horizontal-pod-autoscaler-tolerance'),
+    resourceQuotaSyncPeriodMs: await durationFlagMs('resource-quota-sync-period', values['resource-quota-sync-period']),
     hpaDownscaleStabilizationMs: await durationFlagMs('horizontal-pod-autoscaler-downscale-stabilization', values['horizontal-pod-autoscaler-downscale-stabilization']),
     connectionLimits: {
       maxReadsInFlight: num(values['max-requests-inflight'], 'max-requests-inflight'),

@@ -22,10 +22,12 @@ import { nodeRestriction } from './admission/plugins/node-restriction.js';
 import { serviceAccountAdmission, type ServiceAccountLike } from './admission/plugins/service-account.js';
 import { certificateApproval, certificateSigning } from './admission/plugins/certificate-signers.js';
 import { rbacEscalation } from './admission/plugins/rbac-escalation.js';
+import { limitRanger } from './admission/plugins/limit-ranger.js';
+import { registryQuotaStore, resourceQuotaAdmission } from './admission/plugins/resource-quota.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ApiError } from './api/errors.js';
-import type { KubeObject } from './api/types.js';
+import type { KubeObject, LimitRange } from './api/types.js';
 import { bootstrapClusterSecrets } from './auth/cluster-bootstrap.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { kubeconfigText } from './kubeconfig-text.js';
@@ -49,6 +51,7 @@ import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVI
 import { kubernetesServiceIP } from './controllers/system-services/system-services.js';
 import { builtinStrategies } from './registry/kinds/index.js';
 import { SERVICE_INFO } from './registry/kinds/services.js';
+import { LIMITRANGE_INFO } from './registry/kinds/core-policy.js';
 import { parsePortRange } from './registry/service-allocation.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
@@ -166,6 +169,8 @@ export interface ControlPlaneOptions {
   clusterSigningDurationMs?: number;
   /** kube-controller-manager's --horizontal-pod-autoscaler-sync-period (15 s), -tolerance (0.1) and -downscale-stabilization (5 min) */
   hpaSyncPeriodMs?: number;
+  /** kube-controller-manager's --resource-quota-sync-period: every quota's full recount (5 min) */
+  resourceQuotaSyncPeriodMs?: number;
   hpaTolerance?: number;
   hpaDownscaleStabilizationMs?: number;
   /** kube-apiserver's --token-auth-file: CSV `token,user,uid,"group1,group2"` of users authenticated by bearer token */
@@ -255,6 +260,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   await registry.repairStoreHooks(SERVICE_INFO).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'Service allocation repair failed'));
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
+  // LimitRanger as early as upstream, after the sidecar injector so injected containers get the defaults too.
+  for (const plugin of limitRanger({ limitRanges: async (namespace) => (await registry.list(LIMITRANGE_INFO, namespace)).items as LimitRange[] })) admission.register(plugin);
   for (const plugin of serviceAccountAdmission({ getServiceAccount: (namespace, name) => getOrUndefined<ServiceAccountLike>(registry, 'serviceaccounts', namespace, name) })) admission.register(plugin);
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
@@ -270,6 +277,8 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   if (opts.denyServiceExternalIPs) admission.register(denyServiceExternalIPs());
+  // ResourceQuota last, as upstream: it charges what every earlier plugin let through.
+  admission.register(resourceQuotaAdmission({ quotas: registryQuotaStore(registry) }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
@@ -303,6 +312,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
     dataDir: opts.dataDir,
     clusterSigningDurationMs: opts.clusterSigningDurationMs,
     hpaSyncPeriodMs: opts.hpaSyncPeriodMs,
+    resourceQuotaSyncPeriodMs: opts.resourceQuotaSyncPeriodMs,
     hpaTolerance: opts.hpaTolerance,
     hpaDownscaleStabilizationMs: opts.hpaDownscaleStabilizationMs,
   };

@@ -73,6 +73,8 @@ export const SERVICEACCOUNTS = identity('', 'v1', 'ServiceAccount', 'serviceacco
 export const PERSISTENTVOLUMECLAIMS = identity('', 'v1', 'PersistentVolumeClaim', 'persistentvolumeclaims', 'Namespaced');
 export const REPLICATIONCONTROLLERS = identity('', 'v1', 'ReplicationController', 'replicationcontrollers', 'Namespaced');
 export const PODTEMPLATES = identity('', 'v1', 'PodTemplate', 'podtemplates', 'Namespaced');
+export const RESOURCEQUOTAS = identity('', 'v1', 'ResourceQuota', 'resourcequotas', 'Namespaced');
+export const LIMITRANGES = identity('', 'v1', 'LimitRange', 'limitranges', 'Namespaced');
 
 // discovery.k8s.io/v1
 export const ENDPOINTSLICES = identity('discovery.k8s.io', 'v1', 'EndpointSlice', 'endpointslices', 'Namespaced');
@@ -138,6 +140,8 @@ export const BUILTIN_KINDS: readonly KindIdentity[] = [
   PERSISTENTVOLUMECLAIMS,
   REPLICATIONCONTROLLERS,
   PODTEMPLATES,
+  RESOURCEQUOTAS,
+  LIMITRANGES,
   ENDPOINTSLICES,
   DEPLOYMENTS,
   REPLICASETS,

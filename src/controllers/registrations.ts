@@ -27,6 +27,7 @@ import { NodeLifecycleController } from './node-lifecycle/node-lifecycle.js';
 import { RootCAPublisher } from './serviceaccount/root-ca-publisher.js';
 import { ServiceAccountsController } from './serviceaccount/serviceaccounts-controller.js';
 import { REPLICATIONCONTROLLER_KIND, ReplicaSetController } from './replicaset/replicaset-controller.js';
+import { ResourceQuotaController } from './resourcequota/resourcequota-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
 import { SystemServicesController } from './system-services/system-services.js';
@@ -59,6 +60,8 @@ export interface ControllerSettings {
   hpaSyncPeriodMs?: number;
   hpaTolerance?: number;
   hpaDownscaleStabilizationMs?: number;
+  /** the quota controller's full recount period (default 5 min) */
+  resourceQuotaSyncPeriodMs?: number;
 }
 
 function controller<N extends string>(reg: ControllerRegistration<ControllerSettings, N>): ControllerRegistration<ControllerSettings, N> {
@@ -83,6 +86,7 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'daemonset', build: (ctx) => new DaemonSetController(ctx) }),
   controller({ name: 'statefulset', build: (ctx) => new StatefulSetController(ctx) }),
   controller({ name: 'disruption', build: (ctx) => new DisruptionController(ctx) }),
+  controller({ name: 'resourcequota', build: (ctx, s) => new ResourceQuotaController({ ...ctx, resources: () => s.registry.resources(), resyncPeriodMs: s.resourceQuotaSyncPeriodMs }) }),
   controller({ name: 'endpointslice', build: (ctx) => new EndpointSliceController(ctx) }),
   controller({ name: 'endpoint', build: (ctx) => new EndpointsController(ctx) }),
   controller({

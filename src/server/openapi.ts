@@ -67,6 +67,8 @@ const KIND_DESCRIPTIONS: Record<string, string> = {
   ConfigMap: 'Configuration data for pods to consume.',
   Secret: 'Sensitive data for pods to consume.',
   PersistentVolumeClaim: 'A request for storage that pods can mount.',
+  ResourceQuota: 'Limits what the objects of one namespace may use in total.',
+  LimitRange: 'Default and bounding requests and limits for the containers, pods and claims of one namespace.',
   Deployment: 'Declarative updates of a replicated set of pods.',
   ReplicaSet: 'Keeps a number of identical pods running.',
   DaemonSet: 'Runs one pod on each eligible node.',

@@ -535,6 +535,7 @@ describe('bodies captured from the real kubectl', () => {
     { args: ['create', 'cronjob', 'tick', '--image=berth/busybox:test', '--schedule=*/5 * * * *', '--', 'echo', 'hi'], path: /\/apis\/batch\/v1\/namespaces\/default\/cronjobs/ },
     { args: ['create', 'job', 'once', '--image=berth/busybox:test', '--', 'sleep', '1'], path: /\/apis\/batch\/v1\/namespaces\/default\/jobs/ },
     { args: ['create', 'poddisruptionbudget', 'web', '--selector=app=web', '--min-available=50%'], path: /\/apis\/policy\/v1\/namespaces\/default\/poddisruptionbudgets/ },
+    { args: ['create', 'quota', 'team', '--hard=pods=2,requests.cpu=1,limits.memory=1Gi,count/deployments.apps=3', '--scopes=NotTerminating'], path: /\/api\/v1\/namespaces\/default\/resourcequotas/ },
     { args: ['create', 'service', 'clusterip', 'web', '--tcp=80:8080', '--tcp=443:https'], path: /\/api\/v1\/namespaces\/default\/services/ },
     { args: ['create', 'service', 'nodeport', 'np', '--tcp=80:8080', '--node-port=30080'], path: /\/api\/v1\/namespaces\/default\/services/ },
     { args: ['create', 'service', 'clusterip', 'headless', '--clusterip=None'], path: /\/api\/v1\/namespaces\/default\/services/ },

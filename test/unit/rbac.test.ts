@@ -222,6 +222,10 @@ describe('ClusterRole aggregation', () => {
     assert.ok(covers(edit, [{ verbs: ['get', 'create'], apiGroups: [''], resources: ['secrets'] }]).covered);
     assert.ok(!covers(edit, [{ verbs: ['create'], apiGroups: [RBAC], resources: ['rolebindings'] }]).covered);
     assert.ok(covers(admin, [{ verbs: ['create'], apiGroups: [RBAC], resources: ['rolebindings'] }]).covered);
+    // Quotas and limit ranges are the cluster admin's to set: tenants read them (upstream's view), none of the three writes them.
+    assert.ok(covers(view, [{ verbs: ['get', 'list', 'watch'], apiGroups: [''], resources: ['resourcequotas', 'resourcequotas/status', 'limitranges'] }]).covered);
+    assert.ok(!covers(admin, [{ verbs: ['create'], apiGroups: [''], resources: ['resourcequotas'] }]).covered);
+    assert.ok(!covers(admin, [{ verbs: ['update'], apiGroups: [''], resources: ['limitranges'] }]).covered);
     // A new role labelled aggregate-to-view reaches view, edit and admin.
     await registry.create(CLUSTER_ROLE_INFO, undefined, clusterRole('widgets-view', [{ verbs: ['get'], apiGroups: ['example.com'], resources: ['widgets'] }], { 'rbac.authorization.k8s.io/aggregate-to-view': 'true' }));
     const widget = [{ verbs: ['get'], apiGroups: ['example.com'], resources: ['widgets'] }];

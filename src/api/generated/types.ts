@@ -1446,6 +1446,37 @@ export type LifecycleHandler = {
   tcpSocket?: TCPSocketAction;
 };
 
+/** io.k8s.api.core.v1.LimitRange (v1 LimitRange) */
+export type LimitRange = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: LimitRangeSpec;
+};
+
+/** io.k8s.api.core.v1.LimitRangeItem */
+export type LimitRangeItem = {
+  default?: Record<string, Quantity>;
+  defaultRequest?: Record<string, Quantity>;
+  max?: Record<string, Quantity>;
+  maxLimitRequestRatio?: Record<string, Quantity>;
+  min?: Record<string, Quantity>;
+  type: string;
+};
+
+/** io.k8s.api.core.v1.LimitRangeList (v1 LimitRangeList) */
+export type LimitRangeList = {
+  apiVersion?: string;
+  items: LimitRange[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.core.v1.LimitRangeSpec */
+export type LimitRangeSpec = {
+  limits: LimitRangeItem[];
+};
+
 /** io.k8s.api.core.v1.LinuxContainerUser */
 export type LinuxContainerUser = {
   gid: number;
@@ -2459,6 +2490,36 @@ export type ResourceMetricStatus = {
   name: string;
 };
 
+/** io.k8s.api.core.v1.ResourceQuota (v1 ResourceQuota) */
+export type ResourceQuota = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: ResourceQuotaSpec;
+  status?: ResourceQuotaStatus;
+};
+
+/** io.k8s.api.core.v1.ResourceQuotaList (v1 ResourceQuotaList) */
+export type ResourceQuotaList = {
+  apiVersion?: string;
+  items: ResourceQuota[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.core.v1.ResourceQuotaSpec */
+export type ResourceQuotaSpec = {
+  hard?: Record<string, Quantity>;
+  scopeSelector?: ScopeSelector;
+  scopes?: string[];
+};
+
+/** io.k8s.api.core.v1.ResourceQuotaStatus */
+export type ResourceQuotaStatus = {
+  hard?: Record<string, Quantity>;
+  used?: Record<string, Quantity>;
+};
+
 /** io.k8s.api.core.v1.ResourceRequirements */
 export type ResourceRequirements = {
   claims?: ResourceClaim[];
@@ -2579,6 +2640,18 @@ export type ScaleSpec = {
 export type ScaleStatus = {
   replicas: number;
   selector?: string;
+};
+
+/** io.k8s.api.core.v1.ScopeSelector */
+export type ScopeSelector = {
+  matchExpressions?: ScopedResourceSelectorRequirement[];
+};
+
+/** io.k8s.api.core.v1.ScopedResourceSelectorRequirement */
+export type ScopedResourceSelectorRequirement = {
+  operator: string;
+  scopeName: string;
+  values?: string[];
 };
 
 /** io.k8s.api.core.v1.SeccompProfile */

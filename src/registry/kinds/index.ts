@@ -10,6 +10,7 @@ import { APPS_STRATEGIES } from './apps.js';
 import { APPS_SETS_STRATEGIES } from './apps-sets.js';
 import { BATCH_STRATEGIES } from './batch.js';
 import { CORE_STRATEGIES } from './core.js';
+import { CORE_POLICY_STRATEGIES } from './core-policy.js';
 import { ADMISSIONREGISTRATION_STRATEGIES } from './admissionregistration.js';
 import { crdStrategy } from './apiextensions.js';
 import { COORDINATION_STRATEGIES } from './coordination.js';
@@ -30,7 +31,7 @@ import { APIREGISTRATION_STRATEGIES } from './apiregistration.js';
  * control plane's flags (the Service ranges) take them here.
  */
 export function builtinStrategies(opts: { services?: ServiceStrategyOptions } = {}): KindStrategy<KubeObject>[] {
-  return [...CORE_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...NETWORKING_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...CERTIFICATES_STRATEGIES, ...RBAC_STRATEGIES, ...AUTOSCALING_STRATEGIES, ...REPLICATION_STRATEGIES, ...APIREGISTRATION_STRATEGIES];
+  return [...CORE_STRATEGIES, ...CORE_POLICY_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...NETWORKING_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...CERTIFICATES_STRATEGIES, ...RBAC_STRATEGIES, ...AUTOSCALING_STRATEGIES, ...REPLICATION_STRATEGIES, ...APIREGISTRATION_STRATEGIES];
 }
 
 /** The built-in kinds with their default configuration (Services allocate from the default ranges). */
