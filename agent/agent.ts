@@ -29,6 +29,7 @@ import { StatusManager } from './status.js';
 import { ResourceSampler, resourceMetricsText } from './metrics/resource-sampler.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
+import { startLocalPathSweeper } from './volumes/local-path.js';
 import { proxyTableFor } from './proxy/service-proxy.js';
 import { startServiceProxy } from './proxy/start.js';
 import { servicesInformer } from './services/services-cache.js';
@@ -150,6 +151,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       daemonPort: endpoint?.port,
       onCredentialRejected: (message) => reportRejected(message),
       networkProblem: options.podNetwork === undefined && runtime.networks ? () => networkProblem : undefined,
+      localPathDir: o.localPathDir,
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -252,6 +254,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const serviceProxy =
     o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: proxyTable, tableComment: tableOwnerComment(clusterId), services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
+  const localPathSweeper = startLocalPathSweeper({ client, localPathDir: o.localPathDir, intervalMs: o.intervals.claimVolumeSweepMs, log });
   log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
   let stopping: Promise<void> | undefined;
@@ -271,6 +274,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         dns.stop();
         serviceProxy?.stop();
         claimSweeper?.stop();
+        localPathSweeper.stop();
         await pods.stop();
         services.stop();
         await status.idle();

@@ -22,6 +22,7 @@ import type { BindMount, MountPropagation } from '../runtime/container-options.j
 import type { VolumeRuntime } from '../runtime/volumes.js';
 import { writeAtomically, type Payload } from './atomic-writer.js';
 import { ensureClaimVolume } from './claim-volumes.js';
+import type { ClaimSource } from './local-path.js';
 import { prepareHostPath } from './host-path.js';
 import { bindMountFd, isMountPoint, mountTmpfs, removeTreeOnOneDevice, unmount, unmountAllUnder } from './mounts.js';
 import type { PodPaths } from './paths.js';
@@ -50,10 +51,11 @@ export interface VolumeManagerOptions {
   /** tokens for projected serviceAccountToken sources (none: such volumes cannot be set up) */
   tokens?: TokenSource | undefined;
   /**
-   * persistentVolumeClaim volumes: the runtime's named volumes (none: such volumes cannot be set up), the
-   * claim's uid (undefined: no such claim), the cluster's id and this node's name
+   * persistentVolumeClaim volumes: where the claim's data is (local-path.ts's resolveClaimSource:
+   * throws when the claim is missing or unbound), and for claims of an earlier Berth the runtime's
+   * named volumes (none: those cannot be set up), the cluster's id and this node's name
    */
-  claims?: { volumes: VolumeRuntime | undefined; uidOf(namespace: string, name: string): Promise<string | undefined>; clusterId(): Promise<string>; nodeName: string };
+  claims?: { volumes: VolumeRuntime | undefined; resolve(namespace: string, name: string): Promise<ClaimSource & { claimUid: string }>; clusterId(): Promise<string>; nodeName: string };
 }
 
 function volumeKind(v: Record<string, unknown>): VolumeKind {
@@ -138,19 +140,24 @@ export class VolumeManager {
     const source = (v[kind] ?? {}) as Record<string, unknown>;
     if (kind === 'hostPath') return { name: v.name, kind, hostPath: prepareHostPath(source), forceReadOnly: false };
     if (kind === 'persistentVolumeClaim') {
-      // A claim is a runtime named volume that outlives the pod (claim-volumes.ts).
+      // A claim is its PersistentVolume's path on this host (local-path.ts), or, made by an earlier
+      // Berth, a runtime named volume that outlives the pod (claim-volumes.ts).
       const claimName = typeof source.claimName === 'string' ? source.claimName : '';
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
       const forceReadOnly = source.readOnly === true;
       const mounted = this.claimMounts.get(uid)?.get(v.name);
       if (mounted) return { name: v.name, kind, hostPath: mounted, forceReadOnly };
       const claims = this.opts.claims;
-      if (!claims?.volumes) throw new Error('the container runtime of this node has no named volumes for persistentVolumeClaims');
+      if (!claims) throw new Error('this node cannot mount persistentVolumeClaims');
       const namespace = pod.metadata.namespace ?? 'default';
-      const claimUid = await claims.uidOf(namespace, claimName);
-      if (!claimUid) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
-      const clusterId = await claims.clusterId();
-      const hostPath = await ensureClaimVolume({ volumes: claims.volumes, namespace, claimName, claimUid, clusterId, nodeName: claims.nodeName });
+      const data = await claims.resolve(namespace, claimName);
+      let hostPath: string;
+      if ('hostPath' in data) hostPath = data.hostPath;
+      else {
+        if (!claims.volumes) throw new Error('the container runtime of this node has no named volumes for persistentVolumeClaims');
+        const clusterId = await claims.clusterId();
+        hostPath = await ensureClaimVolume({ volumes: claims.volumes, namespace, claimName, claimUid: data.claimUid, clusterId, nodeName: claims.nodeName });
+      }
       let mounts = this.claimMounts.get(uid);
       if (!mounts) this.claimMounts.set(uid, (mounts = new Map()));
       mounts.set(v.name, hostPath);
