@@ -37,6 +37,8 @@ export interface PreparedVolume {
   kind: VolumeKind;
   /** API-backed volumes are always mounted read-only, whatever the volumeMount says */
   forceReadOnly: boolean;
+  /** a runtime named volume (a claim of an earlier Berth): it lives inside the runtime's root */
+  runtimeVolume?: boolean;
 }
 
 export type VolumeKind = 'emptyDir' | 'hostPath' | 'persistentVolumeClaim' | ProjectedKind;
@@ -109,7 +111,7 @@ export class VolumeManager {
    * uid → volume name → host path of its claim volume. A pod keeps the volume it started with (as in
    * Kubernetes, a claim remade under it does not swap its mount), and resyncs skip the API and Docker.
    */
-  private readonly claimMounts = new Map<string, Map<string, string>>();
+  private readonly claimMounts = new Map<string, Map<string, { hostPath: string; runtimeVolume: boolean }>>();
   /** secret volumes fall back to disk once tmpfs turned out unavailable (not root) */
   private tmpfsUnavailable = false;
 
@@ -146,12 +148,13 @@ export class VolumeManager {
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
       const forceReadOnly = source.readOnly === true;
       const mounted = this.claimMounts.get(uid)?.get(v.name);
-      if (mounted) return { name: v.name, kind, hostPath: mounted, forceReadOnly };
+      if (mounted) return { name: v.name, kind, ...mounted, forceReadOnly };
       const claims = this.opts.claims;
       if (!claims) throw new Error('this node cannot mount persistentVolumeClaims');
       const namespace = pod.metadata.namespace ?? 'default';
       const data = await claims.resolve(namespace, claimName);
       let hostPath: string;
+      const runtimeVolume = !('hostPath' in data);
       if ('hostPath' in data) hostPath = data.hostPath;
       else {
         if (!claims.volumes) throw new Error('the container runtime of this node has no named volumes for persistentVolumeClaims');
@@ -160,8 +163,8 @@ export class VolumeManager {
       }
       let mounts = this.claimMounts.get(uid);
       if (!mounts) this.claimMounts.set(uid, (mounts = new Map()));
-      mounts.set(v.name, hostPath);
-      return { name: v.name, kind, hostPath, forceReadOnly };
+      mounts.set(v.name, { hostPath, runtimeVolume });
+      return { name: v.name, kind, hostPath, forceReadOnly, runtimeVolume };
     }
 
     const dir = this.opts.paths.volumeDir(uid, v.name);
@@ -237,7 +240,7 @@ export class VolumeManager {
       const propagation = propagationOf(m);
       if (propagation) mount.propagation = propagation;
       // Docker refuses private binds from inside its own root (where named volumes live).
-      else if (vol.kind === 'persistentVolumeClaim') mount.propagation = 'rslave';
+      else if (vol.runtimeVolume) mount.propagation = 'rslave';
       mounts.push(mount);
     }
     return mounts;

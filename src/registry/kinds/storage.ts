@@ -65,7 +65,7 @@ const PV_COLUMNS: ColumnProvider = {
       pv.spec?.capacity?.storage ?? '',
       modesOf(pv.spec?.accessModes),
       pv.spec?.persistentVolumeReclaimPolicy ?? '',
-      pv.status?.phase ?? '',
+      pv.metadata.deletionTimestamp ? 'Terminating' : (pv.status?.phase ?? ''),
       ref ? `${ref.namespace ?? ''}/${ref.name ?? ''}` : '',
       storageClassOf(pv),
       pv.spec?.volumeAttributesClassName || UNSET,
