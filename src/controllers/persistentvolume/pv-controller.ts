@@ -81,6 +81,26 @@ function claimRefTo(pvc: PersistentVolumeClaim): ObjectReference {
   return { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: pvc.metadata.namespace, name: pvc.metadata.name, uid: pvc.metadata.uid, resourceVersion: pvc.metadata.resourceVersion };
 }
 
+/** How many objects a pass works on at once. */
+const PASS_CONCURRENCY = 16;
+
+async function eachConcurrently<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const errors: unknown[] = [];
+  const worker = async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      try {
+        await work(item);
+      } catch (e) {
+        errors.push(e);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PASS_CONCURRENCY, items.length) }, worker));
+  if (errors.length) throw errors[0];
+}
+
 function isConflict(e: unknown): boolean {
   return e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound' || e.reason === 'AlreadyExists');
 }
@@ -128,8 +148,11 @@ export class PersistentVolumeController {
 
   /** One pass (public so tests drive passes themselves). */
   async sync(): Promise<void> {
-    for (const pv of this.volumes.list()) await this.guard(() => this.syncVolume(pv));
-    for (const pvc of this.claims.list()) await this.guard(() => this.syncClaim(pvc));
+    // Objects are independent, so a pass works on several at once; two claims after one volume
+    // cannot both get it, as each write names the resourceVersion it read (the loser's Conflict
+    // waits for the next pass).
+    await eachConcurrently(this.volumes.list(), (pv) => this.guard(() => this.syncVolume(pv)));
+    await eachConcurrently(this.claims.list(), (pvc) => this.guard(() => this.syncClaim(pvc)));
   }
 
   private async guard(step: () => Promise<void>): Promise<void> {
@@ -261,7 +284,7 @@ export class PersistentVolumeController {
     const key = `${reason}|${message}`;
     if (this.pendingReason.get(pvc.metadata.uid ?? '') === key) return;
     this.pendingReason.set(pvc.metadata.uid ?? '', key);
-    await this.events.record({ about: pvc, type, reason, message });
+    void this.events.record({ about: pvc, type, reason, message });
   }
 
   private async annotateProvisioner(pvc: PersistentVolumeClaim, provisioner: string): Promise<PersistentVolumeClaim> {

@@ -16,7 +16,7 @@ import type { SharedInformers } from '../runtime/informer-factory.js';
 import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
 import { unboundDelayedClaims, volumeBindingFilter, type VolumeBindingContext } from './volume-binding.js';
 import { ANN_SELECTED_NODE } from '../../api/storage.js';
-import type { KubeObject, PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../api/types.js';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../api/types.js';
 import { PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES } from '../../api/identities.js';
 
 export interface SchedulerOptions {
@@ -75,8 +75,10 @@ export class Scheduler {
     const classes = opts.informers.informerFor<StorageClass>(STORAGECLASSES);
     this.volumeInformers = { claims, volumes, classes };
     this.volumeContext = { claim: (ns, name) => claims.get(`${ns}/${name}`), volume: (name) => volumes.get(name), volumes: () => volumes.list(), storageClass: (name) => classes.get(name) };
-    // A claim bound or provisioned may let a waiting pod go on.
-    for (const inf of [claims, volumes, classes] as unknown as Informer<KubeObject>[]) inf.addHandlers({ onAdd: nodeChanged, onUpdate: nodeChanged, onDelete: nodeChanged });
+    // A claim made or bound, a volume made or gone, a class changed: a waiting pod may go on.
+    claims.addHandlers({ onAdd: nodeChanged, onDelete: nodeChanged, onUpdate: (pvc, old) => (pvc.status?.phase !== old.status?.phase || pvc.spec?.volumeName !== old.spec?.volumeName) && nodeChanged() });
+    volumes.addHandlers({ onAdd: nodeChanged, onDelete: nodeChanged });
+    classes.addHandlers({ onAdd: nodeChanged, onUpdate: nodeChanged, onDelete: nodeChanged });
     this.nodes.addHandlers({ onAdd: nodeChanged, onUpdate: (n, old) => (JSON.stringify(n.spec) !== JSON.stringify(old.spec) || readyOf(n) !== readyOf(old) || JSON.stringify(n.status?.allocatable) !== JSON.stringify(old.status?.allocatable) || JSON.stringify(n.metadata.labels) !== JSON.stringify(old.metadata.labels)) && nodeChanged(), onDelete: nodeChanged });
   }
 
