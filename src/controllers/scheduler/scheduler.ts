@@ -160,7 +160,7 @@ export class Scheduler {
     }
     this.unschedulable.delete(key);
     const nodeName = best.node.metadata.name!;
-    if (await this.claimsNeedNode(pod, nodeName)) {
+    if (this.claimsNeedNode(key, pod, nodeName)) {
       // Retried when the claims are bound (a claim event), then bound to the only node that fits.
       this.unschedulable.add(key);
       return 'unschedulable';
@@ -184,17 +184,18 @@ export class Scheduler {
 
   /**
    * VolumeBinding's pre-bind: the pod's unbound WaitForFirstConsumer claims get the chosen node; true
-   * while any of them is unbound, so the pod waits for the PV controller to bind them there.
+   * while any of them is unbound, so the pod waits for the PV controller to bind them there. The
+   * writes are not awaited, so one worker keeps scheduling other pods meanwhile; a failed one puts
+   * the pod back in the queue (with backoff).
    */
-  private async claimsNeedNode(pod: Pod, nodeName: string): Promise<boolean> {
+  private claimsNeedNode(key: string, pod: Pod, nodeName: string): boolean {
     const unbound = unboundDelayedClaims(pod, this.volumeContext);
     for (const pvc of unbound) {
       if (pvc.metadata.annotations?.[ANN_SELECTED_NODE] === nodeName) continue;
-      try {
-        await this.opts.client.update(PERSISTENTVOLUMECLAIMS, { ...pvc, metadata: { ...pvc.metadata, annotations: { ...(pvc.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: nodeName } } });
-      } catch (e) {
-        if (!(e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound'))) throw e;
-      }
+      const annotated = { ...pvc, metadata: { ...pvc.metadata, annotations: { ...(pvc.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: nodeName } } };
+      this.opts.client.update(PERSISTENTVOLUMECLAIMS, annotated).catch((e: unknown) => {
+        if (!(e instanceof ApiError && e.reason === 'NotFound')) this.controller.queue.addRateLimited(key);
+      });
     }
     return unbound.length > 0;
   }
