@@ -175,9 +175,9 @@ volumeBindingMode: WaitForFirstConsumer
     assert.ok(fs.existsSync(path.join(pv.spec!.hostPath!.path, 'f')));
   });
 
-  it('a StatefulSet\'s pods find their own data after pod deletion and after the StatefulSet\'s; whenDeleted Delete removes claims and volumes', async () => {
-    await apply(setYaml('web', 'Retain', 3) + '---\n' + setYaml('gone', 'Delete', 1));
-    await Promise.all([readySetPods('web', 3), readySetPods('gone', 1)]);
+  it('a StatefulSet\'s pods find their own data after pod deletion and after the StatefulSet\'s (Retain); switched to whenDeleted Delete, its claims and volumes go with it', async () => {
+    await apply(setYaml('web', 'Retain', 3));
+    await readySetPods('web', 3);
     const ids = async () => Promise.all([0, 1, 2].map((i) => exec(`web-${i}`, 'cat /data/id')));
     assert.deepEqual(await ids(), ['web-0 0', 'web-1 1', 'web-2 2']);
 
@@ -186,21 +186,30 @@ volumeBindingMode: WaitForFirstConsumer
     await readySetPods('web', 3, before);
     assert.deepEqual(await ids(), ['web-0 0', 'web-1 1', 'web-2 2']);
 
-    const claimsOf = async (app: string) => (await c.client.list<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS, { namespace: ns })).items.filter((x) => x.metadata.name?.startsWith(`data-${app}-`));
-    const webVolumes = (await claimsOf('web')).map((x) => x.spec.volumeName!).sort();
-    const goneVolume = (await claimsOf('gone'))[0]!.spec.volumeName!;
-    const goneDir = (await getVolume(goneVolume))!.spec!.hostPath!.path;
-    await c.kubectl(['delete', 'sts', '-n', ns, 'web', 'gone', '--wait=true']);
-    await waitFor(async () => (await c.client.list<Pod>(CORE.pods, { namespace: ns, labelSelector: 'app in (web,gone)' })).items.length === 0, 30_000, 'the sets\' pods gone');
-    // Retain: claims and volumes stay, bound.
-    assert.deepEqual((await claimsOf('web')).map((x) => `${x.metadata.name}:${x.status?.phase}:${x.spec.volumeName}`).sort(), webVolumes.map((v, i) => `data-web-${i}:Bound:${v}`).sort());
-    // Delete: the claim goes with its set, then its volume and directory.
-    await waitFor(async () => (await claimsOf('gone')).length === 0 && !(await getVolume(goneVolume)) && !fs.existsSync(goneDir), 30_000, 'gone\'s claim, volume and directory removed');
-
+    const claims = async () => (await c.client.list<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS, { namespace: ns })).items.filter((x) => x.metadata.name?.startsWith('data-web-'));
+    const bindings = async () => (await claims()).map((x) => `${x.metadata.name}:${x.status?.phase}:${x.spec.volumeName}`).sort();
+    const boundBefore = await bindings();
+    const volumes = (await claims()).map((x) => x.spec.volumeName!).sort();
+    await c.kubectl(['delete', 'sts', '-n', ns, 'web', '--wait=true']);
+    await waitFor(async () => (await c.client.list<Pod>(CORE.pods, { namespace: ns, labelSelector: 'app=web' })).items.length === 0, 30_000, 'the set\'s pods gone');
+    // Retain: claims and volumes stay, bound to each other.
+    assert.deepEqual(await bindings(), boundBefore);
+    assert.equal(boundBefore.filter((b) => /^data-web-[012]:Bound:pvc-/.test(b)).length, 3);
     await apply(setYaml('web', 'Retain', 3));
     await readySetPods('web', 3);
     assert.deepEqual(await ids(), ['web-0 0', 'web-1 1', 'web-2 2']);
-    assert.deepEqual((await claimsOf('web')).map((x) => x.spec.volumeName!).sort(), webVolumes);
+    assert.deepEqual(await bindings(), boundBefore);
+
+    // whenDeleted Delete: the set takes its existing claims, and they go with it, then volumes and directories.
+    const dirs = await Promise.all(volumes.map(async (v) => (await getVolume(v))!.spec!.hostPath!.path));
+    await apply(setYaml('web', 'Delete', 3));
+    await waitFor(async () => (await claims()).every((x) => x.metadata.ownerReferences?.some((r) => r.kind === 'StatefulSet' && r.name === 'web')), 10_000, 'claims owned by the set');
+    await c.kubectl(['delete', 'sts', '-n', ns, 'web']);
+    await waitFor(
+      async () => (await claims()).length === 0 && (await Promise.all(volumes.map(getVolume))).every((v) => !v) && dirs.every((d) => !fs.existsSync(d)),
+      30_000,
+      'the set\'s claims, volumes and directories removed',
+    );
   });
 
   it('a claim an earlier Berth kept in a Docker named volume is adopted as a PersistentVolume, data and all', async () => {

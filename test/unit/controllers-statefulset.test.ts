@@ -106,6 +106,22 @@ describe('StatefulSet controller', () => {
     assert.deepEqual(env.list<PersistentVolumeClaim>('', 'persistentvolumeclaims').map((c) => c.metadata.name), ['data-web-0']);
   });
 
+  it('whenDeleted follows the policy as it changes: Delete makes the set own its claims, Retain gives them back', async () => {
+    const { env, ssc } = await setup({ podManagementPolicy: 'Parallel', replicas: 2 });
+    await pass(env, ssc);
+    const setUid = env.get<StatefulSet>('apps', 'statefulsets', 'web').metadata.uid;
+    const owners = () => env.list<PersistentVolumeClaim>('', 'persistentvolumeclaims').map((c) => `${c.metadata.name}:${(c.metadata.ownerReferences ?? []).filter((r) => r.uid === setUid && r.controller === false).length}`).sort();
+    assert.deepEqual(owners(), ['data-web-0:0', 'data-web-1:0']);
+    await env.modify<StatefulSet>('apps', 'statefulsets', 'web', (s) => void (s.spec.persistentVolumeClaimRetentionPolicy = { whenDeleted: 'Delete', whenScaled: 'Retain' }));
+    await pass(env, ssc);
+    await pass(env, ssc);
+    assert.deepEqual(owners(), ['data-web-0:1', 'data-web-1:1']);
+    await env.modify<StatefulSet>('apps', 'statefulsets', 'web', (s) => void (s.spec.persistentVolumeClaimRetentionPolicy = { whenDeleted: 'Retain', whenScaled: 'Retain' }));
+    await pass(env, ssc);
+    await pass(env, ssc);
+    assert.deepEqual(owners(), ['data-web-0:0', 'data-web-1:0']);
+  });
+
   it('RollingUpdate with partition replaces ordinals >= partition, highest first, one at a time', async () => {
     const { env, ssc } = await setup({ updateStrategy: { type: 'RollingUpdate', rollingUpdate: { partition: 1 } } });
     for (const n of ['web-0', 'web-1', 'web-2']) {
