@@ -116,7 +116,11 @@ describe('PersistentVolume controller', () => {
     assert.equal(v.metadata.annotations?.['pv.kubernetes.io/provisioned-by'], 'berth.dev/local-path');
     assert.ok(eventsAbout(env, 'data').includes(`ProvisioningSucceeded: Successfully provisioned volume pvc-${c.metadata.uid}`));
 
-    // The claim goes: Delete deletes the volume, which its node's agent finishes (the finalizer stays here).
+    assert.equal(v.metadata.finalizers, undefined, 'held only once its node has made the directory');
+
+    // Its node mounted it (the agent adds the cleanup finalizer first). The claim goes: Delete
+    // deletes the volume, which the node's agent finishes (the finalizer stays here).
+    await env.modify<PersistentVolume>('', 'persistentvolumes', v.metadata.name!, (pv) => void (pv.metadata.finalizers = [LOCAL_PATH_FINALIZER]));
     await env.registry.delete(env.info('', 'persistentvolumeclaims'), 'default', 'data');
     await passes(env, pvc);
     const gone = env.get<PersistentVolume>('', 'persistentvolumes', v.metadata.name!, undefined);

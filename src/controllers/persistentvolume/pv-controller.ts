@@ -357,7 +357,9 @@ export class PersistentVolumeController {
     const pv: PersistentVolume = {
       apiVersion: 'v1',
       kind: 'PersistentVolume',
-      metadata: { name, annotations: { [ANN_PROVISIONED_BY]: LOCAL_PATH_PROVISIONER, [ANN_BOUND_BY_CONTROLLER]: 'yes' }, finalizers: [LOCAL_PATH_FINALIZER] },
+      // No cleanup finalizer yet: the node's agent adds it before it makes the directory, so a volume
+      // no pod ever mounted has nothing to clean and is not held.
+      metadata: { name, annotations: { [ANN_PROVISIONED_BY]: LOCAL_PATH_PROVISIONER, [ANN_BOUND_BY_CONTROLLER]: 'yes' } },
       spec: {
         capacity: { storage: requestedStorage(pvc) },
         accessModes: pvc.spec?.accessModes ?? [],
