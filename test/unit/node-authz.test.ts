@@ -338,6 +338,17 @@ describe('NodeRestriction admission', () => {
     assert.match(admit({ operation: 'CREATE', info: NODES, object: node('a', { 'node-restriction.kubernetes.io/x': 'y' }) }), /not allowed to set the following labels/);
   });
 
+  it('lets a node change only the local-path cleanup finalizer of a volume', () => {
+    const PVS = info('persistentvolumes');
+    const pv = (finalizers: string[], path = '/s/pvc-1'): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pvc-1', finalizers, resourceVersion: '1' }, spec: { hostPath: { path } } });
+    const before = pv(['kubernetes.io/pv-protection']);
+    assert.equal(admit({ operation: 'UPDATE', info: PVS, object: pv(['kubernetes.io/pv-protection', 'berth.dev/local-path-cleanup']), oldObject: before }), 'allowed');
+    assert.equal(admit({ operation: 'UPDATE', info: PVS, object: before, oldObject: pv(['kubernetes.io/pv-protection', 'berth.dev/local-path-cleanup']) }), 'allowed');
+    assert.match(admit({ operation: 'UPDATE', info: PVS, object: pv([]), oldObject: before }), /can only add or remove the berth.dev\/local-path-cleanup finalizer/);
+    assert.match(admit({ operation: 'UPDATE', info: PVS, object: pv(['kubernetes.io/pv-protection'], '/etc'), oldObject: before }), /can only add or remove/);
+    assert.match(admit({ operation: 'DELETE', info: PVS, object: before }), /can only update persistentvolumes' finalizers/);
+  });
+
   it('keeps a node to pods bound to it, and lets it create none', () => {
     assert.equal(admit({ operation: 'DELETE', info: PODS, object: boundPod('a') }), 'allowed');
     assert.match(admit({ operation: 'DELETE', info: PODS, object: boundPod('b') }), /can only delete pods with spec.nodeName set to itself/);
