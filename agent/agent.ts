@@ -29,6 +29,7 @@ import { StatusManager } from './status.js';
 import { ResourceSampler, resourceMetricsText } from './metrics/resource-sampler.js';
 import { syncAgentEndpoint } from './server/agent-endpoint.js';
 import { startClaimVolumeSweeper } from './volumes/claim-volumes.js';
+import { startLocalPathSweeper } from './volumes/local-path.js';
 import { proxyTableFor } from './proxy/service-proxy.js';
 import { startServiceProxy } from './proxy/start.js';
 import { NftCommand } from './proxy/nft-executor.js';
@@ -153,6 +154,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       daemonPort: endpoint?.port,
       onCredentialRejected: (message) => reportRejected(message),
       networkProblem: options.podNetwork === undefined && runtime.networks ? () => networkProblem : undefined,
+      localPathDir: o.localPathDir,
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -261,6 +263,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   const policyEnforcer = realNft ? new PolicyEnforcer({ client, nodeName: o.nodeName, table: policyTable, tableComment: tableOwnerComment(clusterId), executor: new NftCommand(), log: log.child({ component: 'network-policy' }), retryMs: o.intervals.retryMs }) : undefined;
   policyEnforcer?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'network policy enforcer did not start'));
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
+  const localPathSweeper = startLocalPathSweeper({ client, localPathDir: o.localPathDir, intervalMs: o.intervals.claimVolumeSweepMs, log });
   log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
   let stopping: Promise<void> | undefined;
@@ -281,6 +284,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         serviceProxy?.stop();
         policyEnforcer?.stop();
         claimSweeper?.stop();
+        localPathSweeper.stop();
         await pods.stop();
         services.stop();
         await status.idle();

@@ -5,6 +5,7 @@
  * whole every time; addresses are re-asserted as the kubelet does on every status sync).
  */
 import { readFile, statfs } from 'node:fs/promises';
+import { LOCAL_PATH_DIR_ANNOTATION } from '../src/api/storage.js';
 import os from 'node:os';
 import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
@@ -47,6 +48,8 @@ export interface NodeStatusOptions {
    * not reported (a runtime network the agent did not make).
    */
   networkProblem?: () => string | undefined;
+  /** the node's local-path volume directory, published in the `storage.berth.dev/local-path-dir` annotation for the provisioner */
+  localPathDir?: string | undefined;
 }
 
 /** Consecutive heartbeats refused with 401 before the credential counts as rejected. */
@@ -176,6 +179,7 @@ export class NodeStatusReporter {
           'beta.kubernetes.io/os': 'linux',
           'beta.kubernetes.io/arch': arch,
         },
+        ...(this.opts.localPathDir ? { annotations: { [LOCAL_PATH_DIR_ANNOTATION]: this.opts.localPathDir } } : {}),
       },
       spec: {},
       status: {
@@ -209,8 +213,9 @@ export class NodeStatusReporter {
     if (!created) {
       const existing = await client.get<Node>(CORE.nodes, { name: nodeName });
       const labels = desired.metadata.labels!;
-      const missing = Object.entries(labels).some(([k, v]) => existing.metadata.labels?.[k] !== v);
-      if (missing) await client.patch<Node>(CORE.nodes, { name: nodeName, type: 'merge', patch: { metadata: { labels } } });
+      const annotations = desired.metadata.annotations ?? {};
+      const missing = Object.entries(labels).some(([k, v]) => existing.metadata.labels?.[k] !== v) || Object.entries(annotations).some(([k, v]) => existing.metadata.annotations?.[k] !== v);
+      if (missing) await client.patch<Node>(CORE.nodes, { name: nodeName, type: 'merge', patch: { metadata: { labels, annotations } } });
       this.log.info({ nodeIP: this.opts.nodeIP }, 'node already registered; updated it');
     }
     // A create may or may not keep status; one merge patch of the status subresource settles it.

@@ -3,6 +3,7 @@
  * (resolveAgentOptions). Everything else in the agent reads ResolvedAgentOptions only.
  */
 import os from 'node:os';
+import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_CLUSTER_DOMAIN } from '../src/api/services.js';
 import type { Client } from '../src/client/client.js';
@@ -96,6 +97,8 @@ export interface AgentOptions {
   sandboxNetwork?: SandboxNetworkMode | undefined;
   /** tests: the service proxy's nft; without it the proxy runs real nft, and only with the Docker runtime */
   nftExecutor?: NftExecutor;
+  /** where local-path PersistentVolumes of this node live (a directory each); default `<dataDir>/storage`, as k3s keeps them under its data dir */
+  localPathDir?: string | undefined;
 }
 
 export interface ResolvedAgentOptions {
@@ -124,6 +127,7 @@ export interface ResolvedAgentOptions {
   clusterId: string | undefined;
   sandboxNetwork: SandboxNetworkMode;
   nftExecutor: NftExecutor | undefined;
+  localPathDir: string;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -188,6 +192,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     clusterId: o.clusterId,
     sandboxNetwork: o.sandboxNetwork ?? 'agent',
     nftExecutor: o.nftExecutor,
+    localPathDir: path.resolve(o.localPathDir ?? path.join(o.dataDir, 'storage')),
   };
 }
 

@@ -46,6 +46,8 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: '', version: 'v1', kind: 'ConfigMap' },
   { group: '', version: 'v1', kind: 'Secret' },
   { group: '', version: 'v1', kind: 'PersistentVolumeClaim' },
+  { group: '', version: 'v1', kind: 'PersistentVolume' },
+  { group: 'storage.k8s.io', version: 'v1', kind: 'StorageClass' },
   { group: '', version: 'v1', kind: 'Service' },
   { group: '', version: 'v1', kind: 'Endpoints' },
   { group: '', version: 'v1', kind: 'ServiceAccount' },

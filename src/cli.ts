@@ -133,7 +133,10 @@ Flags:
                           other names to them (default /etc/resolv.conf)
   --heartbeat-interval-ms N   node status heartbeat period (default 10000, as the kubelet)
   --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
-  --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims are removed (default 60000)
+  --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims, and directories of
+                              local-path volumes deleted under reclaim policy Delete, are removed (default 60000)
+  --local-path-dir DIR    where the local-path provisioner's volumes of this node live, one directory
+                          each (default DATA_DIR/storage)
   --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
   --runtime-check-interval-ms N  how often Docker is asked whether it is up (default 5000, as the kubelet)
   --runtime-down-after-ms N      no answer from Docker for this long: node NotReady (default 30000, as the kubelet)
@@ -523,6 +526,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'heartbeat-interval-ms': { type: 'string' },
       'relist-interval-ms': { type: 'string' },
       'claim-sweep-interval-ms': { type: 'string' },
+      'local-path-dir': { type: 'string' },
       'crash-backoff-base-ms': { type: 'string' },
       'runtime-check-interval-ms': { type: 'string' },
       'runtime-down-after-ms': { type: 'string' },
@@ -586,6 +590,7 @@ async function runAgent(argv: string[]): Promise<void> {
       resolvConf: values['resolv-conf'],
       serviceProxyTable: values['service-proxy-table'],
       sandboxNetwork: values['sandbox-network'] as SandboxNetworkMode | undefined,
+      localPathDir: values['local-path-dir'],
       intervals: {
         heartbeatMs: ms('heartbeat-interval-ms'),
         relistMs: ms('relist-interval-ms'),

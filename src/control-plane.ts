@@ -26,6 +26,8 @@ import { limitRanger } from './admission/plugins/limit-ranger.js';
 import { registryQuotaStore, resourceQuotaAdmission } from './admission/plugins/resource-quota.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
+import { ANN_DEFAULT_CLASS, LOCAL_PATH_CLASS, LOCAL_PATH_PROVISIONER } from './api/storage.js';
+import { defaultStorageClassAdmission, persistentVolumeClaimResize, storageObjectInUseProtection } from './admission/plugins/storage.js';
 import { ApiError } from './api/errors.js';
 import type { KubeObject, LimitRange } from './api/types.js';
 import { bootstrapClusterSecrets } from './auth/cluster-bootstrap.js';
@@ -263,6 +265,9 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   // LimitRanger as early as upstream, after the sidecar injector so injected containers get the defaults too.
   for (const plugin of limitRanger({ limitRanges: async (namespace) => (await registry.list(LIMITRANGE_INFO, namespace)).items as LimitRange[] })) admission.register(plugin);
   for (const plugin of serviceAccountAdmission({ getServiceAccount: (namespace, name) => getOrUndefined<ServiceAccountLike>(registry, 'serviceaccounts', namespace, name) })) admission.register(plugin);
+  admission.register(defaultStorageClassAdmission({ registry }));
+  admission.register(storageObjectInUseProtection());
+  admission.register(persistentVolumeClaimResize({ registry }));
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
   admission.register(nodeRestriction());
@@ -281,6 +286,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(resourceQuotaAdmission({ quotas: registryQuotaStore(registry) }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
+  await ensureLocalPathClass(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
   await Promise.all([nodeGraph.start(), rbac.start()]);
   const staticTokens = opts.tokenAuthFile ? StaticTokenAuthenticator.fromFile({ file: opts.tokenAuthFile }) : undefined;
@@ -474,6 +480,35 @@ export async function ensureSystemNamespaces(registry: Registry): Promise<void> 
   }
 }
 
+/**
+ * The built-in provisioner's class, `local-path`, made the default on the first start, as k3s
+ * installs its own: a class deleted later is made again at the next start (as k3s re-applies its
+ * manifest), but one that was changed (say, no longer the default) is left as it is.
+ */
+export async function ensureLocalPathClass(registry: Registry): Promise<void> {
+  const info = registry.lookup('storage.k8s.io', 'storageclasses')?.info;
+  if (!info) return;
+  try {
+    await registry.get(info, undefined, LOCAL_PATH_CLASS);
+    return;
+  } catch (e) {
+    if (!(e instanceof ApiError && e.reason === 'NotFound')) throw e;
+  }
+  const sc = {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name: LOCAL_PATH_CLASS, annotations: { [ANN_DEFAULT_CLASS]: 'true' } },
+    provisioner: LOCAL_PATH_PROVISIONER,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'WaitForFirstConsumer',
+    allowVolumeExpansion: true,
+  };
+  try {
+    await registry.create(info, undefined, sc as KubeObject);
+  } catch (e) {
+    if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+  }
+}
 
 /**
  * The address pods reach the API server at when --advertise-address is not given: a specific bind

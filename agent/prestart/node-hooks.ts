@@ -18,7 +18,7 @@ import type { Informer } from '../../src/client/informer.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { fetchClusterId } from '../cluster-scope.js';
-import { claimUid } from '../volumes/claim-volumes.js';
+import { resolveClaimSource } from '../volumes/local-path.js';
 import { ServicesCache, servicesInformer } from '../services/services-cache.js';
 import { ConfigObjects } from '../volumes/config-objects.js';
 import { PodPaths } from '../volumes/paths.js';
@@ -82,7 +82,7 @@ export function nodePrestartHooks(o: NodePrestartOptions): PrestartRunner {
         objects,
         allocatable,
         log,
-        claims: { volumes: o.runtime.volumes, uidOf: (namespace, name) => claimUid(o.client, namespace, name), clusterId: cachedClusterId, nodeName: o.nodeName },
+        claims: { volumes: o.runtime.volumes, resolve: (namespace, claimName) => resolveClaimSource({ client: o.client, namespace, claimName }), clusterId: cachedClusterId, nodeName: o.nodeName },
         tokens: {
           cache: new ServiceAccountTokens({ request: clientTokenRequester(o.client), clock: o.clock ?? systemClock, log }),
           checkIntervalMs: o.tokenCheckMs ?? DEFAULT_TOKEN_CHECK_INTERVAL_MS,

@@ -22,6 +22,7 @@ import type { BindMount, MountPropagation } from '../runtime/container-options.j
 import type { VolumeRuntime } from '../runtime/volumes.js';
 import { writeAtomically, type Payload } from './atomic-writer.js';
 import { ensureClaimVolume } from './claim-volumes.js';
+import type { ClaimSource } from './local-path.js';
 import { prepareHostPath } from './host-path.js';
 import { bindMountFd, isMountPoint, mountTmpfs, removeTreeOnOneDevice, unmount, unmountAllUnder } from './mounts.js';
 import type { PodPaths } from './paths.js';
@@ -36,6 +37,8 @@ export interface PreparedVolume {
   kind: VolumeKind;
   /** API-backed volumes are always mounted read-only, whatever the volumeMount says */
   forceReadOnly: boolean;
+  /** a runtime named volume (a claim of an earlier Berth): it lives inside the runtime's root */
+  runtimeVolume?: boolean;
 }
 
 export type VolumeKind = 'emptyDir' | 'hostPath' | 'persistentVolumeClaim' | ProjectedKind;
@@ -50,10 +53,11 @@ export interface VolumeManagerOptions {
   /** tokens for projected serviceAccountToken sources (none: such volumes cannot be set up) */
   tokens?: TokenSource | undefined;
   /**
-   * persistentVolumeClaim volumes: the runtime's named volumes (none: such volumes cannot be set up), the
-   * claim's uid (undefined: no such claim), the cluster's id and this node's name
+   * persistentVolumeClaim volumes: where the claim's data is (local-path.ts's resolveClaimSource:
+   * throws when the claim is missing or unbound), and for claims of an earlier Berth the runtime's
+   * named volumes (none: those cannot be set up), the cluster's id and this node's name
    */
-  claims?: { volumes: VolumeRuntime | undefined; uidOf(namespace: string, name: string): Promise<string | undefined>; clusterId(): Promise<string>; nodeName: string };
+  claims?: { volumes: VolumeRuntime | undefined; resolve(namespace: string, name: string): Promise<ClaimSource & { claimUid: string }>; clusterId(): Promise<string>; nodeName: string };
 }
 
 function volumeKind(v: Record<string, unknown>): VolumeKind {
@@ -107,7 +111,7 @@ export class VolumeManager {
    * uid → volume name → host path of its claim volume. A pod keeps the volume it started with (as in
    * Kubernetes, a claim remade under it does not swap its mount), and resyncs skip the API and Docker.
    */
-  private readonly claimMounts = new Map<string, Map<string, string>>();
+  private readonly claimMounts = new Map<string, Map<string, { hostPath: string; runtimeVolume: boolean }>>();
   /** secret volumes fall back to disk once tmpfs turned out unavailable (not root) */
   private tmpfsUnavailable = false;
 
@@ -138,23 +142,29 @@ export class VolumeManager {
     const source = (v[kind] ?? {}) as Record<string, unknown>;
     if (kind === 'hostPath') return { name: v.name, kind, hostPath: prepareHostPath(source), forceReadOnly: false };
     if (kind === 'persistentVolumeClaim') {
-      // A claim is a runtime named volume that outlives the pod (claim-volumes.ts).
+      // A claim is its PersistentVolume's path on this host (local-path.ts), or, made by an earlier
+      // Berth, a runtime named volume that outlives the pod (claim-volumes.ts).
       const claimName = typeof source.claimName === 'string' ? source.claimName : '';
       if (!claimName) throw new Error('persistentVolumeClaim.claimName is required');
       const forceReadOnly = source.readOnly === true;
       const mounted = this.claimMounts.get(uid)?.get(v.name);
-      if (mounted) return { name: v.name, kind, hostPath: mounted, forceReadOnly };
+      if (mounted) return { name: v.name, kind, ...mounted, forceReadOnly };
       const claims = this.opts.claims;
-      if (!claims?.volumes) throw new Error('the container runtime of this node has no named volumes for persistentVolumeClaims');
+      if (!claims) throw new Error('this node cannot mount persistentVolumeClaims');
       const namespace = pod.metadata.namespace ?? 'default';
-      const claimUid = await claims.uidOf(namespace, claimName);
-      if (!claimUid) throw new Error(`persistentvolumeclaim "${claimName}" not found`);
-      const clusterId = await claims.clusterId();
-      const hostPath = await ensureClaimVolume({ volumes: claims.volumes, namespace, claimName, claimUid, clusterId, nodeName: claims.nodeName });
+      const data = await claims.resolve(namespace, claimName);
+      let hostPath: string;
+      const runtimeVolume = !('hostPath' in data);
+      if ('hostPath' in data) hostPath = data.hostPath;
+      else {
+        if (!claims.volumes) throw new Error('the container runtime of this node has no named volumes for persistentVolumeClaims');
+        const clusterId = await claims.clusterId();
+        hostPath = await ensureClaimVolume({ volumes: claims.volumes, namespace, claimName, claimUid: data.claimUid, clusterId, nodeName: claims.nodeName });
+      }
       let mounts = this.claimMounts.get(uid);
       if (!mounts) this.claimMounts.set(uid, (mounts = new Map()));
-      mounts.set(v.name, hostPath);
-      return { name: v.name, kind, hostPath, forceReadOnly };
+      mounts.set(v.name, { hostPath, runtimeVolume });
+      return { name: v.name, kind, hostPath, forceReadOnly, runtimeVolume };
     }
 
     const dir = this.opts.paths.volumeDir(uid, v.name);
@@ -230,7 +240,7 @@ export class VolumeManager {
       const propagation = propagationOf(m);
       if (propagation) mount.propagation = propagation;
       // Docker refuses private binds from inside its own root (where named volumes live).
-      else if (vol.kind === 'persistentVolumeClaim') mount.propagation = 'rslave';
+      else if (vol.runtimeVolume) mount.propagation = 'rslave';
       mounts.push(mount);
     }
     return mounts;

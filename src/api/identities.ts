@@ -71,6 +71,7 @@ export const SERVICES = identity('', 'v1', 'Service', 'services', 'Namespaced');
 export const ENDPOINTS = identity('', 'v1', 'Endpoints', 'endpoints', 'Namespaced');
 export const SERVICEACCOUNTS = identity('', 'v1', 'ServiceAccount', 'serviceaccounts', 'Namespaced');
 export const PERSISTENTVOLUMECLAIMS = identity('', 'v1', 'PersistentVolumeClaim', 'persistentvolumeclaims', 'Namespaced');
+export const PERSISTENTVOLUMES = identity('', 'v1', 'PersistentVolume', 'persistentvolumes', 'Cluster');
 export const REPLICATIONCONTROLLERS = identity('', 'v1', 'ReplicationController', 'replicationcontrollers', 'Namespaced');
 export const PODTEMPLATES = identity('', 'v1', 'PodTemplate', 'podtemplates', 'Namespaced');
 export const RESOURCEQUOTAS = identity('', 'v1', 'ResourceQuota', 'resourcequotas', 'Namespaced');
@@ -98,6 +99,9 @@ export const LEASES = identity('coordination.k8s.io', 'v1', 'Lease', 'leases', '
 
 // policy/v1
 export const PODDISRUPTIONBUDGETS = identity('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets', 'Namespaced');
+
+// storage.k8s.io/v1
+export const STORAGECLASSES = identity('storage.k8s.io', 'v1', 'StorageClass', 'storageclasses', 'Cluster');
 
 // networking.k8s.io/v1
 export const NETWORKPOLICIES = identity('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', 'Namespaced');
@@ -138,6 +142,7 @@ export const BUILTIN_KINDS: readonly KindIdentity[] = [
   ENDPOINTS,
   SERVICEACCOUNTS,
   PERSISTENTVOLUMECLAIMS,
+  PERSISTENTVOLUMES,
   REPLICATIONCONTROLLERS,
   PODTEMPLATES,
   RESOURCEQUOTAS,
@@ -153,6 +158,7 @@ export const BUILTIN_KINDS: readonly KindIdentity[] = [
   HORIZONTALPODAUTOSCALERS,
   LEASES,
   PODDISRUPTIONBUDGETS,
+  STORAGECLASSES,
   NETWORKPOLICIES,
   CERTIFICATESIGNINGREQUESTS,
   ROLES,

@@ -45,6 +45,8 @@ export interface NodeReach {
   reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean;
   /** is the object stored at all? */
   exists(resource: NodeReachableResource, namespace: string, name: string): boolean;
+  /** does the node reach the persistent volume through a claim its pods use, or is the volume pinned to it? */
+  reachesVolume(nodeName: string, name: string): { viaClaim: boolean; pinned: boolean };
 }
 
 export interface AuthorizerOptions {
@@ -138,6 +140,8 @@ export class Authorizer {
           if (attrs.verb !== 'get') return deny('can only get individual resources of this type');
           if (attrs.subresource) return deny('cannot get subresource');
           return this.claim(nodeName, attrs);
+        case 'persistentvolumes':
+          return this.volume(nodeName, attrs);
         case 'serviceaccounts':
           if (attrs.verb !== 'create' || attrs.subresource !== 'token' || !attrs.name) return deny('can only create tokens for individual service accounts');
           return this.related(nodeName, 'serviceaccounts', attrs);
@@ -205,6 +209,19 @@ export class Authorizer {
     const decision = this.related(nodeName, 'persistentvolumeclaims', attrs);
     if (decision.allowed || !attrs.namespace || !attrs.name) return decision;
     return this.opts.graph.exists('persistentvolumeclaims', attrs.namespace, attrs.name) ? decision : ALLOW;
+  }
+
+  /**
+   * get a volume bound to a claim the node's pods use (as upstream), or pinned to the node; update one
+   * pinned to the node (NodeRestriction lets that change only the local-path cleanup finalizer).
+   */
+  private volume(nodeName: string, attrs: RequestAttributes): Decision {
+    if (attrs.subresource) return deny('cannot access subresource');
+    if (!attrs.name || (attrs.verb !== 'get' && attrs.verb !== 'update')) return deny('can only get or update individual resources of this type');
+    const reach = this.opts.graph.reachesVolume(nodeName, attrs.name);
+    if (attrs.verb === 'get' && (reach.viaClaim || reach.pinned)) return ALLOW;
+    if (attrs.verb === 'update' && reach.pinned) return ALLOW;
+    return deny(`no relationship found between node '${nodeName}' and this object`);
   }
 
   private related(nodeName: string, resource: NodeReachableResource, attrs: RequestAttributes): Decision {

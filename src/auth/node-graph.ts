@@ -8,7 +8,8 @@
  * commit, and a request is handled in an I/O callback, which runs only after pending microtasks —
  * so a pod written by one request is indexed before the next request is authorized.
  */
-import type { Pod } from '../api/types.js';
+import { pinnedNodeOf } from '../api/storage.js';
+import type { PersistentVolume, Pod } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 
 /** The kinds a pod reaches, by their resource (plural) name. */
@@ -80,6 +81,8 @@ export class NodeGraph {
   private readonly pods = new Map<string, IndexedPod>();
   /** node → reach key → how many of its pods reach it */
   private readonly reach = new Map<string, Map<string, number>>();
+  /** persistent volume name → the claim it is bound to (reach key) and the node it is pinned to */
+  private readonly volumes = new Map<string, { claim?: string; pinnedNode?: string }>();
   /** reach keys of the claims that are stored */
   private readonly claims = new Set<string>();
   private watches: Array<{ close(): void }> = [];
@@ -104,6 +107,7 @@ export class NodeGraph {
     const { registry } = this.opts;
     const pods = registry.lookup('', 'pods')?.info;
     const claims = registry.lookup('', 'persistentvolumeclaims')?.info;
+    const volumes = registry.lookup('', 'persistentvolumes')?.info;
     const onError = () => this.rebuild(generation);
     let opened: Array<{ close(): void } | undefined>;
     try {
@@ -124,6 +128,16 @@ export class NodeGraph {
               const key = reachKey('persistentvolumeclaims', ev.object.metadata.namespace ?? '', ev.object.metadata.name ?? '');
               if (ev.type === 'DELETED') this.claims.delete(key);
               else this.claims.add(key);
+            },
+            onError,
+          }),
+        volumes &&
+          registry.watch(volumes, undefined, {
+            onEvent: (ev) => {
+              const pv = ev.object as PersistentVolume;
+              const ref = pv.spec?.claimRef;
+              if (ev.type === 'DELETED') this.volumes.delete(pv.metadata.name ?? '');
+              else this.volumes.set(pv.metadata.name ?? '', { claim: ref?.name ? reachKey('persistentvolumeclaims', ref.namespace ?? '', ref.name) : undefined, pinnedNode: pinnedNodeOf(pv) });
             },
             onError,
           }),
@@ -156,6 +170,7 @@ export class NodeGraph {
     this.pods.clear();
     this.reach.clear();
     this.claims.clear();
+    this.volumes.clear();
     const retry = () => {
       this.start().catch(() => {
         // The store is unreachable: keep refusing nodes and try again shortly.
@@ -171,6 +186,17 @@ export class NodeGraph {
   /** Does a pod bound to `nodeName` reach the object? False for everything until start(). */
   reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean {
     return (this.reach.get(nodeName)?.get(reachKey(resource, namespace, name)) ?? 0) > 0;
+  }
+
+  /**
+   * Does the node reach the persistent volume: is it bound to a claim one of the node's pods uses
+   * (upstream's pod → claim → volume edge), or pinned to the node by its node affinity (Berth's:
+   * the node's agent keeps the local-path directories of the volumes pinned to it)?
+   */
+  reachesVolume(nodeName: string, name: string): { viaClaim: boolean; pinned: boolean } {
+    const v = this.volumes.get(name);
+    if (!v) return { viaClaim: false, pinned: false };
+    return { viaClaim: !!v.claim && (this.reach.get(nodeName)?.get(v.claim) ?? 0) > 0, pinned: v.pinnedNode === nodeName };
   }
 
   /** Is the object stored at all (whoever may read it)? Only claims are followed: the authorizer asks about nothing else. */

@@ -32,6 +32,7 @@ import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
 import { SystemServicesController } from './system-services/system-services.js';
 import { StatefulSetController } from './statefulset/statefulset-controller.js';
+import { PersistentVolumeController } from './persistentvolume/pv-controller.js';
 import { LegacyTokenController } from './serviceaccount-tokens/legacy-tokens.js';
 import type { ServiceAccountTokens } from '../auth/service-account-tokens.js';
 
@@ -85,6 +86,8 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'cronjob', build: (ctx) => new CronJobController(ctx) }),
   controller({ name: 'daemonset', build: (ctx) => new DaemonSetController(ctx) }),
   controller({ name: 'statefulset', build: (ctx) => new StatefulSetController(ctx) }),
+  // Binding, provisioning (local-path), reclaiming, expansion and the pv/pvc-protection finalizers.
+  controller({ name: 'persistentvolume-binder', build: (ctx) => new PersistentVolumeController(ctx) }),
   controller({ name: 'disruption', build: (ctx) => new DisruptionController(ctx) }),
   controller({ name: 'resourcequota', build: (ctx, s) => new ResourceQuotaController({ ...ctx, resources: () => s.registry.resources(), resyncPeriodMs: s.resourceQuotaSyncPeriodMs }) }),
   controller({ name: 'endpointslice', build: (ctx) => new EndpointSliceController(ctx) }),

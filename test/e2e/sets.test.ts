@@ -2,14 +2,16 @@
  * DaemonSets and StatefulSets end to end on real Docker through stock kubectl: a DaemonSet follows
  * nodes joining and leaving and rolls back with `kubectl rollout undo`; a StatefulSet creates its
  * pods in order and keeps a file written to its volume across pod deletion; deleting the claims
- * removes their Docker volumes, and a claim made again under the same name starts empty.
+ * removes their local-path volumes and directories, and a claim made again under the same name starts empty.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { ControllerRevision, DaemonSet, PersistentVolumeClaim, Pod, StatefulSet } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { docker, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
+import { removeNodeContainers, startCluster, TEST_IMAGE, waitFor, type Cluster } from './harness.js';
 import { CONTROLLERREVISIONS, DAEMONSETS, PERSISTENTVOLUMECLAIMS, STATEFULSETS } from '../../src/api/identities.js';
 
 const isActive = (p: Pod) => !p.metadata.deletionTimestamp && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
@@ -48,8 +50,6 @@ describe('DaemonSet and StatefulSet on real Docker', () => {
   after(async () => {
     await c?.stop();
     await removeNodeContainers(extraNodes).catch(() => undefined);
-    // The claims' Docker volumes outlive pods by design: remove the ones this test made.
-    for (let i = 0; i < 3; i++) await docker(['volume', 'rm', '-f', `berth-pvc-${stsNamespace}-data-web-${i}`]).catch(() => undefined);
   });
 
   const podsOf = async (app: string) =>
@@ -172,8 +172,8 @@ spec:
     assert.deepEqual(claims.map((p) => `${p.metadata.name}:${p.status?.phase}`).sort(), ['data-web-0:Bound', 'data-web-1:Bound', 'data-web-2:Bound']);
 
     const pvcTable = await c.kubectl(['get', 'pvc', '-n', ns]);
-    assert.match(pvcTable.stdout, /NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+AGE/);
-    assert.match(pvcTable.stdout, /data-web-0\s+Bound\s+berth-pvc-\S+-data-web-0\s+1Gi\s+RWO/);
+    assert.match(pvcTable.stdout, /NAME\s+STATUS\s+VOLUME\s+CAPACITY\s+ACCESS MODES\s+STORAGECLASS\s+VOLUMEATTRIBUTESCLASS\s+AGE/);
+    assert.match(pvcTable.stdout, /data-web-0\s+Bound\s+pvc-[0-9a-f-]+\s+1Gi\s+RWO\s+local-path\s+<unset>/);
     const stsTable = await c.kubectl(['get', 'sts', '-n', ns]);
     assert.match(stsTable.stdout, /web\s+3\/3/);
 
@@ -193,16 +193,25 @@ spec:
     assert.equal(read.stdout.trim(), 'kept-across-deletion');
   });
 
-  it('removes the Docker volume of a deleted claim; a claim made again under its name starts empty', { timeout: 300_000 }, async () => {
+  it('removes the local-path directory of a deleted claim; a claim made again under its name starts empty', { timeout: 300_000 }, async () => {
     const ns = stsNamespace;
-    const volumes = async () => (await docker(['volume', 'ls', '-q', '--filter', `name=berth-pvc-${ns}-`])).split('\n').filter(Boolean).sort();
-    assert.deepEqual(await volumes(), [0, 1, 2].map((i) => `berth-pvc-${ns}-data-web-${i}`));
+    // Each claim's directory is `<pv>_<namespace>_<claim>` in the local-path dir of the node its pod ran on.
+    const volumes = async () =>
+      c.nodeNames
+        .flatMap((n) => {
+          const dir = path.join(c.dir, `agent-${n}`, 'storage');
+          return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
+        })
+        .filter((d) => d.includes(`_${ns}_`))
+        .map((d) => d.slice(d.indexOf('_') + 1))
+        .sort();
+    assert.deepEqual(await volumes(), [0, 1, 2].map((i) => `${ns}_data-web-${i}`));
     // The StatefulSet's default retention policy (Retain) leaves the claims: delete them by hand.
     await c.kubectl(['delete', 'sts', '-n', ns, 'web', '--wait=true']);
     await waitFor(async () => (await c.client.list<Pod>(CORE.pods, { namespace: ns })).items.length === 0, 60_000, 'StatefulSet pods gone');
     await c.kubectl(['delete', 'pvc', '-n', ns, 'data-web-1', 'data-web-2']);
     let left = '';
-    await waitFor(async () => (left = (await volumes()).join()) === `berth-pvc-${ns}-data-web-0`, 30_000, () => `volumes of the deleted claims removed; left: ${left}`);
+    await waitFor(async () => (left = (await volumes()).join()) === `${ns}_data-web-0`, 30_000, () => `volumes of the deleted claims removed; left: ${left}`);
 
     // data-web-0 deleted and made again: the new claim is another object and gets a fresh volume.
     await c.kubectl(['delete', 'pvc', '-n', ns, 'data-web-0']);

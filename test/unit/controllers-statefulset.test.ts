@@ -61,7 +61,8 @@ describe('StatefulSet controller', () => {
     assert.deepEqual(pod.spec.volumes?.find((v) => v.name === 'data'), { name: 'data', persistentVolumeClaim: { claimName: 'data-web-0' } });
     assert.equal(pod.metadata.labels?.['statefulset.kubernetes.io/pod-name'], 'web-0');
     const claim = env.get<PersistentVolumeClaim>('', 'persistentvolumeclaims', 'data-web-0');
-    assert.equal(claim.status?.phase, 'Bound');
+    // Made Pending, as upstream: binding it is the PV controller's (controllers-persistentvolume.test.ts).
+    assert.equal(claim.status?.phase, 'Pending');
     assert.deepEqual(claim.metadata.labels, { app: 'web' });
     await ready(env, 'web-0');
     await pass(env, ssc);
@@ -103,6 +104,22 @@ describe('StatefulSet controller', () => {
     assert.deepEqual(env.list<Pod>('', 'pods').map((p) => p.metadata.name).sort(), ['web-0']);
     await pass(env, ssc);
     assert.deepEqual(env.list<PersistentVolumeClaim>('', 'persistentvolumeclaims').map((c) => c.metadata.name), ['data-web-0']);
+  });
+
+  it('whenDeleted follows the policy as it changes: Delete makes the set own its claims, Retain gives them back', async () => {
+    const { env, ssc } = await setup({ podManagementPolicy: 'Parallel', replicas: 2 });
+    await pass(env, ssc);
+    const setUid = env.get<StatefulSet>('apps', 'statefulsets', 'web').metadata.uid;
+    const owners = () => env.list<PersistentVolumeClaim>('', 'persistentvolumeclaims').map((c) => `${c.metadata.name}:${(c.metadata.ownerReferences ?? []).filter((r) => r.uid === setUid && r.controller === false).length}`).sort();
+    assert.deepEqual(owners(), ['data-web-0:0', 'data-web-1:0']);
+    await env.modify<StatefulSet>('apps', 'statefulsets', 'web', (s) => void (s.spec.persistentVolumeClaimRetentionPolicy = { whenDeleted: 'Delete', whenScaled: 'Retain' }));
+    await pass(env, ssc);
+    await pass(env, ssc);
+    assert.deepEqual(owners(), ['data-web-0:1', 'data-web-1:1']);
+    await env.modify<StatefulSet>('apps', 'statefulsets', 'web', (s) => void (s.spec.persistentVolumeClaimRetentionPolicy = { whenDeleted: 'Retain', whenScaled: 'Retain' }));
+    await pass(env, ssc);
+    await pass(env, ssc);
+    assert.deepEqual(owners(), ['data-web-0:0', 'data-web-1:0']);
   });
 
   it('RollingUpdate with partition replaces ordinals >= partition, highest first, one at a time', async () => {

@@ -29,6 +29,7 @@ function authorizerReaching(keys: string[]): Authorizer {
     graph: {
       reaches: (node: string, r: NodeReachableResource, ns: string, name: string) => node === 'a' && reach.has(reachKey(r, ns, name)),
       exists: (r: NodeReachableResource, ns: string, name: string) => stored.has(reachKey(r, ns, name)),
+      reachesVolume: (node: string, name: string) => ({ viaClaim: node === 'a' && name === 'pv-claimed', pinned: node === 'a' && name === 'pv-pinned' }),
     },
   });
 }
@@ -36,6 +37,18 @@ function authorizerReaching(keys: string[]): Authorizer {
 describe('Authorizer for node credentials', () => {
   const authz = authorizerReaching(['secrets/default/mine', 'configmaps/default/mine', 'persistentvolumeclaims/default/mine', 'pods/default/mine', 'serviceaccounts/default/default']);
   const allowed = (attrs: Partial<RequestAttributes> & { verb: string; resource: string }, who: Identity = nodeA) => authz.authorize(who, { group: '', ...attrs }).allowed;
+
+  it('lets a node get the volumes of its pods\' claims and the volumes pinned to it, and update only the pinned ones', () => {
+    const pv = (verb: string, name?: string) => allowed({ verb, resource: 'persistentvolumes', name });
+    assert.ok(pv('get', 'pv-claimed'));
+    assert.ok(pv('get', 'pv-pinned'));
+    assert.ok(pv('update', 'pv-pinned'));
+    assert.equal(pv('update', 'pv-claimed'), false);
+    assert.equal(pv('get', 'pv-other'), false);
+    assert.equal(pv('delete', 'pv-pinned'), false);
+    assert.equal(pv('list'), false);
+    assert.equal(pv('create', 'pv-new'), false);
+  });
 
   it('lets admins do anything and refuses identities that are neither admin nor node', () => {
     assert.ok(allowed({ verb: 'delete', resource: 'nodes', name: 'b' }, admin));
@@ -342,6 +355,17 @@ describe('NodeRestriction admission', () => {
     assert.equal(update({}, taint), 'allowed', 'kubelet labels may also be removed');
     assert.match(update({ 'kubernetes.io/hostname': 'a' }, []), /not allowed to modify taints/);
     assert.match(admit({ operation: 'CREATE', info: NODES, object: node('a', { 'node-restriction.kubernetes.io/x': 'y' }) }), /not allowed to set the following labels/);
+  });
+
+  it('lets a node change only the local-path cleanup finalizer of a volume', () => {
+    const PVS = info('persistentvolumes');
+    const pv = (finalizers: string[], path = '/s/pvc-1'): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pvc-1', finalizers, resourceVersion: '1' }, spec: { hostPath: { path } } });
+    const before = pv(['kubernetes.io/pv-protection']);
+    assert.equal(admit({ operation: 'UPDATE', info: PVS, object: pv(['kubernetes.io/pv-protection', 'berth.dev/local-path-cleanup']), oldObject: before }), 'allowed');
+    assert.equal(admit({ operation: 'UPDATE', info: PVS, object: before, oldObject: pv(['kubernetes.io/pv-protection', 'berth.dev/local-path-cleanup']) }), 'allowed');
+    assert.match(admit({ operation: 'UPDATE', info: PVS, object: pv([]), oldObject: before }), /can only add or remove the berth.dev\/local-path-cleanup finalizer/);
+    assert.match(admit({ operation: 'UPDATE', info: PVS, object: pv(['kubernetes.io/pv-protection'], '/etc'), oldObject: before }), /can only add or remove/);
+    assert.match(admit({ operation: 'DELETE', info: PVS, object: before }), /can only update persistentvolumes' finalizers/);
   });
 
   it('keeps a node to pods bound to it, and lets it create none', () => {

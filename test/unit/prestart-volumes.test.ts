@@ -36,7 +36,12 @@ function setUp(claimVolumes?: VolumeRuntime) {
   const client = new FakeClient();
   const objects = new ConfigObjects({ client, log, retryMs: 10 });
   const paths = new PodPaths(path.join(tmp, `data-${n++}`));
-  const claims = { volumes: claimVolumes, uidOf: async (_ns: string, name: string) => (name === 'data' ? 'claim-uid-1' : undefined), clusterId: async () => 'cluster-1', nodeName: 'n1' };
+  const resolve = async (_ns: string, name: string) => {
+    // A claim bound by an earlier Berth: its data is the runtime's named volume.
+    if (name === 'data') return { dockerVolume: true as const, claimUid: 'claim-uid-1' };
+    throw new Error(`persistentvolumeclaim ${JSON.stringify(name)} not found`);
+  };
+  const claims = { volumes: claimVolumes, resolve, clusterId: async () => 'cluster-1', nodeName: 'n1' };
   const hook = new VolumesHook({ paths, objects, allocatable: () => ({ cpu: '2' }), claims, log });
   return { client, objects, paths, hook, done: () => (hook.stop(), objects.stop()) };
 }

@@ -26,7 +26,7 @@ import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const RBAC = 'rbac.authorization.k8s.io';
 const jane: UserInfo = { username: 'jane', groups: ['devs', 'system:authenticated'] };
-const graph = { reaches: () => false, exists: () => false };
+const graph = { reaches: () => false, exists: () => false, reachesVolume: () => ({ viaClaim: false, pinned: false }) };
 
 async function newRegistry(): Promise<Registry> {
   const registry = new Registry({ backend: openSqliteBackend({ file: ':memory:' }) });

@@ -428,10 +428,10 @@ describe('columns live with their kind', () => {
   it('every built-in kind kubectl prints with its own columns carries them in its strategy', () => {
     const withColumns = ALL_STRATEGIES.filter((s) => s.table).map((s) => `${s.info.group}/${s.info.kind}`).sort();
     assert.deepEqual(withColumns, [
-      '/ConfigMap', '/Endpoints', '/Event', '/LimitRange', '/Namespace', '/Node', '/PersistentVolumeClaim', '/Pod', '/PodTemplate', '/ReplicationController', '/ResourceQuota', '/Secret', '/Service', '/ServiceAccount',
+      '/ConfigMap', '/Endpoints', '/Event', '/LimitRange', '/Namespace', '/Node', '/PersistentVolume', '/PersistentVolumeClaim', '/Pod', '/PodTemplate', '/ReplicationController', '/ResourceQuota', '/Secret', '/Service', '/ServiceAccount',
       'apiregistration.k8s.io/APIService', 'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet', 'autoscaling/HorizontalPodAutoscaler',
       'batch/CronJob', 'batch/Job', 'certificates.k8s.io/CertificateSigningRequest', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'networking.k8s.io/NetworkPolicy', 'policy/PodDisruptionBudget',
-      'rbac.authorization.k8s.io/ClusterRole', 'rbac.authorization.k8s.io/ClusterRoleBinding', 'rbac.authorization.k8s.io/Role', 'rbac.authorization.k8s.io/RoleBinding',
+      'rbac.authorization.k8s.io/ClusterRole', 'rbac.authorization.k8s.io/ClusterRoleBinding', 'rbac.authorization.k8s.io/Role', 'rbac.authorization.k8s.io/RoleBinding', 'storage.k8s.io/StorageClass',
     ]);
   });
 

@@ -7,6 +7,7 @@
  * Requests from anyone but a node pass untouched.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { LOCAL_PATH_FINALIZER } from '../../api/storage.js';
 import { errors } from '../../api/errors.js';
 import { NODE_LEASE_NAMESPACE } from '../../api/lease.js';
 import type { KubeObject, Pod } from '../../api/types.js';
@@ -50,6 +51,7 @@ export function nodeRestriction(): AdmissionPlugin {
       if (group === '' && kind === 'Node') return admitNode(nodeName, attrs);
       if (group === '' && kind === 'Pod') return admitPod(nodeName, attrs);
       if (group === 'coordination.k8s.io' && kind === 'Lease') return admitLease(nodeName, attrs);
+      if (group === '' && kind === 'PersistentVolume') return admitPersistentVolume(nodeName, attrs);
     },
   };
 }
@@ -82,6 +84,17 @@ function admitPod(nodeName: string, attrs: AdmissionAttributes): void {
         throw errors.forbidden(`node "${nodeName}" can only update pod status for pods with spec.nodeName set to itself`);
       }
   }
+}
+
+/**
+ * Berth's own rule: a node updates a local-path volume of its own only to add or remove the finalizer
+ * that holds the volume until the node has removed its directory; nothing else of it.
+ */
+function admitPersistentVolume(nodeName: string, attrs: AdmissionAttributes): void {
+  if (attrs.operation !== 'UPDATE' || !attrs.oldObject || attrs.subresource) throw errors.forbidden(`node "${nodeName}" can only update persistentvolumes' finalizers`);
+  const others = (f: string[] | undefined) => (f ?? []).filter((x) => x !== LOCAL_PATH_FINALIZER);
+  const rest = (o: KubeObject) => ({ ...o, metadata: { ...o.metadata, finalizers: others(o.metadata.finalizers), resourceVersion: undefined, managedFields: undefined } });
+  if (!isDeepStrictEqual(rest(attrs.object), rest(attrs.oldObject))) throw errors.forbidden(`node "${nodeName}" can only add or remove the ${LOCAL_PATH_FINALIZER} finalizer of persistentvolumes`);
 }
 
 function admitLease(nodeName: string, attrs: AdmissionAttributes): void {

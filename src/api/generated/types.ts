@@ -211,6 +211,14 @@ export type AzureDiskVolumeSource = {
   readOnly?: boolean;
 };
 
+/** io.k8s.api.core.v1.AzureFilePersistentVolumeSource */
+export type AzureFilePersistentVolumeSource = {
+  readOnly?: boolean;
+  secretName: string;
+  secretNamespace?: string;
+  shareName: string;
+};
+
 /** io.k8s.api.core.v1.AzureFileVolumeSource */
 export type AzureFileVolumeSource = {
   readOnly?: boolean;
@@ -226,6 +234,20 @@ export type BoundObjectReference = {
   uid?: string;
 };
 
+/** io.k8s.api.core.v1.CSIPersistentVolumeSource */
+export type CSIPersistentVolumeSource = {
+  controllerExpandSecretRef?: SecretReference;
+  controllerPublishSecretRef?: SecretReference;
+  driver: string;
+  fsType?: string;
+  nodeExpandSecretRef?: SecretReference;
+  nodePublishSecretRef?: SecretReference;
+  nodeStageSecretRef?: SecretReference;
+  readOnly?: boolean;
+  volumeAttributes?: Record<string, string>;
+  volumeHandle: string;
+};
+
 /** io.k8s.api.core.v1.CSIVolumeSource */
 export type CSIVolumeSource = {
   driver: string;
@@ -239,6 +261,16 @@ export type CSIVolumeSource = {
 export type Capabilities = {
   add?: string[];
   drop?: string[];
+};
+
+/** io.k8s.api.core.v1.CephFSPersistentVolumeSource */
+export type CephFSPersistentVolumeSource = {
+  monitors: string[];
+  path?: string;
+  readOnly?: boolean;
+  secretFile?: string;
+  secretRef?: SecretReference;
+  user?: string;
 };
 
 /** io.k8s.api.core.v1.CephFSVolumeSource */
@@ -294,6 +326,14 @@ export type CertificateSigningRequestSpec = {
 export type CertificateSigningRequestStatus = {
   certificate?: string;
   conditions?: CertificateSigningRequestCondition[];
+};
+
+/** io.k8s.api.core.v1.CinderPersistentVolumeSource */
+export type CinderPersistentVolumeSource = {
+  fsType?: string;
+  readOnly?: boolean;
+  secretRef?: SecretReference;
+  volumeID: string;
 };
 
 /** io.k8s.api.core.v1.CinderVolumeSource */
@@ -1106,6 +1146,15 @@ export type FileKeySelector = {
   volumeName: string;
 };
 
+/** io.k8s.api.core.v1.FlexPersistentVolumeSource */
+export type FlexPersistentVolumeSource = {
+  driver: string;
+  fsType?: string;
+  options?: Record<string, string>;
+  readOnly?: boolean;
+  secretRef?: SecretReference;
+};
+
 /** io.k8s.api.core.v1.FlexVolumeSource */
 export type FlexVolumeSource = {
   driver: string;
@@ -1150,6 +1199,14 @@ export type GitRepoVolumeSource = {
   directory?: string;
   repository: string;
   revision?: string;
+};
+
+/** io.k8s.api.core.v1.GlusterfsPersistentVolumeSource */
+export type GlusterfsPersistentVolumeSource = {
+  endpoints: string;
+  endpointsNamespace?: string;
+  path: string;
+  readOnly?: boolean;
 };
 
 /** io.k8s.api.core.v1.GlusterfsVolumeSource */
@@ -1225,6 +1282,21 @@ export type HostPathVolumeSource = {
 export type IPBlock = {
   cidr: string;
   except?: string[];
+};
+
+/** io.k8s.api.core.v1.ISCSIPersistentVolumeSource */
+export type ISCSIPersistentVolumeSource = {
+  chapAuthDiscovery?: boolean;
+  chapAuthSession?: boolean;
+  fsType?: string;
+  initiatorName?: string;
+  iqn: string;
+  iscsiInterface?: string;
+  lun: number;
+  portals?: string[];
+  readOnly?: boolean;
+  secretRef?: SecretReference;
+  targetPortal: string;
 };
 
 /** io.k8s.api.core.v1.ISCSIVolumeSource */
@@ -1509,6 +1581,12 @@ export type LoadBalancerStatus = {
 /** io.k8s.api.core.v1.LocalObjectReference */
 export type LocalObjectReference = {
   name?: string;
+};
+
+/** io.k8s.api.core.v1.LocalVolumeSource */
+export type LocalVolumeSource = {
+  fsType?: string;
+  path: string;
 };
 
 /** io.k8s.apimachinery.pkg.apis.meta.v1.ManagedFieldsEntry */
@@ -1915,6 +1993,15 @@ export type OwnerReference = {
 /** io.k8s.apimachinery.pkg.apis.meta.v1.Patch */
 export type Patch = Record<string, unknown>;
 
+/** io.k8s.api.core.v1.PersistentVolume (v1 PersistentVolume) */
+export type PersistentVolume = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: PersistentVolumeSpec;
+  status?: PersistentVolumeStatus;
+};
+
 /** io.k8s.api.core.v1.PersistentVolumeClaim (v1 PersistentVolumeClaim) */
 export type PersistentVolumeClaim = {
   apiVersion?: string;
@@ -1977,6 +2064,57 @@ export type PersistentVolumeClaimTemplate = {
 export type PersistentVolumeClaimVolumeSource = {
   claimName: string;
   readOnly?: boolean;
+};
+
+/** io.k8s.api.core.v1.PersistentVolumeList (v1 PersistentVolumeList) */
+export type PersistentVolumeList = {
+  apiVersion?: string;
+  items: PersistentVolume[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.core.v1.PersistentVolumeSpec */
+export type PersistentVolumeSpec = {
+  accessModes?: string[];
+  awsElasticBlockStore?: AWSElasticBlockStoreVolumeSource;
+  azureDisk?: AzureDiskVolumeSource;
+  azureFile?: AzureFilePersistentVolumeSource;
+  capacity?: Record<string, Quantity>;
+  cephfs?: CephFSPersistentVolumeSource;
+  cinder?: CinderPersistentVolumeSource;
+  claimRef?: ObjectReference;
+  csi?: CSIPersistentVolumeSource;
+  fc?: FCVolumeSource;
+  flexVolume?: FlexPersistentVolumeSource;
+  flocker?: FlockerVolumeSource;
+  gcePersistentDisk?: GCEPersistentDiskVolumeSource;
+  glusterfs?: GlusterfsPersistentVolumeSource;
+  hostPath?: HostPathVolumeSource;
+  iscsi?: ISCSIPersistentVolumeSource;
+  local?: LocalVolumeSource;
+  mountOptions?: string[];
+  nfs?: NFSVolumeSource;
+  nodeAffinity?: VolumeNodeAffinity;
+  persistentVolumeReclaimPolicy?: string;
+  photonPersistentDisk?: PhotonPersistentDiskVolumeSource;
+  portworxVolume?: PortworxVolumeSource;
+  quobyte?: QuobyteVolumeSource;
+  rbd?: RBDPersistentVolumeSource;
+  scaleIO?: ScaleIOPersistentVolumeSource;
+  storageClassName?: string;
+  storageos?: StorageOSPersistentVolumeSource;
+  volumeAttributesClassName?: string;
+  volumeMode?: string;
+  vsphereVolume?: VsphereVirtualDiskVolumeSource;
+};
+
+/** io.k8s.api.core.v1.PersistentVolumeStatus */
+export type PersistentVolumeStatus = {
+  lastPhaseTransitionTime?: Time;
+  message?: string;
+  phase?: string;
+  reason?: string;
 };
 
 /** io.k8s.api.core.v1.PhotonPersistentDiskVolumeSource */
@@ -2354,6 +2492,18 @@ export type QuobyteVolumeSource = {
   volume: string;
 };
 
+/** io.k8s.api.core.v1.RBDPersistentVolumeSource */
+export type RBDPersistentVolumeSource = {
+  fsType?: string;
+  image: string;
+  keyring?: string;
+  monitors: string[];
+  pool?: string;
+  readOnly?: boolean;
+  secretRef?: SecretReference;
+  user?: string;
+};
+
 /** io.k8s.api.core.v1.RBDVolumeSource */
 export type RBDVolumeSource = {
   fsType?: string;
@@ -2617,6 +2767,20 @@ export type Scale = {
   status?: ScaleStatus;
 };
 
+/** io.k8s.api.core.v1.ScaleIOPersistentVolumeSource */
+export type ScaleIOPersistentVolumeSource = {
+  fsType?: string;
+  gateway: string;
+  protectionDomain?: string;
+  readOnly?: boolean;
+  secretRef: SecretReference;
+  sslEnabled?: boolean;
+  storageMode?: string;
+  storagePool?: string;
+  system: string;
+  volumeName?: string;
+};
+
 /** io.k8s.api.core.v1.ScaleIOVolumeSource */
 export type ScaleIOVolumeSource = {
   fsType?: string;
@@ -2697,6 +2861,12 @@ export type SecretProjection = {
   items?: KeyToPath[];
   name?: string;
   optional?: boolean;
+};
+
+/** io.k8s.api.core.v1.SecretReference */
+export type SecretReference = {
+  name?: string;
+  namespace?: string;
 };
 
 /** io.k8s.api.core.v1.SecretVolumeSource */
@@ -2926,6 +3096,37 @@ export type StatusDetails = {
   uid?: string;
 };
 
+/** io.k8s.api.storage.v1.StorageClass (storage.k8s.io/v1 StorageClass) */
+export type StorageClass = {
+  allowVolumeExpansion?: boolean;
+  allowedTopologies?: TopologySelectorTerm[];
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  mountOptions?: string[];
+  parameters?: Record<string, string>;
+  provisioner: string;
+  reclaimPolicy?: string;
+  volumeBindingMode?: string;
+};
+
+/** io.k8s.api.storage.v1.StorageClassList (storage.k8s.io/v1 StorageClassList) */
+export type StorageClassList = {
+  apiVersion?: string;
+  items: StorageClass[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.core.v1.StorageOSPersistentVolumeSource */
+export type StorageOSPersistentVolumeSource = {
+  fsType?: string;
+  readOnly?: boolean;
+  secretRef?: ObjectReference;
+  volumeName?: string;
+  volumeNamespace?: string;
+};
+
 /** io.k8s.api.core.v1.StorageOSVolumeSource */
 export type StorageOSVolumeSource = {
   fsType?: string;
@@ -3006,6 +3207,17 @@ export type Toleration = {
   operator?: string;
   tolerationSeconds?: number;
   value?: string;
+};
+
+/** io.k8s.api.core.v1.TopologySelectorLabelRequirement */
+export type TopologySelectorLabelRequirement = {
+  key: string;
+  values: string[];
+};
+
+/** io.k8s.api.core.v1.TopologySelectorTerm */
+export type TopologySelectorTerm = {
+  matchLabelExpressions?: TopologySelectorLabelRequirement[];
 };
 
 /** io.k8s.api.core.v1.TopologySpreadConstraint */
@@ -3141,6 +3353,11 @@ export type VolumeMountStatus = {
   readOnly?: boolean;
   recursiveReadOnly?: string;
   volumeStatus?: VolumeStatus;
+};
+
+/** io.k8s.api.core.v1.VolumeNodeAffinity */
+export type VolumeNodeAffinity = {
+  required?: NodeSelector;
 };
 
 /** io.k8s.api.core.v1.VolumeProjection */

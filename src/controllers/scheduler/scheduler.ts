@@ -14,6 +14,10 @@ import { Controller } from '../runtime/controller.js';
 import { controllerMetricsInScope, type ScheduleResult } from '../runtime/metrics.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
+import { unboundDelayedClaims, volumeBindingFilter, type VolumeBindingContext } from './volume-binding.js';
+import { ANN_SELECTED_NODE } from '../../api/storage.js';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../api/types.js';
+import { PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES } from '../../api/identities.js';
 
 export interface SchedulerOptions {
   client: Client;
@@ -41,6 +45,9 @@ export class Scheduler {
   private readonly events: EventRecorder;
   private readonly now: () => number;
   private readonly metrics = controllerMetricsInScope();
+  /** what volume-binding.ts reads: claims, volumes and classes */
+  private readonly volumeInformers: { claims: Informer<PersistentVolumeClaim>; volumes: Informer<PersistentVolume>; classes: Informer<StorageClass> };
+  private readonly volumeContext: VolumeBindingContext;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.now = opts.now ?? Date.now;
@@ -63,11 +70,20 @@ export class Scheduler {
       },
     });
     const nodeChanged = () => this.retryUnschedulable();
+    const claims = opts.informers.informerFor<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS);
+    const volumes = opts.informers.informerFor<PersistentVolume>(PERSISTENTVOLUMES);
+    const classes = opts.informers.informerFor<StorageClass>(STORAGECLASSES);
+    this.volumeInformers = { claims, volumes, classes };
+    this.volumeContext = { claim: (ns, name) => claims.get(`${ns}/${name}`), volume: (name) => volumes.get(name), volumes: () => volumes.list(), storageClass: (name) => classes.get(name) };
+    // A claim made or bound, a volume made or gone, a class changed: a waiting pod may go on.
+    claims.addHandlers({ onAdd: nodeChanged, onDelete: nodeChanged, onUpdate: (pvc, old) => (pvc.status?.phase !== old.status?.phase || pvc.spec?.volumeName !== old.spec?.volumeName) && nodeChanged() });
+    volumes.addHandlers({ onAdd: nodeChanged, onDelete: nodeChanged });
+    classes.addHandlers({ onAdd: nodeChanged, onUpdate: nodeChanged, onDelete: nodeChanged });
     this.nodes.addHandlers({ onAdd: nodeChanged, onUpdate: (n, old) => (JSON.stringify(n.spec) !== JSON.stringify(old.spec) || readyOf(n) !== readyOf(old) || JSON.stringify(n.status?.allocatable) !== JSON.stringify(old.status?.allocatable) || JSON.stringify(n.metadata.labels) !== JSON.stringify(old.metadata.labels)) && nodeChanged(), onDelete: nodeChanged });
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.nodes.start(), this.pods.start()]);
+    await Promise.all([this.nodes.start(), this.pods.start(), this.volumeInformers.claims.start(), this.volumeInformers.volumes.start(), this.volumeInformers.classes.start()]);
     this.controller.start();
   }
 
@@ -128,6 +144,8 @@ export class Scheduler {
     for (const node of nodes) {
       const u = usage.get(node.metadata.name!) ?? { requested: { cpuMilli: 0n, memory: 0n }, pods: 0n };
       const reasons = unfitReasons(pod, node, u, want);
+      const volumeReason = volumeBindingFilter(pod, node, this.volumeContext);
+      if (volumeReason) reasons.push(volumeReason);
       if (reasons.length) {
         rejected.push(reasons);
         continue;
@@ -142,6 +160,11 @@ export class Scheduler {
     }
     this.unschedulable.delete(key);
     const nodeName = best.node.metadata.name!;
+    if (this.claimsNeedNode(key, pod, nodeName)) {
+      // Retried when the claims are bound (a claim event), then bound to the only node that fits.
+      this.unschedulable.add(key);
+      return 'unschedulable';
+    }
     try {
       await this.opts.client.create(
         CORE.pods,
@@ -157,6 +180,24 @@ export class Scheduler {
     this.assumed.set(key, { node: nodeName, uid: pod.metadata.uid ?? '' });
     void this.events.record({ about: pod, type: 'Normal', reason: 'Scheduled', message: `Successfully assigned ${key} to ${nodeName}` });
     return 'scheduled';
+  }
+
+  /**
+   * VolumeBinding's pre-bind: the pod's unbound WaitForFirstConsumer claims get the chosen node; true
+   * while any of them is unbound, so the pod waits for the PV controller to bind them there. The
+   * writes are not awaited, so one worker keeps scheduling other pods meanwhile; a failed one puts
+   * the pod back in the queue (with backoff).
+   */
+  private claimsNeedNode(key: string, pod: Pod, nodeName: string): boolean {
+    const unbound = unboundDelayedClaims(pod, this.volumeContext);
+    for (const pvc of unbound) {
+      if (pvc.metadata.annotations?.[ANN_SELECTED_NODE] === nodeName) continue;
+      const annotated = { ...pvc, metadata: { ...pvc.metadata, annotations: { ...(pvc.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: nodeName } } };
+      this.opts.client.update(PERSISTENTVOLUMECLAIMS, annotated).catch((e: unknown) => {
+        if (!(e instanceof ApiError && e.reason === 'NotFound')) this.controller.queue.addRateLimited(key);
+      });
+    }
+    return unbound.length > 0;
   }
 
   private async markUnschedulable(pod: Pod, message: string): Promise<void> {

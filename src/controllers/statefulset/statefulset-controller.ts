@@ -141,6 +141,7 @@ export class StatefulSetController {
       if (a.kind === 'create') await this.createPod(set, a.ordinal, a.ordinal >= partitionOf(set) ? { template: templates.update, revision: updateRevision } : { template: templates.current, revision: currentRevision });
       else if (a.pod) await this.deletePod(set, a.pod);
     }
+    await this.syncClaimOwnership(set);
     await this.cleanUpScaledClaims(set, pods);
     await this.writeStatus(set, computeStatus({ set, pods, updateRevision, currentRevision }));
   }
@@ -216,6 +217,32 @@ export class StatefulSetController {
       return;
     }
     void this.events.record({ about: set, type: 'Normal', reason: 'SuccessfulDelete', message: `delete Pod ${pod.metadata.name} in StatefulSet ${set.metadata.name} successful` });
+  }
+
+  /**
+   * whenDeleted follows the policy as it is now, as upstream's claim owner update does: under Delete
+   * every claim of the set's ordinals is owned by the set (so it goes with it), under Retain none is.
+   */
+  private async syncClaimOwnership(set: StatefulSet): Promise<void> {
+    const setName = set.metadata.name ?? '';
+    const owned = set.spec.persistentVolumeClaimRetentionPolicy?.whenDeleted === 'Delete';
+    const replicas = set.spec.replicas ?? 1;
+    for (const t of set.spec.volumeClaimTemplates ?? []) {
+      for (const claim of this.claims.listNamespace(set.metadata.namespace ?? '')) {
+        const ordinal = ordinalOf(`${t.metadata.name}-${setName}`, claim.metadata.name);
+        if (ordinal === undefined || ordinal >= replicas || claim.metadata.deletionTimestamp) continue;
+        const refs = claim.metadata.ownerReferences ?? [];
+        const has = refs.some((r) => r.uid === set.metadata.uid);
+        if (has === owned) continue;
+        const ownerReferences = owned ? [...refs, { ...newControllerRef(set, STATEFULSETS), controller: false }] : refs.filter((r) => r.uid !== set.metadata.uid);
+        try {
+          await this.opts.client.update(PERSISTENTVOLUMECLAIMS, { ...claim, metadata: { ...claim.metadata, ownerReferences } });
+        } catch (e) {
+          // A newer claim is on its way through the informer, which brings another pass.
+          if (!(isNotFound(e) || (e as { reason?: string }).reason === 'Conflict')) throw e;
+        }
+      }
+    }
   }
 
   /** whenScaled: Delete — claims of ordinals at or above replicas go once their pod is gone. */

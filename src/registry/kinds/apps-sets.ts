@@ -1,12 +1,11 @@
 /**
- * apps/v1 DaemonSet, StatefulSet and ControllerRevision, and a minimal core/v1
- * PersistentVolumeClaim: object shapes, REST identity, defaults, validation and `kubectl get`
+ * apps/v1 DaemonSet, StatefulSet and ControllerRevision: object shapes, REST identity, defaults, validation and `kubectl get`
  * columns. The controllers live in src/controllers/daemonset and src/controllers/statefulset.
  */
 import { isDeepStrictEqual } from 'node:util';
 import type { FieldError } from '../../api/errors.js';
 import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
-import type { ControllerRevision, DaemonSet, KubeObject, LabelSelector, PersistentVolumeClaim, StatefulSet } from '../../api/types.js';
+import type { ControllerRevision, DaemonSet, KubeObject, LabelSelector, StatefulSet } from '../../api/types.js';
 import {
   child,
   expectInteger,
@@ -20,7 +19,7 @@ import {
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate } from './apps.js';
-import { CONTROLLERREVISIONS, DAEMONSETS, PERSISTENTVOLUMECLAIMS, type ResourceInfo, resourceInfo, STATEFULSETS } from '../../api/identities.js';
+import { CONTROLLERREVISIONS, DAEMONSETS, type ResourceInfo, resourceInfo, STATEFULSETS } from '../../api/identities.js';
 
 // ---------- shapes ----------
 
@@ -40,10 +39,6 @@ export const STATEFULSET_INFO: ResourceInfo = resourceInfo(STATEFULSETS, {
 
 export const CONTROLLERREVISION_INFO: ResourceInfo = resourceInfo(CONTROLLERREVISIONS, {
   listKind: 'ControllerRevisionList', singular: 'controllerrevision', shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
-});
-
-export const PVC_INFO: ResourceInfo = resourceInfo(PERSISTENTVOLUMECLAIMS, {
-  listKind: 'PersistentVolumeClaimList', singular: 'persistentvolumeclaim', shortNames: ['pvc'], verbs: ALL_VERBS, subresources: ['status'], categories: [],
 });
 
 // ---------- validation ----------
@@ -199,34 +194,6 @@ const CONTROLLERREVISION_COLUMNS: ColumnProvider = {
   },
 };
 
-const ACCESS_MODE_SHORT: Record<string, string> = { ReadWriteOnce: 'RWO', ReadOnlyMany: 'ROX', ReadWriteMany: 'RWX', ReadWriteOncePod: 'RWOP' };
-
-const PVC_COLUMNS: ColumnProvider = {
-  columns: [
-    NAME_COLUMN,
-    column('Status', 'Phase is the current phase of the claim.'),
-    column('Volume', 'VolumeName is the binding reference to the PersistentVolume backing this claim.'),
-    column('Capacity', 'Capacity is the actual resources of the underlying volume.'),
-    column('Access Modes', 'AccessModes contains the actual access modes the volume backing the PVC has.'),
-    column('StorageClass', 'StorageClassName is the name of the StorageClass required by the claim.'),
-    AGE_COLUMN,
-  ],
-  cells: (obj, { now }) => {
-    const pvc = obj as PersistentVolumeClaim;
-    const modes = (pvc.status?.accessModes ?? pvc.spec?.accessModes ?? []).map((m) => ACCESS_MODE_SHORT[m] ?? m);
-    return [
-      pvc.metadata.name ?? '',
-      pvc.status?.phase ?? 'Pending',
-      // The backing storage is the Docker named volume of the claim.
-      `berth-pvc-${pvc.metadata.namespace}-${pvc.metadata.name}`,
-      pvc.status?.capacity?.storage ?? '',
-      modes.join(','),
-      pvc.spec?.storageClassName ?? '<unset>',
-      ageSince(pvc.metadata.creationTimestamp, now),
-    ];
-  },
-};
-
 // ---------- strategies ----------
 
 /**
@@ -339,36 +306,8 @@ export const controllerRevisionStrategy: KindStrategy<ControllerRevision> = {
   },
 };
 
-/**
- * Minimal claims: there are no PersistentVolumes or provisioners. A claim is Bound as soon as it
- * exists; its storage is a Docker named volume `berth-pvc-<namespace>-<name>` on whichever node
- * mounts it.
- */
-export const pvcStrategy: KindStrategy<PersistentVolumeClaim> = {
-  info: PVC_INFO,
-  table: PVC_COLUMNS,
-  hasStatus: true,
-  applyDefaults(pvc) {
-    if (!isRecord(pvc.spec)) return;
-    pvc.spec.volumeMode ??= 'Filesystem';
-  },
-  validate(pvc) {
-    const errs = validateObjectMeta(pvc.metadata, { namespaced: true, nameRule: 'subdomain' });
-    const modes = isRecord(pvc.spec) ? pvc.spec.accessModes : undefined;
-    if (!Array.isArray(modes) || modes.length === 0) errs.push(fieldErrors.required('spec.accessModes'));
-    return errs;
-  },
-  validateUpdate: (pvc, old) => validateObjectMetaUpdate(pvc.metadata, old.metadata),
-  initialStatus: (pvc) => ({
-    phase: 'Bound',
-    accessModes: pvc.spec?.accessModes ?? [],
-    capacity: { storage: pvc.spec?.resources?.requests?.storage ?? '1Gi' },
-  }),
-};
-
 export const APPS_SETS_STRATEGIES: KindStrategy<KubeObject>[] = [
   daemonSetStrategy,
   statefulSetStrategy,
   controllerRevisionStrategy,
-  pvcStrategy,
 ];

@@ -24,6 +24,7 @@ import { RBAC_STRATEGIES } from './rbac.js';
 import { AUTOSCALING_STRATEGIES } from './autoscaling.js';
 import { REPLICATION_STRATEGIES } from './replication.js';
 import { APIREGISTRATION_STRATEGIES } from './apiregistration.js';
+import { STORAGE_STRATEGIES } from './storage.js';
 
 /**
  * Every built-in kind the control plane serves. A kind is one strategy (with its ResourceInfo);
@@ -31,7 +32,7 @@ import { APIREGISTRATION_STRATEGIES } from './apiregistration.js';
  * control plane's flags (the Service ranges) take them here.
  */
 export function builtinStrategies(opts: { services?: ServiceStrategyOptions } = {}): KindStrategy<KubeObject>[] {
-  return [...CORE_STRATEGIES, ...CORE_POLICY_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...NETWORKING_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...CERTIFICATES_STRATEGIES, ...RBAC_STRATEGIES, ...AUTOSCALING_STRATEGIES, ...REPLICATION_STRATEGIES, ...APIREGISTRATION_STRATEGIES];
+  return [...CORE_STRATEGIES, ...CORE_POLICY_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...STORAGE_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...NETWORKING_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...CERTIFICATES_STRATEGIES, ...RBAC_STRATEGIES, ...AUTOSCALING_STRATEGIES, ...REPLICATION_STRATEGIES, ...APIREGISTRATION_STRATEGIES];
 }
 
 /** The built-in kinds with their default configuration (Services allocate from the default ranges). */

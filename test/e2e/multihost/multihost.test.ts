@@ -2,7 +2,9 @@
  * Three simulated hosts on one machine (network namespaces, a dockerd each, see lab.ts): the scheduler
  * spreads pods over them, pods reach each other across hosts by pod IP without NAT, an agent restarted
  * with kill -9 adopts its containers, and a host cut off from the network is marked unreachable, its pods
- * are evicted and replaced on the other hosts, and once it is back its stale containers are stopped.
+ * are evicted and replaced on the other hosts, and once it is back its stale containers are stopped. A
+ * StatefulSet pod comes back to the host that holds its local-path volume, and waits, saying why, while
+ * that host is cordoned.
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
@@ -69,6 +71,53 @@ describe('multi-host lab (3 network namespaces, 3 dockerds)', { timeout: 600_000
       const node = await lab.client.get<Node>(CORE.nodes, { name: p.spec.nodeName! });
       assert.ok(cidrContains(parseCidr(node.spec!.podCIDR!), p.status!.podIP!), `${p.status?.podIP} in ${node.spec?.podCIDR}`);
       assert.equal(p.status?.hostIP, hostOf(p).ip);
+    }
+  });
+
+  it('brings a StatefulSet pod back to the host that holds its local-path volume; with that host cordoned it stays Pending saying why', async () => {
+    await lab.kubectl(['apply', '-f', '-'], {
+      input: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  replicas: 1
+  serviceName: db
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers:
+      - {name: main, image: ${TEST_IMAGE}, command: ["sh", "-c", "[ -f /data/host ] || cat /etc/hostname > /data/host; sleep 3600"], volumeMounts: [{name: data, mountPath: /data}]}
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+`,
+    });
+    const dbPod = async () => (await pods('db')).find((p) => !p.metadata.deletionTimestamp);
+    let first: Pod | undefined;
+    await waitFor(async () => !!(first = await dbPod()) && running(first), 60_000, 'db-0 running');
+    const home = first!.spec.nodeName!;
+    // Every host runs one web pod; the volume's host also runs db-0, so the others have more room.
+    await lab.kubectl(['delete', 'pod', 'db-0', '--grace-period=0', '--force']);
+    let again: Pod | undefined;
+    await waitFor(async () => !!(again = await dbPod()) && again.metadata.uid !== first!.metadata.uid && running(again), 60_000, 'db-0 recreated');
+    assert.equal(again!.spec.nodeName, home, 'recreated on the host holding its volume');
+
+    await lab.kubectl(['cordon', home]);
+    try {
+      await lab.kubectl(['delete', 'pod', 'db-0', '--grace-period=0', '--force']);
+      let message = '';
+      await waitFor(async () => {
+        const p = await dbPod();
+        message = p?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message ?? '';
+        return !!p && p.metadata.uid !== again!.metadata.uid && !p.spec.nodeName && message !== '';
+      }, 30_000, () => `db-0 Pending; message ${message}`);
+      // The cordoned host is refused for being cordoned, the other two for the volume's node affinity.
+      assert.match(message, /^0\/3 nodes are available: .*\b2 node\(s\) had volume node affinity conflict\b/);
+    } finally {
+      await lab.kubectl(['uncordon', home]);
+      await lab.kubectl(['delete', 'sts', 'db', '--wait=false']);
     }
   });
 
