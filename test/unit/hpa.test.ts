@@ -20,8 +20,8 @@ import {
   hpaStrategy,
   hpaTargetsText,
   hpaToV1,
-  validateHpa,
 } from '../../src/registry/kinds/autoscaling.js';
+import { validateHpa } from '../../src/api/validation/autoscaling.js';
 import { controllerEnv, template } from './controllers-env.js';
 
 const hpa = (spec: Record<string, unknown>): HorizontalPodAutoscaler =>

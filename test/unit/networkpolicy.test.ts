@@ -11,7 +11,8 @@ import { applyStrategicMergePatch, builtinPatchSchema } from '../../src/api/patc
 import { findUnknownFields } from '../../src/api/unknown-fields.js';
 import type { KubeObject } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { NETWORK_POLICY_INFO, applyNetworkPolicyDefaults, networkPolicyStrategy, parseCidrSloppy, type NetworkPolicy } from '../../src/registry/kinds/networking.js';
+import { NETWORK_POLICY_INFO, applyNetworkPolicyDefaults, networkPolicyStrategy, type NetworkPolicy } from '../../src/registry/kinds/networking.js';
+import { parseCidrSloppy } from '../../src/api/validation/networking.js';
 import { Registry } from '../../src/registry/registry.js';
 import { toTable } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';

@@ -16,7 +16,8 @@ import { CERTIFICATES_GROUP } from '../../api/certificates.js';
 import { ApiError } from '../../api/errors.js';
 import type { ClusterRole, ClusterRoleBinding, KubeObject, PolicyRule, Subject } from '../../api/types.js';
 import type { Registry } from '../../registry/registry.js';
-import { AUTOUPDATE_ANNOTATION, CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, RBAC_GROUP } from '../../registry/kinds/rbac.js';
+import { AUTOUPDATE_ANNOTATION, CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO } from '../../registry/kinds/rbac.js';
+import { RBAC_GROUP } from '../../api/identities.js';
 import { covers } from './rule-matching.js';
 
 const READ = ['get', 'list', 'watch'];
