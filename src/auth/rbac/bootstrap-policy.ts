@@ -243,7 +243,8 @@ export async function reconcileBootstrapPolicy(opts: ReconcileOptions): Promise<
       const next = reconcileClusterRoleBinding(existing, expected);
       if (next === 'recreate') {
         await registry.delete(CLUSTER_ROLE_BINDING_INFO, undefined, name);
-        await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, { ...expected, subjects: [...(expected.subjects ?? []), ...(existing.subjects ?? []).filter((s) => !(expected.subjects ?? []).some((e) => e.kind === s.kind && e.name === s.name))] });
+        const recreated: ClusterRoleBinding = { ...expected, subjects: [...(expected.subjects ?? []), ...(existing.subjects ?? []).filter((s) => !(expected.subjects ?? []).some((e) => e.kind === s.kind && e.name === s.name))] };
+        await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, recreated);
         log?.info({ clusterRoleBinding: name }, 'recreated default cluster role binding with its role');
       } else if (next) {
         await registry.update(CLUSTER_ROLE_BINDING_INFO, undefined, name, next);

@@ -87,8 +87,14 @@ function parseAnnotation<T>(annotations: Record<string, string>, key: string): T
   }
 }
 
+/**
+ * An autoscaling/v1 object as it crosses the wire: its spec and status as JSON, checked field by
+ * field (what a client sends is not trusted to match the v1 shape).
+ */
+type V1HorizontalPodAutoscaler = KubeObject & { spec?: unknown; status?: unknown };
+
 /** An autoscaling/v2 object as autoscaling/v1 shows it. */
-export function hpaToV1(v2: HorizontalPodAutoscaler): KubeObject {
+export function hpaToV1(v2: HorizontalPodAutoscaler): V1HorizontalPodAutoscaler {
   const spec: Partial<HorizontalPodAutoscalerSpec> = v2.spec ?? {};
   const annotations: Record<string, string> = { ...(v2.metadata.annotations ?? {}) };
   const metrics = Array.isArray(spec.metrics) ? spec.metrics : [];
@@ -110,14 +116,14 @@ export function hpaToV1(v2: HorizontalPodAutoscaler): KubeObject {
     if (cpuNow) v1Status.currentCPUUtilizationPercentage = cpuNow.resource!.current.averageUtilization;
     for (const k of Object.keys(v1Status)) if (v1Status[k] === undefined) delete v1Status[k];
   }
-  const out: KubeObject = { ...v2, apiVersion: 'autoscaling/v1', metadata: { ...v2.metadata, annotations }, spec: v1Spec };
+  const out: V1HorizontalPodAutoscaler = { ...v2, apiVersion: 'autoscaling/v1', metadata: { ...v2.metadata, annotations }, spec: v1Spec };
   if (!Object.keys(annotations).length) delete out.metadata.annotations;
   if (v1Status) out.status = v1Status;
   return out;
 }
 
 /** An autoscaling/v1 object as the stored autoscaling/v2 one. */
-export function hpaFromV1(v1: KubeObject): HorizontalPodAutoscaler {
+export function hpaFromV1(v1: V1HorizontalPodAutoscaler): HorizontalPodAutoscaler {
   const spec = (isRecord(v1.spec) ? v1.spec : {}) as Record<string, unknown>;
   const annotations: Record<string, string> = { ...(v1.metadata?.annotations ?? {}) };
   const metrics: MetricSpec[] = [];

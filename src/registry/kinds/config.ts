@@ -96,7 +96,10 @@ function countKeys(...maps: unknown[]): number {
 
 const CONFIGMAP_COLUMNS: ColumnProvider = {
   columns: [NAME_COLUMN, { name: 'Data', type: 'integer', format: '', description: 'Number of keys in data and binaryData.', priority: 0 }, AGE_COLUMN],
-  cells: (obj, { now }) => [obj.metadata.name ?? '', countKeys(obj.data, obj.binaryData), ageSince(obj.metadata.creationTimestamp, now)],
+  cells: (obj, { now }) => {
+    const cm = obj as ConfigMap;
+    return [cm.metadata.name ?? '', countKeys(cm.data, cm.binaryData), ageSince(cm.metadata.creationTimestamp, now)];
+  },
 };
 
 const SECRET_COLUMNS: ColumnProvider = {
@@ -106,7 +109,10 @@ const SECRET_COLUMNS: ColumnProvider = {
     { name: 'Data', type: 'integer', format: '', description: 'Number of keys in data.', priority: 0 },
     AGE_COLUMN,
   ],
-  cells: (obj, { now }) => [obj.metadata.name ?? '', typeof obj.type === 'string' ? obj.type : '', countKeys(obj.data), ageSince(obj.metadata.creationTimestamp, now)],
+  cells: (obj, { now }) => {
+    const secret = obj as Secret;
+    return [secret.metadata.name ?? '', typeof secret.type === 'string' ? secret.type : '', countKeys(secret.data), ageSince(secret.metadata.creationTimestamp, now)];
+  },
 };
 
 export const configMapStrategy: KindStrategy<ConfigMap> = {

@@ -352,7 +352,7 @@ export const nodeStrategy: KindStrategy<Node> = {
 const NAMESPACE_COLUMNS: ColumnProvider = {
   columns: [NAME_COLUMN, column('Status', 'The status of the namespace'), AGE_COLUMN],
   cells: (obj, { now }) => {
-    const phase = (obj.status as { phase?: string } | undefined)?.phase ?? '';
+    const phase = (obj as Namespace).status?.phase ?? '';
     return [obj.metadata.name ?? '', phase, ageSince(obj.metadata.creationTimestamp, now)];
   },
 };
