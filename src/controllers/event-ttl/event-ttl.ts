@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
 import type { Event, KubeObject } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface EventTTLOptions {
   client: Client;
@@ -42,7 +43,7 @@ export class EventTTLController {
   constructor(private readonly opts: EventTTLOptions) {
     this.ttlMs = opts.ttlMs ?? DEFAULT_EVENT_TTL_MS;
     this.intervalMs = opts.intervalMs ?? Math.min(5 * 60_000, Math.max(1000, Math.floor(this.ttlMs / 10)));
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
   }
 
   start(): void {

@@ -14,6 +14,7 @@ import { Controller } from '../runtime/controller.js';
 import { controllerMetricsInScope, type ScheduleResult } from '../runtime/metrics.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface SchedulerOptions {
   client: Client;
@@ -43,7 +44,7 @@ export class Scheduler {
   private readonly metrics = controllerMetricsInScope();
 
   constructor(private readonly opts: SchedulerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
     this.events = new EventRecorder({ client: opts.client, component: SCHEDULER_NAME, log: opts.log, now: this.now });
