@@ -3,17 +3,17 @@
  * longer bound to it (evicted and replaced elsewhere while the node was cut off or the agent was down)
  * are stopped and removed first, so a single-replica pod never runs on two hosts at once.
  *
- * It sees only this cluster's containers (the runtime it gets is scoped, agent/cluster-scope.ts).
+ * It sees only this cluster's containers (the runtime it gets is scoped, agent/node/cluster-scope.ts).
  * Containers made before containers carried a cluster label are told apart by their pod's uid: one
  * whose pod is bound here now is this cluster's, and is replaced by a labelled one (its pod restarts
  * once); any other is left alone, since it may be another cluster's.
  */
 import type { Logger } from 'pino';
-import type { Pod } from '../src/api/types.js';
-import { CORE, type Client } from '../src/client/client.js';
-import { LABEL_CLUSTER } from './cluster-scope.js';
-import { identityFromLabels, labelFilter } from './labels.js';
-import type { ContainerRuntime } from './runtime/runtime.js';
+import type { Pod } from '../../src/api/types.js';
+import { CORE, type Client } from '../../src/client/client.js';
+import { LABEL_CLUSTER } from '../node/cluster-scope.js';
+import { identityFromLabels, labelFilter } from '../node/labels.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
 
 /** Longest grace a stale container gets here: its pod is already gone from the API. */
 const MAX_STALE_GRACE_SECONDS = 10;

@@ -6,7 +6,7 @@
  * Semantics follow the kubelet: the first failure is retried at once and arms the backoff; each later
  * failure must wait the current delay, measured from when it happened, and doubles it.
  */
-import type { Clock } from './clock.js';
+import type { Clock } from '../clock.js';
 
 export interface BackoffSettings {
   baseMs: number;

@@ -6,8 +6,8 @@
  * Prometheus scraping every few seconds costs the API server two requests every two minutes.
  */
 import { createHash } from 'node:crypto';
-import type { KubeObject } from '../src/api/types.js';
-import type { Client, ResourceRef } from '../src/client/client.js';
+import type { KubeObject } from '../../src/api/types.js';
+import type { Client, ResourceRef } from '../../src/client/client.js';
 
 export type MetricsAccess = 'allowed' | 'unauthenticated' | 'forbidden';
 

@@ -3,7 +3,7 @@
  * longer fails with reason DeadlineExceeded and its containers are killed, as the kubelet's
  * activeDeadlineHandler does. Pure.
  */
-import type { Pod, Time } from '../src/api/types.js';
+import type { Pod, Time } from '../../src/api/types.js';
 
 export const DEADLINE_EXCEEDED_REASON = 'DeadlineExceeded';
 export const DEADLINE_EXCEEDED_MESSAGE = 'Pod was active on the node longer than the specified deadline';

@@ -2,8 +2,8 @@
  * The downward API: a pod's own fields (fieldRef) and a container's resources (resourceFieldRef) as text,
  * for environment variables and downwardAPI/projected volume files alike. Pure functions.
  */
-import { milliValue, parseQuantity, value, type Quantity } from '../src/api/quantity.js';
-import type { Container, Pod } from '../src/api/types.js';
+import { milliValue, parseQuantity, value, type Quantity } from '../../src/api/quantity.js';
+import type { Container, Pod } from '../../src/api/types.js';
 import { ContainerConfigError } from './config-error.js';
 
 /** What a pod cannot know about itself from its spec: its addresses on this node. */

@@ -12,14 +12,14 @@ import type {
   PodCondition,
   PodPhase,
   PodStatus,
-} from '../src/api/types.js';
-import { kubeTime } from './clock.js';
-import { sandboxIPOf } from './labels.js';
+} from '../../src/api/types.js';
+import { kubeTime } from '../clock.js';
+import { sandboxIPOf } from '../node/labels.js';
 import { isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
-import { isSidecar } from './prober/types.js';
+import { isSidecar } from '../prober/types.js';
 import { qosClassOf } from './qos.js';
 import { effectiveRestartPolicy, terminatedReason, WaitingReason } from './restart-policy.js';
-import type { ContainerInfo } from './runtime/runtime.js';
+import type { ContainerInfo } from '../runtime/runtime.js';
 
 export interface ComputeStatusInput {
   pod: Pod;

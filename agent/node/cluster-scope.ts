@@ -11,8 +11,8 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { CORE, type Client } from '../src/client/client.js';
-import type { ContainerRuntime } from './runtime/runtime.js';
+import { CORE, type Client } from '../../src/client/client.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
 
 export const LABEL_CLUSTER = 'berth.dev/cluster';
 
@@ -23,7 +23,7 @@ export async function fetchClusterId(client: Client): Promise<string> {
   return uid;
 }
 
-/** The file in the agent's data dir that records its cluster id, for `berth down` (agent/down.ts) after the cluster stopped. */
+/** The file in the agent's data dir that records its cluster id, for `berth down` (agent/node/down.ts) after the cluster stopped. */
 function clusterIdFile(agentDataDir: string): string {
   return path.join(agentDataDir, 'cluster-id');
 }

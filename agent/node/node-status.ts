@@ -7,13 +7,13 @@
 import { readFile, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import type { Logger } from 'pino';
-import { isApiError } from '../src/api/errors.js';
-import type { Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../src/api/types.js';
-import { CORE, type Client } from '../src/client/client.js';
-import { kubeTime, type Clock, type TimerHandle } from './clock.js';
-import type { ContainerRuntime } from './runtime/runtime.js';
+import { isApiError } from '../../src/api/errors.js';
+import type { Node, NodeCondition, NodeStatus, NodeSystemInfo } from '../../src/api/types.js';
+import { CORE, type Client } from '../../src/client/client.js';
+import { kubeTime, type Clock, type TimerHandle } from '../clock.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
 import type { RuntimeHealth } from './runtime-health.js';
-import type { EventRecorder } from '../src/client/events.js';
+import type { EventRecorder } from '../../src/client/events.js';
 
 export const KUBELET_VERSION = 'v1.32.0-berth';
 export const MAX_PODS = 110;

@@ -1,9 +1,9 @@
 /**
  * What the agent reads of ConfigMaps and Secrets, and the reader it reads them through. A leaf: the
- * environment (env.ts), the volume payloads (volumes/projection.ts) and the watching cache
+ * environment (container/environment.ts), the volume payloads (volumes/projection.ts) and the watching cache
  * (volumes/config-objects.ts) share it. The shapes are core/v1's, from src/api/config-objects.ts.
  */
-import type { ConfigMap, Secret } from '../src/api/types.js';
+import type { ConfigMap, Secret } from '../../src/api/types.js';
 
 export type ConfigKind = 'configmaps' | 'secrets';
 

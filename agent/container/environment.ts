@@ -7,7 +7,7 @@
  * given, are what `$(VAR)` falls back to, and are added after the container's own variables unless one
  * of those has the same name (the kubelet's order).
  */
-import type { ConfigMap, Container, Pod, Secret } from '../src/api/types.js';
+import type { ConfigMap, Container, Pod, Secret } from '../../src/api/types.js';
 import { ContainerConfigError } from './config-error.js';
 import { objectKey, type ConfigObjectReader } from './config-reader.js';
 import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from './downward-api.js';

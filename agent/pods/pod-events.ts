@@ -3,8 +3,8 @@
  * node name, fieldPath `spec.containers{name}` / `spec.initContainers{name}`). Recording never blocks a
  * sync and never fails it; repeats are counted by the EventRecorder. idle() lets tests wait for writes.
  */
-import type { Pod } from '../src/api/types.js';
-import type { EventRecorder } from '../src/client/events.js';
+import type { Pod } from '../../src/api/types.js';
+import type { EventRecorder } from '../../src/client/events.js';
 
 /** Event reasons, spelled as the kubelet spells them. */
 export const EventReason = {

@@ -4,27 +4,27 @@
  * coalesced into one more sync. The worker ends after the pod is torn down.
  */
 import type { Logger } from 'pino';
-import { isApiError } from '../src/api/errors.js';
-import type { Container, ContainerStateWaiting, Pod, PodStatus } from '../src/api/types.js';
-import { CORE, type Client } from '../src/client/client.js';
+import { isApiError } from '../../src/api/errors.js';
+import type { Container, ContainerStateWaiting, Pod, PodStatus } from '../../src/api/types.js';
+import { CORE, type Client } from '../../src/client/client.js';
 import { checkActiveDeadline, DEADLINE_EXCEEDED_MESSAGE, DEADLINE_EXCEEDED_REASON } from './active-deadline.js';
-import type { Clock, TimerHandle } from './clock.js';
-import { isContainerConfigError } from './config-error.js';
+import type { Clock, TimerHandle } from '../clock.js';
+import { isContainerConfigError } from '../container/config-error.js';
 import { appSpec, containerHash, graceSecondsOf, infraSpec } from './container-config.js';
-import { identityFromLabels, LABEL_POD_IP, labelFilter, sandboxIPOf } from './labels.js';
+import { identityFromLabels, LABEL_POD_IP, labelFilter, sandboxIPOf } from '../node/labels.js';
 import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
 import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
 import { EventReason, type ContainerRef, type PodEvents } from './pod-events.js';
 import { computePodStatus, notReadyStatus } from './pod-status.js';
-import type { PrestartRunner } from './prestart/runner.js';
-import type { ProbeManager, ProbedContainer } from './prober/manager.js';
-import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
+import type { PrestartRunner } from '../prestart/runner.js';
+import type { ProbeManager, ProbedContainer } from '../prober/manager.js';
+import { isSidecar, PROBE_LABEL, type ProbeKind } from '../prober/types.js';
 import { crashBackoffKey, pullBackoffKey, type Backoff } from './restart-backoff.js';
 import { WaitingReason } from './restart-policy.js';
-import { ImagePullError, pullPolicyOf, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from './runtime/runtime.js';
-import { wantsRuntimeWiredSandbox, type SandboxNetwork } from './network/sandbox-network.js';
-import type { StatusManager } from './status.js';
+import { ImagePullError, pullPolicyOf, type AppSpec, type ContainerInfo, type ContainerRunState, type ContainerRuntime, type RuntimeEvent } from '../runtime/runtime.js';
+import { wantsRuntimeWiredSandbox, type SandboxNetwork } from '../network/sandbox-network.js';
+import type { StatusManager } from './status-manager.js';
 import { FALLBACK_LOG_BYTES, FALLBACK_LOG_LINES, readTerminationMessage, removeTerminationLog, terminationLogPath } from './termination-message.js';
 
 /** A container pulled and configured, waiting only for its sandbox's id to be created. */

@@ -1,8 +1,8 @@
 /**
  * Owns the pod restart policy decision and the reason strings the agent reports in container states.
  */
-import type { RestartPolicy } from '../src/api/types.js';
-import type { ExitResult } from './runtime/runtime.js';
+import type { RestartPolicy } from '../../src/api/types.js';
+import type { ExitResult } from '../runtime/runtime.js';
 
 /** Waiting reasons (container state waiting.reason), spelled as the kubelet spells them. */
 export const WaitingReason = {

@@ -5,9 +5,9 @@
  * whose result replaces the whole picture (handlers see deletions they missed).
  */
 import type { Logger } from 'pino';
-import type { Pod } from '../src/api/types.js';
-import { CORE, type Client, type WatchHandle } from '../src/client/client.js';
-import type { Clock, TimerHandle } from './clock.js';
+import type { Pod } from '../../src/api/types.js';
+import { CORE, type Client, type WatchHandle } from '../../src/client/client.js';
+import type { Clock, TimerHandle } from '../clock.js';
 
 export interface PodSourceHandlers {
   /** a complete list: every pod bound to the node right now */

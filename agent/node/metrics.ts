@@ -15,8 +15,8 @@
  * No label ever carries a pod's name, UID or container ID.
  */
 import client from 'prom-client';
-import type { ContainerStatus, PodStatus } from '../src/api/types.js';
-import type { ContainerRuntime } from './runtime/runtime.js';
+import type { ContainerStatus, PodStatus } from '../../src/api/types.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
 
 /** The kubelet's pod start buckets (seconds). */
 const POD_START_BUCKETS = [0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600];

@@ -4,12 +4,12 @@
  * than a Node status update. The Lease is owned by the Node, so deleting the Node collects it.
  */
 import type { Logger } from 'pino';
-import { isApiError } from '../src/api/errors.js';
-import type { Lease, Node } from '../src/api/types.js';
-import { CORE, type Client } from '../src/client/client.js';
-import { microTime, NODE_LEASE_NAMESPACE } from '../src/api/lease.js';
-import type { Clock, TimerHandle } from './clock.js';
-import { LEASES } from '../src/api/identities.js';
+import { isApiError } from '../../src/api/errors.js';
+import type { Lease, Node } from '../../src/api/types.js';
+import { CORE, type Client } from '../../src/client/client.js';
+import { microTime, NODE_LEASE_NAMESPACE } from '../../src/api/lease.js';
+import type { Clock, TimerHandle } from '../clock.js';
+import { LEASES } from '../../src/api/identities.js';
 
 export interface NodeLeaseOptions {
   client: Client;

@@ -4,19 +4,19 @@
  * put in. Pure functions; the pod worker decides when to call them.
  */
 import { createHash } from 'node:crypto';
-import { milliValue, parseQuantity, value } from '../src/api/quantity.js';
-import type { Container, Pod } from '../src/api/types.js';
+import { milliValue, parseQuantity, value } from '../../src/api/quantity.js';
+import type { Container, Pod } from '../../src/api/types.js';
 import {
   dockerContainerName,
   INFRA_CONTAINER_NAME,
   LABEL_POD_IP,
   labelsFor,
   type ContainerType,
-} from './labels.js';
-import { expandVars } from './expand-vars.js';
-import type { ContainerConfig } from './prestart/hook.js';
-import type { AppSpec, InfraSpec } from './runtime/runtime.js';
-import { sandboxOptions } from './security-context.js';
+} from '../node/labels.js';
+import { expandVars } from '../container/expand-vars.js';
+import type { ContainerConfig } from '../prestart/hook.js';
+import type { AppSpec, InfraSpec } from '../runtime/runtime.js';
+import { sandboxOptions } from '../container/identity.js';
 
 /** Kubernetes' default terminationGracePeriodSeconds. */
 export const DEFAULT_GRACE_SECONDS = 30;

@@ -14,10 +14,10 @@
  * they would not answer (Docker does the same).
  */
 import fs from 'node:fs';
-import type { Pod } from '../src/api/types.js';
-import { podHostname } from './container-config.js';
-import type { PodPaths } from './volumes/paths.js';
-import { parseResolvConf, readNodeResolverConfig, type ResolverConfig } from './dns/resolv-conf.js';
+import type { Pod } from '../../src/api/types.js';
+import { podHostname } from '../pods/container-config.js';
+import type { PodPaths } from '../volumes/paths.js';
+import { parseResolvConf, readNodeResolverConfig, type ResolverConfig } from '../dns/resolv-conf.js';
 
 export { parseResolvConf, readNodeResolverConfig, type ResolverConfig };
 

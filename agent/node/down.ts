@@ -2,9 +2,9 @@
  * `berth down`: removes one cluster's node from this host, and nothing of any other cluster's. It
  * stops the `berth up` of that data dir if one runs (and with it the agent and the node resolver),
  * then removes from the host what the agent made, found by the cluster id the agent recorded in its
- * data dir (agent/cluster-scope.ts): the containers carrying that id, the pod bridge networks labelled
+ * data dir (agent/node/cluster-scope.ts): the containers carrying that id, the pod bridge networks labelled
  * with it and their iptables rules, the nftables tables whose owner comment names it
- * (agent/host-conflicts.ts), and the pods' in-memory volume mounts. The data dir (store, certificates) and claim volumes stay: `berth up` on
+ * (agent/node/host-conflicts.ts), and the pods' in-memory volume mounts. The data dir (store, certificates) and claim volumes stay: `berth up` on
  * the same data dir starts the cluster again, with its objects, and pods come back.
  */
 import { execFile } from 'node:child_process';
@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { LABEL_CLUSTER, readRecordedClusterId } from './cluster-scope.js';
-import { stopNodeResolver } from './dns/node-dns.js';
-import { processAlive } from './dns/pid-file.js';
-import { ruleComment } from './network/bridge-network.js';
-import { deleteIptablesRulesByComment } from './network/host-commands.js';
-import { unmountAllUnder } from './volumes/mounts.js';
+import { stopNodeResolver } from '../dns/node-dns.js';
+import { processAlive } from '../dns/pid-file.js';
+import { ruleComment } from '../network/bridge-network.js';
+import { deleteIptablesRulesByComment } from '../network/host-commands.js';
+import { unmountAllUnder } from '../volumes/mounts.js';
 
 const execFileP = promisify(execFile);
 

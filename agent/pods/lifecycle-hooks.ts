@@ -4,11 +4,11 @@
  * runs before the stop signal and may use the grace period; whatever it leaves is the stop's grace.
  * Handlers are the probes' (exec through the runtime, httpGet from the agent to the pod IP) plus `sleep`.
  */
-import type { Container, Pod } from '../src/api/types.js';
-import type { Clock } from './clock.js';
-import { runHandler } from './prober/handler.js';
-import { lifecycleOf, type Handler } from './prober/types.js';
-import type { ContainerRuntime } from './runtime/runtime.js';
+import type { Container, Pod } from '../../src/api/types.js';
+import type { Clock } from '../clock.js';
+import { runHandler } from '../prober/handler.js';
+import { lifecycleOf, type Handler } from '../prober/types.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
 
 /** postStart has no timeout in Kubernetes; a bound keeps one stuck hook from holding the pod's worker forever. */
 export const POST_START_TIMEOUT_MS = 120_000;

@@ -13,7 +13,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Container } from '../src/api/types.js';
+import type { Container } from '../../src/api/types.js';
 
 export const MAX_TERMINATION_MESSAGE_BYTES = 4096;
 export const FALLBACK_LOG_LINES = 80;

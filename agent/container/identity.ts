@@ -4,9 +4,9 @@
  * against the image's user before the container is created), privileged, readOnlyRootFilesystem,
  * capabilities and allowPrivilegeEscalation — plus the host namespaces the pod asks for.
  */
-import type { Container, Pod } from '../src/api/types.js';
+import type { Container, Pod } from '../../src/api/types.js';
 import { ContainerConfigError } from './config-error.js';
-import type { ContainerSecurityOptions, SandboxOptions } from './runtime/container-options.js';
+import type { ContainerSecurityOptions, SandboxOptions } from '../runtime/container-options.js';
 
 interface PodSecurityContext {
   runAsUser?: number;

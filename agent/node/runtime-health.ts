@@ -6,8 +6,8 @@
  * Listeners hear each transition; the node's Ready condition and the pods' readiness follow it.
  */
 import type { Logger } from 'pino';
-import type { Clock, TimerHandle } from './clock.js';
-import type { ContainerRuntime } from './runtime/runtime.js';
+import type { Clock, TimerHandle } from '../clock.js';
+import type { ContainerRuntime } from '../runtime/runtime.js';
 
 /** The Ready condition's message for a runtime that stopped answering (the kubelet's wording). */
 export const RUNTIME_DOWN_MESSAGE = 'container runtime is down';

@@ -24,8 +24,8 @@ import http from 'node:http';
 import https from 'node:https';
 import path from 'node:path';
 import type { Logger } from 'pino';
-import { parseServerList } from '../src/client/endpoints.js';
-import { HttpClient } from '../src/client/http-client.js';
+import { parseServerList } from '../../src/client/endpoints.js';
+import { HttpClient } from '../../src/client/http-client.js';
 
 export interface NodeCredentials {
   server: string;

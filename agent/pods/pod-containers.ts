@@ -2,8 +2,8 @@
  * Owns the agent's view of one pod's containers as the runtime reports them: grouped by container name,
  * newest first, rebuilt from labels alone (so a restarted agent sees exactly what the previous one made).
  */
-import { identityFromLabels, INFRA_CONTAINER_NAME, type ContainerIdentity } from './labels.js';
-import type { ContainerInfo } from './runtime/runtime.js';
+import { identityFromLabels, INFRA_CONTAINER_NAME, type ContainerIdentity } from '../node/labels.js';
+import type { ContainerInfo } from '../runtime/runtime.js';
 
 export interface ObservedContainer {
   info: ContainerInfo;

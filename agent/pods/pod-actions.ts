@@ -3,10 +3,10 @@
  * a pure function from the pod spec and the observed containers to a list of kills, removals, an optional
  * new infra container, and container starts. The pod worker carries the actions out; nothing here does I/O.
  */
-import type { Container, Pod, RestartPolicy } from '../src/api/types.js';
+import type { Container, Pod, RestartPolicy } from '../../src/api/types.js';
 import { containerHash, graceSecondsOf, infraHash } from './container-config.js';
 import { finishedAtMs, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
-import { isSidecar, PROBE_LABEL, type ProbeKind } from './prober/types.js';
+import { isSidecar, PROBE_LABEL, type ProbeKind } from '../prober/types.js';
 import { crashBackoffKey, type Backoff } from './restart-backoff.js';
 import { effectiveRestartPolicy, shouldRestart } from './restart-policy.js';
 

@@ -5,24 +5,24 @@
  * pod is not desired are torn down. Containers without Berth labels or of another node are never touched.
  */
 import type { Logger } from 'pino';
-import type { Pod, Service } from '../src/api/types.js';
-import type { Client } from '../src/client/client.js';
-import type { EventRecorder } from '../src/client/events.js';
-import type { Informer } from '../src/client/informer.js';
-import type { Clock, TimerHandle } from './clock.js';
+import type { Pod, Service } from '../../src/api/types.js';
+import type { Client } from '../../src/client/client.js';
+import type { EventRecorder } from '../../src/client/events.js';
+import type { Informer } from '../../src/client/informer.js';
+import type { Clock, TimerHandle } from '../clock.js';
 import { stableStringify } from './container-config.js';
-import { identityFromLabels, LABEL_POD_UID, labelFilter } from './labels.js';
+import { identityFromLabels, LABEL_POD_UID, labelFilter } from '../node/labels.js';
 import { PodEvents } from './pod-events.js';
 import { PodSource } from './pod-source.js';
 import { PodWorker, type PodWorkerDeps } from './pod-worker.js';
-import type { ClusterDnsSettings } from './pod-files.js';
-import { nodePrestartHooks } from './prestart/node-hooks.js';
-import { ProbeManager } from './prober/manager.js';
+import type { ClusterDnsSettings } from '../container/pod-host-files.js';
+import { nodePrestartHooks } from '../prestart/node-hooks.js';
+import { ProbeManager } from '../prober/manager.js';
 import { Backoff, type BackoffSettings } from './restart-backoff.js';
-import type { ContainerRuntime, EventSubscription, RuntimeEvent } from './runtime/runtime.js';
-import type { RuntimeHealth } from './runtime-health.js';
-import type { StatusManager } from './status.js';
-import type { SandboxNetwork } from './network/sandbox-network.js';
+import type { ContainerRuntime, EventSubscription, RuntimeEvent } from '../runtime/runtime.js';
+import type { RuntimeHealth } from '../node/runtime-health.js';
+import type { StatusManager } from './status-manager.js';
+import type { SandboxNetwork } from '../network/sandbox-network.js';
 
 export interface PodManagerOptions {
   client: Client;

@@ -4,10 +4,10 @@
  * per minInterval per pod, with PUT …/pods/<name>/status on the latest resourceVersion, re-reading on 409.
  */
 import type { Logger } from 'pino';
-import { isApiError } from '../src/api/errors.js';
-import type { Pod, PodStatus } from '../src/api/types.js';
-import { CORE, type Client } from '../src/client/client.js';
-import type { Clock, TimerHandle } from './clock.js';
+import { isApiError } from '../../src/api/errors.js';
+import type { Pod, PodStatus } from '../../src/api/types.js';
+import { CORE, type Client } from '../../src/client/client.js';
+import type { Clock, TimerHandle } from '../clock.js';
 import { stableStringify } from './container-config.js';
 
 export interface StatusManagerOptions {
