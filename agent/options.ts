@@ -10,7 +10,7 @@ import type { Client } from '../src/client/client.js';
 import { DEFAULT_CHECK_INTERVAL_MS, DEFAULT_CHECK_TIMEOUT_MS, parseServerList } from '../src/client/endpoints.js';
 import { hostAddress } from '../src/net/host-address.js';
 import { systemClock, type Clock } from './clock.js';
-import { DEFAULT_BACKOFF, type BackoffSettings } from './restart-backoff.js';
+import { DEFAULT_BACKOFF, type BackoffSettings } from './pods/restart-backoff.js';
 import type { ContainerRuntime } from './runtime/runtime.js';
 import type { NftExecutor } from './proxy/nft-executor.js';
 
@@ -88,7 +88,7 @@ export interface AgentOptions {
    * else `berth-` + 8 hex of the cluster CIDR, so clusters with distinct ranges on one host have distinct tables
    */
   serviceProxyTable?: string | undefined;
-  /** tests with a `client` of their own: the cluster id (agent/cluster-scope.ts); otherwise read from the API */
+  /** tests with a `client` of their own: the cluster id (agent/node/cluster-scope.ts); otherwise read from the API */
   clusterId?: string | undefined;
   /**
    * Who wires pod sandboxes into the node's pod bridge: 'agent' (default) gives each infra container no

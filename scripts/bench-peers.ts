@@ -44,7 +44,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { PAUSE_IMAGE } from '../agent/runtime/pause-image.js';
-import { LABEL_CONTAINER_TYPE, LABEL_NODE_NAME } from '../agent/labels.js';
+import { LABEL_CONTAINER_TYPE, LABEL_NODE_NAME } from '../agent/node/labels.js';
 import { startCluster, TEST_IMAGE, type Cluster } from '../test/e2e/harness.js';
 import { cleanRaw, docker, median, rawDockerPod } from './bench-lib.js';
 

@@ -124,6 +124,14 @@ done
 log() { printf '[fresh] %s\n' "$*" >&2; }
 die() { printf '[fresh] ERROR: %s\n' "$*" >&2; exit 1; }
 now() { date +%s; }
+
+# The API facts the generated types and tables come from are reference data beside the checkout
+# (../shared/data/kubernetes-api), not in the repository. Each machine sees them read-only at the
+# same place beside its clone, so the unit test comparing the committed generated files with a
+# fresh generation runs there as it does here (under CI=true it fails rather than skips without them).
+api_facts_dir="${BERTH_API_FACTS_DIR:-$(dirname "$source_repo")/shared/data/kubernetes-api}"
+[ -f "$api_facts_dir/openapi-v2-facts.json" ] ||
+  die "no API facts at $api_facts_dir (openapi-v2-facts.json); set BERTH_API_FACTS_DIR to the kubernetes-api facts directory"
 # Seconds as "Mm SSs".
 duration() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -335,6 +343,7 @@ start_machine() {
     --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
     -v /sys/fs/cgroup:/sys/fs/cgroup:rw -v "$(machine_volume "$m"):/var/lib/docker" -v "$(machine_tmp_volume "$m"):/tmp" \
     -v "$clone:$REPO_IN_CONTAINER" -w "$REPO_IN_CONTAINER" \
+    -v "$api_facts_dir:$(dirname "$REPO_IN_CONTAINER")/shared/data/kubernetes-api:ro" \
     -e CI=true \
     "$image" sleep infinity >/dev/null
 }

@@ -12,7 +12,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { labelsFor } from '../agent/labels.js';
+import { labelsFor } from '../agent/node/labels.js';
 import { DEFAULT_METRICS_SAMPLE_INTERVAL_MS, ResourceSampler, resourceMetricsText } from '../agent/metrics/resource-sampler.js';
 import { DockerRuntime } from '../agent/runtime/docker.js';
 

@@ -572,8 +572,8 @@ async function runAgent(argv: string[]): Promise<void> {
   const log = createLogger({ name: 'berth-agent', level: values['log-level'], format: logFormatFlag(values['log-format']) });
   // The agent is loaded only here so `berth server` never pays for dockerode.
   const { startAgent } = await import('../agent/agent.js');
-  const { installProcessGuard } = await import('../agent/process-guard.js');
-  const { HostConflictError, EXIT_HOST_CONFLICT } = await import('../agent/host-conflicts.js');
+  const { installProcessGuard } = await import('../agent/node/process-guard.js');
+  const { HostConflictError, EXIT_HOST_CONFLICT } = await import('../agent/node/host-conflicts.js');
   installProcessGuard({ log });
   let agent: Awaited<ReturnType<typeof startAgent>>;
   try {
@@ -763,7 +763,7 @@ function upPidFile(dataDir: string): string {
   return path.join(dataDir, 'berth-up.pid');
 }
 
-/** `berth agent`'s exit status when another cluster on the host holds what it would take (agent/host-conflicts.ts). */
+/** `berth agent`'s exit status when another cluster on the host holds what it would take (agent/node/host-conflicts.ts). */
 const EXIT_HOST_CONFLICT_CODE = 4;
 
 const POD_SECURITY_FLAGS = {
@@ -1002,7 +1002,7 @@ async function runMigrate(argv: string[]): Promise<void> {
 async function runDown(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, 'docker-socket': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   if (values.help) return void console.log(HELP.down);
-  const { down } = await import('../agent/down.js');
+  const { down } = await import('../agent/node/down.js');
   const report = await down({ dataDir: values['data-dir'] ?? defaultDataDir(), dockerSocket: values['docker-socket'], log: (line) => process.stderr.write(`berth down: ${line}\n`) });
   process.stderr.write(
     `berth down: removed ${report.containers} containers, networks [${report.networks.join(', ')}], nftables tables [${report.tables.join(', ')}]` +

@@ -18,7 +18,7 @@ import * as dnsPacket from 'dns-packet';
 import dgram from 'node:dgram';
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
-import type { ClusterDnsSettings } from '../pod-files.js';
+import type { ClusterDnsSettings } from '../container/pod-host-files.js';
 import { isResolverProcess, processAlive, readResolverPid, RESOLVER_ENTRY, resolverPidFile } from './pid-file.js';
 import type { Service } from '../../src/api/types.js';
 
@@ -177,7 +177,7 @@ export interface AgentDnsOptions {
   resolvConf: string;
   /** run the node-local resolver (off when the agent has no credentials of its own, as in unit tests) */
   runResolver: boolean;
-  /** called with the resolver's address before it is started or adopted; throws to refuse it (agent/host-conflicts.ts) */
+  /** called with the resolver's address before it is started or adopted; throws to refuse it (agent/node/host-conflicts.ts) */
   checkAddress?: (address: string) => void;
   log: Logger;
 }

@@ -11,7 +11,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Logger } from 'pino';
-import { identityFromLabels, labelFilter } from '../labels.js';
+import { identityFromLabels, labelFilter } from '../node/labels.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { CgroupReader, detectCgroupLayout, dockerCgroupCandidates, parseProcCgroup, type CgroupPaths, type CgroupUsage } from './cgroup-usage.js';
 

@@ -11,8 +11,8 @@ import fs from 'node:fs';
 import type { Logger } from 'pino';
 import { cidrsOverlap, gatewayOf, parseCidr } from '../../src/api/cidr.js';
 import type { NetworkRuntime } from '../runtime/networks.js';
-import { LABEL_CLUSTER } from '../cluster-scope.js';
-import { HostConflictError } from '../host-conflicts.js';
+import { LABEL_CLUSTER } from '../node/cluster-scope.js';
+import { HostConflictError } from '../node/host-conflicts.js';
 import { deleteIptablesRulesByComment } from './host-commands.js';
 
 export const LABEL_NETWORK_NODE = 'berth.dev/node-name';

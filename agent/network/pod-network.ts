@@ -17,7 +17,7 @@ import { CORE, type Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
 import { ANNOTATION_CLUSTER_CIDR, DEFAULT_CLUSTER_CIDR } from '../../src/api/cluster-cidr.js';
 import type { NetworkRuntime } from '../runtime/networks.js';
-import { HostConflictError } from '../host-conflicts.js';
+import { HostConflictError } from '../node/host-conflicts.js';
 import { ensurePodBridgeNetwork, LABEL_NETWORK_MANAGED, LABEL_NETWORK_NODE, ruleComment } from './bridge-network.js';
 import { deleteIptablesRulesByComment, ensureIptablesRule, hasChain } from './host-commands.js';
 import { localIpv4Addresses, reconcilePodRoutes, type PodRoute } from './routes.js';

@@ -1,5 +1,5 @@
 /**
- * The env prestart hook: resolves a container's environment (agent/env.ts: envFrom, then env with
+ * The env prestart hook: resolves a container's environment (agent/container/environment.ts: envFrom, then env with
  * valueFrom and `$(VAR)` expansion) from the ConfigMaps and Secrets it names and the pod's downward API
  * facts. The objects it names are watched while the pod lives, so a container waiting for a missing one
  * is retried as soon as it appears. A value is read once, at creation: a running container never sees a
@@ -9,8 +9,8 @@
  */
 import type { Logger } from 'pino';
 import type { Pod, Service } from '../../src/api/types.js';
-import { ContainerConfigError } from '../config-error.js';
-import { envObjectRefs, resolveEnv } from '../env.js';
+import { ContainerConfigError } from '../container/config-error.js';
+import { envObjectRefs, resolveEnv } from '../container/environment.js';
 import { serviceEnvironment } from '../services/service-env.js';
 import type { ConfigObjects } from '../volumes/config-objects.js';
 import type { PrestartHook, PrestartRequest, PrestartResult } from './hook.js';

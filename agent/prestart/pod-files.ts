@@ -1,11 +1,11 @@
 /**
- * The pod files prestart hook: writes the pod's managed /etc/hosts and resolv.conf (agent/pod-files.ts)
+ * The pod files prestart hook: writes the pod's managed /etc/hosts and resolv.conf (agent/container/pod-host-files.ts)
  * under the pod directory, refreshed for every container created (the pod IP may be new), and
  * bind-mounts them into the container — unless it mounts a volume of its own at that path, as the
  * kubelet leaves such a container alone. Cleanup removes both files.
  */
 import fs from 'node:fs';
-import { PodFiles, type ClusterDnsSettings } from '../pod-files.js';
+import { PodFiles, type ClusterDnsSettings } from '../container/pod-host-files.js';
 import type { BindMount } from '../runtime/container-options.js';
 import type { PodPaths } from '../volumes/paths.js';
 import { mountsAt, type PrestartHook, type PrestartRequest, type PrestartResult } from './hook.js';

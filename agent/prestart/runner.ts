@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import type { Pod } from '../../src/api/types.js';
-import { ContainerConfigError } from '../config-error.js';
+import { ContainerConfigError } from '../container/config-error.js';
 import type { ContainerConfig, PrestartHook, PrestartRequest } from './hook.js';
 
 export interface PrestartRunnerOptions {

@@ -1,12 +1,12 @@
 /**
  * The security context prestart hook: a container's user, groups and privileges from the pod's and its
- * own securityContext (agent/security-context.ts). runAsNonRoot is checked against the image's user, read
+ * own securityContext (agent/container/identity.ts). runAsNonRoot is checked against the image's user, read
  * from the runtime only when the answer matters; a container that would run as root is refused with
  * CreateContainerConfigError.
  */
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { withDefaultTag } from '../runtime/runtime.js';
-import { containerSecurity } from '../security-context.js';
+import { containerSecurity } from '../container/identity.js';
 import type { PrestartHook, PrestartRequest, PrestartResult } from './hook.js';
 
 export interface SecurityContextHookOptions {

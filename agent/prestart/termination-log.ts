@@ -1,12 +1,12 @@
 /**
  * The termination log prestart hook: a fresh, empty host file per container instance, bind-mounted at
- * the container's terminationMessagePath (agent/termination-message.ts has the layout and reads it after
+ * the container's terminationMessagePath (agent/pods/termination-message.ts has the layout and reads it after
  * the container ends). A container that opted out (empty path) or mounts a volume of its own there gets
  * none. Failing to make the file loses only the message, so the container is created anyway. Cleanup
  * removes the pod's message files.
  */
 import type { Logger } from 'pino';
-import { messagePathInContainer, prepareTerminationLog, removePodTerminationLogs, terminationLogPath } from '../termination-message.js';
+import { messagePathInContainer, prepareTerminationLog, removePodTerminationLogs, terminationLogPath } from '../pods/termination-message.js';
 import { mountsAt, type PrestartHook, type PrestartRequest, type PrestartResult } from './hook.js';
 
 export interface TerminationLogHookOptions {

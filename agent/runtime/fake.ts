@@ -5,7 +5,7 @@
  */
 import type { PullPolicy } from '../../src/api/types.js';
 import { systemClock, type Clock } from '../clock.js';
-import { LABEL_CONTAINER_NAME, LABEL_POD_UID } from '../labels.js';
+import { LABEL_CONTAINER_NAME, LABEL_POD_UID } from '../node/labels.js';
 import {
   ImagePullError,
   withDefaultTag,

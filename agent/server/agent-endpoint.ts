@@ -4,7 +4,7 @@
  * endpoint off: logs and exec are then unavailable on this node, everything else works.
  */
 import type { Logger } from 'pino';
-import { servingCredentialsOf, type NodeCredentials } from '../join.js';
+import { servingCredentialsOf, type NodeCredentials } from '../node/join.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { AgentServer, DEFAULT_AGENT_PORT, type AgentServerMetrics } from './agent-server.js';
 

@@ -29,7 +29,7 @@ import type { WebSocketServer } from 'ws';
 import { ApiError, errors, isApiError } from '../../src/api/errors.js';
 import { readPodStreamOptions } from '../../src/api/query-parameters.js';
 import { guardConnections, resolveConnectionLimits, serverTimeoutOptions, type ConnectionGuard, type ConnectionLimits } from '../../src/net/connection-hygiene.js';
-import { identityFromLabels } from '../labels.js';
+import { identityFromLabels } from '../node/labels.js';
 import type { ContainerRuntime } from '../runtime/runtime.js';
 import { findContainer, findInfraContainer } from './container-lookup.js';
 import { serveContainerLogs, type ContainerTarget } from './container-logs.js';

@@ -6,7 +6,7 @@
  * by ID. Without an ID the newest instance (or, for previous, the one before it) is chosen by labels.
  */
 import { ApiError, errors } from '../../src/api/errors.js';
-import { identityFromLabels, LABEL_CONTAINER_NAME, LABEL_CONTAINER_TYPE, LABEL_POD_NAME, LABEL_POD_NAMESPACE, labelFilter } from '../labels.js';
+import { identityFromLabels, LABEL_CONTAINER_NAME, LABEL_CONTAINER_TYPE, LABEL_POD_NAME, LABEL_POD_NAMESPACE, labelFilter } from '../node/labels.js';
 import type { ContainerInfo, ContainerRuntime, ContainerSummary } from '../runtime/runtime.js';
 
 export interface ContainerQuery {

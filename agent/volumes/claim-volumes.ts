@@ -14,7 +14,7 @@
 import type { Logger } from 'pino';
 import { isApiError } from '../../src/api/errors.js';
 import { CORE, type Client, type ResourceRef } from '../../src/client/client.js';
-import { fetchClusterId } from '../cluster-scope.js';
+import { fetchClusterId } from '../node/cluster-scope.js';
 import type { VolumeRuntime } from '../runtime/volumes.js';
 
 /** The runtime volume name for a claim. */

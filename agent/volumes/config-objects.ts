@@ -13,7 +13,7 @@
 import type { Logger } from 'pino';
 import type { Client } from '../../src/client/client.js';
 import { Informer } from '../../src/client/informer.js';
-import { objectKey, type ConfigKind, type ConfigObjectReader } from '../config-reader.js';
+import { objectKey, type ConfigKind, type ConfigObjectReader } from '../container/config-reader.js';
 import type { ConfigMap, Secret } from '../../src/api/types.js';
 
 export interface ConfigObjectsOptions {

@@ -6,8 +6,8 @@
  * result on disk.
  */
 import type { ConfigMap, Pod, Secret } from '../../src/api/types.js';
-import { objectKey, type ConfigObjectReader } from '../config-reader.js';
-import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../downward-api.js';
+import { objectKey, type ConfigObjectReader } from '../container/config-reader.js';
+import { fieldRefValue, resourceFieldValue, type FieldRef, type PodRuntimeFacts, type ResourceFieldRef } from '../container/downward-api.js';
 import type { Payload } from './atomic-writer.js';
 import type { TokenSpec } from './service-account-tokens.js';
 

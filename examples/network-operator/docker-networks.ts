@@ -5,7 +5,7 @@
  * touches anyone else's.
  */
 import type Dockerode from 'dockerode';
-import { LABEL_CONTAINER_TYPE, LABEL_POD_UID } from '../../agent/labels.js';
+import { LABEL_CONTAINER_TYPE, LABEL_POD_UID } from '../../agent/node/labels.js';
 import {
   DOCKER_LABEL_CLUSTER,
   DOCKER_LABEL_MANAGED_BY,

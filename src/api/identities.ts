@@ -110,6 +110,8 @@ export const NETWORKPOLICIES = identity('networking.k8s.io', 'v1', 'NetworkPolic
 export const CERTIFICATESIGNINGREQUESTS = identity('certificates.k8s.io', 'v1', 'CertificateSigningRequest', 'certificatesigningrequests', 'Cluster');
 
 // rbac.authorization.k8s.io/v1
+/** The RBAC API group, which roleRefs and User/Group subjects name. */
+export const RBAC_GROUP = 'rbac.authorization.k8s.io';
 export const ROLES = identity('rbac.authorization.k8s.io', 'v1', 'Role', 'roles', 'Namespaced');
 export const CLUSTERROLES = identity('rbac.authorization.k8s.io', 'v1', 'ClusterRole', 'clusterroles', 'Cluster');
 export const ROLEBINDINGS = identity('rbac.authorization.k8s.io', 'v1', 'RoleBinding', 'rolebindings', 'Namespaced');

@@ -5,6 +5,7 @@
  * service proxy, cluster DNS, service environment variables).
  */
 import { formatIpv4, parseCidr } from './cidr.js';
+import type { Service } from './types.js';
 
 export type ServiceType = 'ClusterIP' | 'NodePort' | 'LoadBalancer' | 'ExternalName';
 export type ServiceProtocol = 'TCP' | 'UDP' | 'SCTP';
@@ -51,4 +52,9 @@ export function serviceIPAt(cidrText: string, indexInRange: number): string {
   const range = serviceIPRange(cidrText);
   if (indexInRange < 0 || indexInRange >= range.size) throw new Error(`index ${indexInRange} is outside ${cidrText}`);
   return formatIpv4(range.first + indexInRange);
+}
+
+/** A Service's type, ClusterIP when unset. */
+export function serviceType(svc: Service): string {
+  return svc.spec?.type ?? 'ClusterIP';
 }

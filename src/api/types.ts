@@ -1,7 +1,6 @@
 /**
- * Plain interfaces mirroring the Kubernetes JSON shapes Berth serves.
- * Only the fields Berth reads or writes are typed; everything else passes through untouched
- * (the index signatures keep unknown fields, as the API server must round-trip them).
+ * Owns the one import point for the Kubernetes JSON shapes Berth serves: the generated kinds and
+ * the few types that are Berth's own (KubeObject, KubeList, WatchEvent, value unions).
  */
 
 // The Kubernetes shapes (Pod, PodSpec, Container, ObjectMeta, …) are generated from the API facts
@@ -24,14 +23,24 @@ import type {
 
 /**
  * Any API object, typed or not (a custom resource, an object the registry handles by kind only):
- * apiVersion, kind and metadata, and whatever fields its kind carries, unknown to the type. Every
+ * apiVersion, kind and metadata; the fields its kind carries are not part of this type. Every
  * generated kind (Pod, Deployment, …) is one, so typed and generic code meet without casts.
+ * A type alias, not an interface, so any object is also a JSON map (Record<string, unknown>):
+ * code that handles objects by kind only reads their other fields through that view.
  */
-export interface KubeObject {
+export type KubeObject = {
   apiVersion?: string;
   kind?: string;
   metadata: ObjectMeta;
-  [extra: string]: unknown;
+};
+
+/**
+ * An object's fields as a JSON map, the same object (no copy): how code that handles objects by
+ * kind only (the registry's status split, field management) reads and writes spec, status or
+ * any field its kind may carry.
+ */
+export function objectFields(obj: KubeObject): Record<string, unknown> {
+  return obj;
 }
 
 /** A list of any kind, as the registry and the client return it. */

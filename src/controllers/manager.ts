@@ -7,6 +7,8 @@
 import type { Logger } from 'pino';
 import type { Client } from '../client/client.js';
 import { SharedInformers } from './runtime/informer-factory.js';
+import { systemClock, type Clock } from '../client/clock.js';
+import { withControllerClock } from './runtime/clock.js';
 import { withControllerMetrics, type ControllerMetrics } from './runtime/metrics.js';
 
 /** What a controller built by the manager must offer. */
@@ -51,6 +53,8 @@ export interface ControllerManagerOptions<S = void> {
   settings?: S;
   /** where the controllers' queues (and the scheduler) report, e.g. the control plane's /metrics */
   metrics?: ControllerMetrics;
+  /** the controllers' time: their queues' delays and backoff and their now() (default: real time; tests pass a manual clock) */
+  clock?: Clock;
 }
 
 /**
@@ -108,7 +112,7 @@ export class ControllerManager<S = void> {
     for (const r of this.registrations) {
       if (this.started.has(r.name) || (stage && (r.stage ?? 'background') !== stage)) continue;
       this.started.add(r.name);
-      const controller = withControllerMetrics(this.opts.metrics, () => r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S));
+      const controller = withControllerClock(this.opts.clock ?? systemClock, () => withControllerMetrics(this.opts.metrics, () => r.build({ client: this.opts.client, informers: this.informers, log: this.opts.log.child({ component: r.name }) }, this.opts.settings as S)));
       batch.push({ name: r.name, controller });
       // Running from the moment it exists, so stop() reaches it even if a later build fails.
       this.running.push({ name: r.name, controller });

@@ -9,7 +9,7 @@
  */
 import { ApiError } from '../api/errors.js';
 import { applyStrategicMergePatch, type PatchSchema } from '../api/patch.js';
-import type { KubeObject } from '../api/types.js';
+import { objectFields, type KubeObject } from '../api/types.js';
 
 export interface ManagedFieldsEntry {
   manager: string;
@@ -252,7 +252,7 @@ function sameContent(a: KubeObject, b: KubeObject): boolean {
 
 function stripServerFields(obj: KubeObject): KubeObject {
   const copy = structuredClone(obj);
-  delete copy.status;
+  delete objectFields(copy).status;
   if (copy.metadata) delete copy.metadata.managedFields;
   return copy;
 }

@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import { errors, ApiError, type FieldError } from '../api/errors.js';
 import { matchesFields, matchesLabels, parseFieldSelector, parseLabelSelector, assertFieldsSupported } from '../api/selectors.js';
-import type { KubeList, KubeObject, WatchEvent } from '../api/types.js';
+import { objectFields, type KubeList, type KubeObject, type WatchEvent } from '../api/types.js';
 import type { UserInfo } from '../api/user-info.js';
 import { StorageError, type Backend, type KeyValue, type StoreEvent } from '../storage/backend.js';
 import { finalizersForPropagation } from './deletion-propagation.js';
@@ -398,8 +398,8 @@ export class Registry {
     canonicalizeQuantities(info.group, info.kind, obj);
     if (strategy.hasStatus) {
       const initial = strategy.initialStatus?.(obj);
-      if (initial === undefined) delete obj.status;
-      else obj.status = initial;
+      if (initial === undefined) delete objectFields(obj).status;
+      else objectFields(obj).status = initial;
     }
     const attrs: AdmissionAttributes = { operation: 'CREATE', info, object: obj, dryRun: !!opts.dryRun, user: opts.user, warnings: opts.warnings };
     await this.admission?.mutate(attrs);
@@ -719,7 +719,7 @@ export class Registry {
   }
 
   private supportedFields(strategy: KindStrategy): string[] {
-    const sample: KubeObject = { metadata: { name: '', namespace: '' }, spec: {}, status: {} };
+    const sample = { metadata: { name: '', namespace: '' }, spec: {}, status: {} };
     return Object.keys({ ...baseSelectableFields(sample), ...(strategy.selectableFields?.(sample as never) ?? {}) });
   }
 
@@ -757,13 +757,14 @@ export class Registry {
       obj = own;
     } else if (subresource === 'status') {
       obj = structuredClone(old);
-      obj.status = input.status;
+      objectFields(obj).status = objectFields(input).status;
     } else {
       obj = input;
       obj.metadata ??= {};
       if (strategy.hasStatus) {
-        if (old.status === undefined) delete obj.status;
-        else obj.status = structuredClone(old.status);
+        const oldStatus = objectFields(old).status;
+        if (oldStatus === undefined) delete objectFields(obj).status;
+        else objectFields(obj).status = structuredClone(oldStatus);
       }
     }
     obj.apiVersion = old.apiVersion;
@@ -847,7 +848,7 @@ function sameStored(a: KubeObject, b: KubeObject): boolean {
 
 /** generation counts changes to anything but metadata and status */
 function stripForGeneration(obj: KubeObject): unknown {
-  const { metadata: _m, status: _s, ...rest } = obj;
+  const { metadata: _m, status: _s, ...rest } = objectFields(obj);
   return rest;
 }
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { KubeObject, Pod, Secret } from '../../src/api/types.js';
 import { CORE, type ResourceRef } from '../../src/client/client.js';
 import { docker, dockerInspect, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 
@@ -76,13 +76,13 @@ describe('configuration, volumes and pod-level settings on real Docker', () => {
     // rendering piped into apply is the same object.
     const rendered = await c.kubectl(['create', 'secret', 'generic', 'kubectl-made', `--from-literal=password=${SECRET_VALUE}`, '--dry-run=client', '-o', 'yaml']);
     await c.kubectl(['apply', '-f', '-'], { input: rendered.stdout });
-    const made = JSON.parse((await c.kubectl(['get', 'secret', 'kubectl-made', '-o', 'json'])).stdout) as KubeObject;
+    const made = JSON.parse((await c.kubectl(['get', 'secret', 'kubectl-made', '-o', 'json'])).stdout) as Secret;
     assert.equal((made.data as Record<string, string>).password, b64(SECRET_VALUE));
     assert.equal(made.type, 'Opaque');
 
     const yaml = `apiVersion: v1\nkind: Secret\nmetadata:\n  name: applied\ndata:\n  a: ${b64('from-data')}\nstringData:\n  a: from-stringData\n  b: plain\n`;
     await c.kubectl(['apply', '-f', '-'], { input: yaml });
-    const applied = await c.client.get<KubeObject>(SECRETS, { namespace: 'default', name: 'applied' });
+    const applied = await c.client.get<Secret>(SECRETS, { namespace: 'default', name: 'applied' });
     assert.deepEqual(applied.data, { a: b64('from-stringData'), b: b64('plain') });
     assert.equal(applied.stringData, undefined);
 

@@ -17,7 +17,7 @@ import YAML from 'yaml';
 import type { Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
 import { HttpClient } from '../../src/client/http-client.js';
-import { REJECTED_HEARTBEATS } from '../../agent/node-status.js';
+import { REJECTED_HEARTBEATS } from '../../agent/node/node-status.js';
 import { availableKubectls, docker, dockerInspect, needsKubectl, podContainers, podManifest, runKubectl, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster, type Kubectl } from './harness.js';
 
 const execFileP = promisify(execFile);

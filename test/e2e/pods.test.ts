@@ -2,7 +2,7 @@
  * Pods end to end: real control plane, real agents, real Docker. Each case would fail if the
  * behaviour it names were missing.
  */
-import { fetchClusterId, LABEL_CLUSTER } from '../../agent/cluster-scope.js';
+import { fetchClusterId, LABEL_CLUSTER } from '../../agent/node/cluster-scope.js';
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Namespace, Node, Pod } from '../../src/api/types.js';

@@ -16,7 +16,7 @@ const PROTOBUF = 'application/vnd.kubernetes.protobuf';
 const newest = availableKubectls()[0];
 const needsProtobufKubectl = newest ? needsKubectl(newest, '1.32', 'typed commands that send protobuf bodies') : 'no kubectl here';
 
-type Obj = KubeObject & { data?: Record<string, string>; spec?: any; status?: any };
+type Obj = KubeObject & { data?: Record<string, string>; type?: string; spec?: any; status?: any };
 
 describe('kubectl typed commands (protobuf bodies) against Berth', () => {
   let c: Cluster;

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { promisify } from 'node:util';
 import type { Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { LABEL_POD_IP } from '../../agent/labels.js';
+import { LABEL_POD_IP } from '../../agent/node/labels.js';
 import { ANNOTATION_SANDBOX_NETWORK, hostVethName, podMacAddress } from '../../agent/network/sandbox-network.js';
 import { dockerInspect, podContainers, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 

@@ -1,6 +1,6 @@
 /**
- * Clusters that share a host are strangers (agent/cluster-scope.ts, agent/host-conflicts.ts,
- * agent/down.ts). Two `berth up` clusters run on one Docker engine with the same node name and distinct
+ * Clusters that share a host are strangers (agent/node/cluster-scope.ts, agent/node/host-conflicts.ts,
+ * agent/node/down.ts). Two `berth up` clusters run on one Docker engine with the same node name and distinct
  * ranges, each a Deployment behind a Service with DNS. For the soak (BERTH_SHARED_HOST_SOAK_S,
  * default 300 s) a loop in one pod of each cluster asks its Service over and over; meanwhile each
  * agent is killed and restarted, a third `berth up` with the first one's ranges must stop within 30 s
@@ -17,7 +17,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
-import { readRecordedClusterId } from '../../agent/cluster-scope.js';
+import { readRecordedClusterId } from '../../agent/node/cluster-scope.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import { BERTH_BIN, freeClusterCidr, removeNodeContainers, sleep, waitFor } from './harness.js';
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock, kubeTime } from '../../agent/clock.js';
-import { appSpec, containerHash, containerResources, infraSpec, podHostname } from '../../agent/container-config.js';
-import { expandVars } from '../../agent/expand-vars.js';
-import { dockerContainerName, identityFromLabels, labelsFor } from '../../agent/labels.js';
-import { qosClassOf } from '../../agent/qos.js';
-import { Backoff, crashBackoffKey, DEFAULT_BACKOFF } from '../../agent/restart-backoff.js';
-import { shouldRestart, terminatedReason } from '../../agent/restart-policy.js';
+import { appSpec, containerHash, containerResources, infraSpec, podHostname } from '../../agent/pods/container-config.js';
+import { expandVars } from '../../agent/container/expand-vars.js';
+import { dockerContainerName, identityFromLabels, labelsFor } from '../../agent/node/labels.js';
+import { qosClassOf } from '../../agent/pods/qos.js';
+import { Backoff, crashBackoffKey, DEFAULT_BACKOFF } from '../../agent/pods/restart-backoff.js';
+import { shouldRestart, terminatedReason } from '../../agent/pods/restart-policy.js';
 import { defaultPullPolicy, imageTag, withDefaultTag } from '../../agent/runtime/runtime.js';
 import type { Pod } from '../../src/api/types.js';
 import { boundPod } from './agent-fake-client.js';

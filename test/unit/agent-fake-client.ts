@@ -4,7 +4,7 @@
  * tests can assert on what the agent asked of the API.
  */
 import { ApiError } from '../../src/api/errors.js';
-import type { KubeList, KubeObject, Pod, WatchEvent } from '../../src/api/types.js';
+import { objectFields, type KubeList, type KubeObject, type Pod, type WatchEvent } from '../../src/api/types.js';
 import type { Client, DeleteRequest, ListQuery, PatchRequest, ResourceRef, WatchHandle, WatchRequest } from '../../src/client/client.js';
 
 export interface FakeCall {
@@ -146,7 +146,7 @@ export class FakeClient implements Client {
     if (obj.metadata.resourceVersion && obj.metadata.resourceVersion !== cur.metadata.resourceVersion) {
       throw new ApiError('Conflict', `Operation cannot be fulfilled on ${res.plural} "${obj.metadata.name}": the object has been modified`);
     }
-    const next = opts.subresource === 'status' ? { ...structuredClone(cur), status: structuredClone(obj.status) } : { ...structuredClone(obj), status: structuredClone(cur.status) };
+    const next = opts.subresource === 'status' ? { ...structuredClone(cur), status: structuredClone(objectFields(obj).status) } : { ...structuredClone(obj), status: structuredClone(objectFields(cur).status) };
     next.metadata = { ...next.metadata, uid: cur.metadata.uid };
     return this.put(res.plural, next as unknown as T);
   }
@@ -160,7 +160,7 @@ export class FakeClient implements Client {
     if (!cur) throw new ApiError('NotFound', `${res.plural} "${req.name}" not found`);
     const patched = mergePatch(cur, req.patch) as KubeObject;
     const next =
-      req.subresource === 'status' ? { ...structuredClone(cur), status: patched.status } : { ...patched, status: structuredClone(cur.status) };
+      req.subresource === 'status' ? { ...structuredClone(cur), status: objectFields(patched).status } : { ...patched, status: structuredClone(objectFields(cur).status) };
     return this.put(res.plural, next as unknown as T);
   }
 

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
-import { credentialsPath, join, nodePasswordPath, parseNodeToken, sha256Hex } from '../../agent/join.js';
+import { credentialsPath, join, nodePasswordPath, parseNodeToken, sha256Hex } from '../../agent/node/join.js';
 import { X509Certificate } from 'node:crypto';
 import { ensurePki, issueNodeServingCert, type ServingPki } from '../../src/auth/pki.js';
 

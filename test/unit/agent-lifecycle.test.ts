@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { afterEach, describe, it } from 'node:test';
-import { infraSpec } from '../../agent/container-config.js';
-import { terminationLogPath } from '../../agent/termination-message.js';
+import { infraSpec } from '../../agent/pods/container-config.js';
+import { terminationLogPath } from '../../agent/pods/termination-message.js';
 import type { AppSpec, ExecResult } from '../../agent/runtime/runtime.js';
 import type { Container, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';

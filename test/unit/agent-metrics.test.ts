@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { KubeObject, PodStatus } from '../../src/api/types.js';
 import type { Client } from '../../src/client/client.js';
-import { AgentMetrics, instrumentRuntime } from '../../agent/metrics.js';
-import { MetricsAuth } from '../../agent/metrics-auth.js';
+import { AgentMetrics, instrumentRuntime } from '../../agent/node/metrics.js';
+import { MetricsAuth } from '../../agent/node/metrics-auth.js';
 import type { ContainerRuntime } from '../../agent/runtime/runtime.js';
 
 const running = (restartCount = 0): PodStatus => ({

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ManualClock } from '../../agent/clock.js';
-import { containerHash, infraHash } from '../../agent/container-config.js';
-import { labelsFor } from '../../agent/labels.js';
-import { computePodActions } from '../../agent/pod-actions.js';
-import { groupContainers } from '../../agent/pod-containers.js';
-import { computePhase, computePodStatus } from '../../agent/pod-status.js';
-import { Backoff, crashBackoffKey, DEFAULT_BACKOFF } from '../../agent/restart-backoff.js';
+import { containerHash, infraHash } from '../../agent/pods/container-config.js';
+import { labelsFor } from '../../agent/node/labels.js';
+import { computePodActions } from '../../agent/pods/pod-actions.js';
+import { groupContainers } from '../../agent/pods/pod-containers.js';
+import { computePhase, computePodStatus } from '../../agent/pods/pod-status.js';
+import { Backoff, crashBackoffKey, DEFAULT_BACKOFF } from '../../agent/pods/restart-backoff.js';
 import type { ContainerInfo, ContainerRunState } from '../../agent/runtime/runtime.js';
 import type { ContainerStatus, Pod } from '../../src/api/types.js';
 import { boundPod } from './agent-fake-client.js';

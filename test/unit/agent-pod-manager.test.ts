@@ -1,4 +1,4 @@
-import { LABEL_CLUSTER } from '../../agent/cluster-scope.js';
+import { LABEL_CLUSTER } from '../../agent/node/cluster-scope.js';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -7,7 +7,7 @@ import { afterEach, describe, it } from 'node:test';
 import pino from 'pino';
 import { startAgent, type RunningAgent } from '../../agent/agent.js';
 import { ManualClock } from '../../agent/clock.js';
-import { labelsFor } from '../../agent/labels.js';
+import { labelsFor } from '../../agent/node/labels.js';
 import { FakeRuntime } from '../../agent/runtime/fake.js';
 import { ApiError } from '../../src/api/errors.js';
 import type { Node, Pod } from '../../src/api/types.js';
@@ -356,7 +356,7 @@ describe('restart and adoption', () => {
     const client = new FakeClient();
     const runtime = new FakeRuntime(clock);
     const pod = client.put('pods', boundPod({ name: 'half', nodeName: 'n1' }));
-    const { infraSpec } = await import('../../agent/container-config.js');
+    const { infraSpec } = await import('../../agent/pods/container-config.js');
     // As the agent made it: with its cluster's id.
     const spec = infraSpec({ pod, nodeName: 'n1', network: 'bridge', attempt: 0 });
     await runtime.runInfra({ ...spec, labels: { ...spec.labels, [LABEL_CLUSTER]: 'unit-test-cluster' } });

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { ManualClock } from '../../agent/clock.js';
-import { checkActiveDeadline } from '../../agent/active-deadline.js';
+import { checkActiveDeadline } from '../../agent/pods/active-deadline.js';
 import { runHandler } from '../../agent/prober/handler.js';
 import { runHttpGet } from '../../agent/prober/http.js';
 import { runTcp } from '../../agent/prober/tcp.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import { ManualClock } from '../../agent/clock.js';
-import { StatusManager } from '../../agent/status.js';
+import { StatusManager } from '../../agent/pods/status-manager.js';
 import type { Pod, PodStatus } from '../../src/api/types.js';
 import { boundPod, FakeClient } from './agent-fake-client.js';
 

@@ -26,7 +26,7 @@ export interface AgentEnv {
   pod(name: string): Pod | undefined;
   /** containers of one pod and name, oldest first */
   containers(uid: string, name?: string): ContainerInfo[];
-  events(reason?: string): Array<KubeObject & { reason?: string; message?: string; count?: number; type?: string; involvedObject?: Record<string, string> }>;
+  events(reason?: string): Array<KubeObject & { reason?: string; message?: string; count?: number; type?: string; involvedObject?: Record<string, string>; source?: Record<string, string> }>;
   stop(): Promise<void>;
   restart(): Promise<void>;
 }

@@ -222,8 +222,8 @@ describe('boundaries', () => {
     assert.deepEqual(packageViolations(planted('agent/network/bridge.ts', 'dockerode')), ['agent/network/bridge.ts imports dockerode (only agent/runtime/ may)']);
     assert.deepEqual(packageViolations(planted('src/registry/registry.ts', 'better-sqlite3', 'fastify')).length, 2);
     assert.deepEqual(packageViolations(planted('scripts/bench-api.ts', 'dockerode')), [], 'benchmarks may drive Docker directly');
-    assert.deepEqual(agentViolations(planted('agent/env.ts', '../src/registry/kinds/config.js')), ['agent/env.ts imports src/registry/kinds/config.ts']);
-    assert.deepEqual(agentViolations(planted('agent/env.ts', '../src/api/types.js', '../src/client/client.js')), []);
+    assert.deepEqual(agentViolations(planted('agent/container/environment.ts', '../../src/registry/kinds/config.js')), ['agent/container/environment.ts imports src/registry/kinds/config.ts']);
+    assert.deepEqual(agentViolations(planted('agent/container/environment.ts', '../../src/api/types.js', '../../src/client/client.js')), []);
     const chain = [...planted('agent/a.ts', '../src/client/x.js'), ...planted('src/client/x.ts', '../registry/registry.js'), ...planted('src/registry/registry.ts')];
     assert.deepEqual(agentReach(chain), ['src/registry/registry.ts']);
     assert.deepEqual(layerViolations(planted('src/registry/kinds/config.ts', '../../server/tables.js')), [

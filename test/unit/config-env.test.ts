@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ConfigMap, Container, Pod, Secret } from '../../src/api/types.js';
-import { ContainerConfigError } from '../../agent/config-error.js';
-import { fieldRefValue, formatMap, resourceFieldValue, type PodRuntimeFacts } from '../../agent/downward-api.js';
-import type { ConfigObjectReader } from '../../agent/config-reader.js';
-import { resolveEnv } from '../../agent/env.js';
-import { containerSecurity, imageUserOf, sandboxOptions } from '../../agent/security-context.js';
+import { ContainerConfigError } from '../../agent/container/config-error.js';
+import { fieldRefValue, formatMap, resourceFieldValue, type PodRuntimeFacts } from '../../agent/container/downward-api.js';
+import type { ConfigObjectReader } from '../../agent/container/config-reader.js';
+import { resolveEnv } from '../../agent/container/environment.js';
+import { containerSecurity, imageUserOf, sandboxOptions } from '../../agent/container/identity.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 

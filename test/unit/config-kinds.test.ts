@@ -4,12 +4,12 @@ import type { ApiError } from '../../src/api/errors.js';
 import type { ConfigMap, KubeObject, Secret } from '../../src/api/types.js';
 import {
   CONFIGMAP_RESOURCE,
-  configKeyErrors,
   configMapStrategy,
   decodeBase64Strict,
   SECRET_RESOURCE,
   secretStrategy,
 } from '../../src/registry/kinds/config.js';
+import { configKeyErrors } from '../../src/api/validation/config.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';

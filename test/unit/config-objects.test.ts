@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { ResourceRef } from '../../src/client/client.js';
-import { objectKey } from '../../agent/config-reader.js';
+import { objectKey } from '../../agent/container/config-reader.js';
 import { ConfigObjects } from '../../agent/volumes/config-objects.js';
 import { FakeClient } from './agent-fake-client.js';
 

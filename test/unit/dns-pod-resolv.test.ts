@@ -13,7 +13,7 @@ import pino from 'pino';
 import type { Pod } from '../../src/api/types.js';
 import { ApiError } from '../../src/api/errors.js';
 import type { Client } from '../../src/client/client.js';
-import { formatResolvConf, PodFiles, podResolverConfig, type ClusterDnsSettings } from '../../agent/pod-files.js';
+import { formatResolvConf, PodFiles, podResolverConfig, type ClusterDnsSettings } from '../../agent/container/pod-host-files.js';
 import { DEFAULT_CLUSTER_DNS_IP, startAgentDns } from '../../agent/dns/node-dns.js';
 import { PodPaths } from '../../agent/volumes/paths.js';
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
-import type { KubeObject, Pod, PodDisruptionBudget, PodDisruptionBudgetSpec, PodDisruptionBudgetStatus, PodPhase } from '../../src/api/types.js';
+import { objectFields, type KubeObject, type Pod, type PodDisruptionBudget, type PodDisruptionBudgetSpec, type PodDisruptionBudgetStatus, type PodPhase } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { evictPod, MULTIPLE_BUDGETS_MESSAGE } from '../../src/requests/eviction-budget.js';
@@ -34,14 +34,14 @@ async function bench() {
     } as KubeObject);
     await registry.modify(pods, 'default', name, (p) => {
       const ready = state.ready ?? true;
-      p.status = { phase: state.phase ?? 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] };
+      objectFields(p).status = { phase: state.phase ?? 'Running', conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }] };
       return p;
     }, { subresource: 'status' });
   };
   const budget = async (name: string, spec: PodDisruptionBudgetSpec, status: Partial<PodDisruptionBudgetStatus>) => {
     await registry.create(pdbs, 'default', { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name }, spec } as KubeObject);
     await registry.modify(pdbs, 'default', name, (p) => {
-      p.status = { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0, ...status };
+      objectFields(p).status = { observedGeneration: 1, disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 0, expectedPods: 0, ...status };
       return p;
     }, { subresource: 'status' });
   };

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, it } from 'node:test';
-import { checkDnsAddressFree, checkTableFree, HostConflictError, nodeResolvers } from '../../agent/host-conflicts.js';
+import { checkDnsAddressFree, checkTableFree, HostConflictError, nodeResolvers } from '../../agent/node/host-conflicts.js';
 import { proxyTableFor } from '../../agent/proxy/service-proxy.js';
 import { fullScript } from '../../agent/proxy/nft-rules.js';
 

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Deployment, HorizontalPodAutoscaler, KubeObject, Pod } from '../../src/api/types.js';
+import type { AutoscalingV1HorizontalPodAutoscaler, Deployment, HorizontalPodAutoscaler, KubeObject, Pod } from '../../src/api/types.js';
 import { CRDController } from '../../src/controllers/crd/crd-controller.js';
 import { ScalingHistory } from '../../src/controllers/hpa/behavior.js';
 import { HpaController, type PodMetricsSource } from '../../src/controllers/hpa/hpa-controller.js';
@@ -20,8 +20,8 @@ import {
   hpaStrategy,
   hpaTargetsText,
   hpaToV1,
-  validateHpa,
 } from '../../src/registry/kinds/autoscaling.js';
+import { validateHpa } from '../../src/api/validation/autoscaling.js';
 import { controllerEnv, template } from './controllers-env.js';
 
 const hpa = (spec: Record<string, unknown>): HorizontalPodAutoscaler =>
@@ -62,7 +62,7 @@ describe('HorizontalPodAutoscaler kind', () => {
   });
 
   it('converts autoscaling/v1 to v2 and back, carrying what v1 cannot say in annotations', () => {
-    const v1: KubeObject = {
+    const v1: AutoscalingV1HorizontalPodAutoscaler = {
       apiVersion: 'autoscaling/v1',
       kind: 'HorizontalPodAutoscaler',
       metadata: { name: 'web', namespace: 'default' },

@@ -62,4 +62,13 @@ describe('module headers', () => {
       .map((f) => `${f.file}: ${f.problem}`);
     assert.deepEqual(problems, [], `modules without an opening comment:\n${problems.join('\n')}`);
   });
+
+  it("the agent's root holds only its entry point, options and clock, and none of their names repeats in a folder", () => {
+    const files = listTs('agent');
+    const root = files.filter((f) => f.split('/').length === 2).sort();
+    assert.deepEqual(root, ['agent/agent.ts', 'agent/clock.ts', 'agent/options.ts'], 'the pod loop lives in agent/pods/, node and host helpers in agent/node/, container helpers in agent/container/');
+    const rootNames = new Set(root.map((f) => path.posix.basename(f)));
+    const repeated = files.filter((f) => f.split('/').length > 2 && rootNames.has(path.posix.basename(f)));
+    assert.deepEqual(repeated, [], 'a name in the agent root repeated in a folder');
+  });
 });

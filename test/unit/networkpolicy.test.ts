@@ -9,9 +9,10 @@ import { ApiError } from '../../src/api/errors.js';
 import { builtinKindSchema } from '../../src/api/api-definitions.js';
 import { applyStrategicMergePatch, builtinPatchSchema } from '../../src/api/patch.js';
 import { findUnknownFields } from '../../src/api/unknown-fields.js';
-import type { KubeObject } from '../../src/api/types.js';
+import { objectFields, type KubeObject } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
-import { NETWORK_POLICY_INFO, applyNetworkPolicyDefaults, networkPolicyStrategy, parseCidrSloppy, type NetworkPolicy } from '../../src/registry/kinds/networking.js';
+import { NETWORK_POLICY_INFO, applyNetworkPolicyDefaults, networkPolicyStrategy, type NetworkPolicy } from '../../src/registry/kinds/networking.js';
+import { parseCidrSloppy } from '../../src/api/validation/networking.js';
 import { Registry } from '../../src/registry/registry.js';
 import { toTable } from '../../src/server/tables.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
@@ -23,7 +24,7 @@ async function registry() {
   return r;
 }
 
-const policy = (spec: unknown, name = 'web'): KubeObject => ({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name }, spec });
+const policy = (spec: unknown, name = 'web'): KubeObject & { spec: unknown } => ({ apiVersion: 'networking.k8s.io/v1', kind: 'NetworkPolicy', metadata: { name }, spec });
 
 /** `spec` after defaulting, as the registry stores it. */
 function defaulted(spec: unknown): unknown {
@@ -114,7 +115,7 @@ describe('NetworkPolicy kind: validation', () => {
     assert.equal(created.metadata.generation, 1);
     assert.deepEqual(created.spec?.policyTypes, ['Ingress', 'Egress']);
     assert.deepEqual(created.spec?.ingress?.[0]?.ports, [{ protocol: 'TCP', port: 'http' }, { protocol: 'UDP', port: 8000, endPort: 9000 }]);
-    assert.equal((created as KubeObject).status, undefined);
+    assert.equal(objectFields(created as KubeObject).status, undefined);
   });
 
   it('the name is a DNS subdomain', async () => {

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
-import type { KubeObject, Pod } from '../../src/api/types.js';
+import type { KubeObject, Lease, Node, PersistentVolume, Pod, Taint } from '../../src/api/types.js';
 import { nodeRestriction } from '../../src/admission/plugins/node-restriction.js';
 import type { AdmissionAttributes } from '../../src/admission/chain.js';
 import { Authorizer, type RequestAttributes } from '../../src/auth/authz.js';
@@ -324,8 +324,8 @@ describe('NodeRestriction admission', () => {
   const NODES = info('nodes');
   const PODS = info('pods');
   const LEASES = info('leases');
-  const node = (name: string, labels: Record<string, string> = {}, taints?: unknown[]): KubeObject => ({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels }, spec: taints ? { taints } : {} });
-  const boundPod = (nodeName: string): KubeObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { nodeName, containers: [] } });
+  const node = (name: string, labels: Record<string, string> = {}, taints?: Taint[]): Node => ({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels }, spec: taints ? { taints } : {} });
+  const boundPod = (nodeName: string): Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { nodeName, containers: [] } });
   const admit = (attrs: Partial<AdmissionAttributes> & Pick<AdmissionAttributes, 'operation' | 'info' | 'object'>, user = 'system:node:a') => {
     try {
       plugin.admit({ dryRun: false, user: { username: user, groups: ['system:nodes', 'system:authenticated'] }, ...attrs });
@@ -345,7 +345,7 @@ describe('NodeRestriction admission', () => {
   });
 
   it('refuses restricted labels and taint changes on its own Node', () => {
-    const update = (labels: Record<string, string>, taints?: unknown[]) => admit({ operation: 'UPDATE', info: NODES, object: node('a', labels, taints), oldObject: node('a', { 'kubernetes.io/hostname': 'a' }, [{ key: 'k', effect: 'NoSchedule' }]) });
+    const update = (labels: Record<string, string>, taints?: Taint[]) => admit({ operation: 'UPDATE', info: NODES, object: node('a', labels, taints), oldObject: node('a', { 'kubernetes.io/hostname': 'a' }, [{ key: 'k', effect: 'NoSchedule' }]) });
     const taint = [{ key: 'k', effect: 'NoSchedule' }];
     assert.equal(update({ 'kubernetes.io/hostname': 'a', 'example.com/rack': 'r1', 'node.kubernetes.io/instance-type': 'big', 'x.kubelet.kubernetes.io/y': 'z' }, taint), 'allowed');
     assert.match(update({ 'kubernetes.io/hostname': 'a', 'node-restriction.kubernetes.io/dedicated': 's' }, taint), /not allowed to modify labels: node-restriction.kubernetes.io\/dedicated/);
@@ -359,7 +359,7 @@ describe('NodeRestriction admission', () => {
 
   it('lets a node change only the local-path cleanup finalizer of a volume', () => {
     const PVS = info('persistentvolumes');
-    const pv = (finalizers: string[], path = '/s/pvc-1'): KubeObject => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pvc-1', finalizers, resourceVersion: '1' }, spec: { hostPath: { path } } });
+    const pv = (finalizers: string[], path = '/s/pvc-1'): PersistentVolume => ({ apiVersion: 'v1', kind: 'PersistentVolume', metadata: { name: 'pvc-1', finalizers, resourceVersion: '1' }, spec: { hostPath: { path } } });
     const before = pv(['kubernetes.io/pv-protection']);
     assert.equal(admit({ operation: 'UPDATE', info: PVS, object: pv(['kubernetes.io/pv-protection', 'berth.dev/local-path-cleanup']), oldObject: before }), 'allowed');
     assert.equal(admit({ operation: 'UPDATE', info: PVS, object: before, oldObject: pv(['kubernetes.io/pv-protection', 'berth.dev/local-path-cleanup']) }), 'allowed');
@@ -378,7 +378,7 @@ describe('NodeRestriction admission', () => {
   });
 
   it('keeps a node to the Lease named after it', () => {
-    const lease = (name: string, namespace = 'kube-node-lease'): KubeObject => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: {} });
+    const lease = (name: string, namespace = 'kube-node-lease'): Lease => ({ apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace }, spec: {} });
     assert.equal(admit({ operation: 'CREATE', info: LEASES, object: lease('a') }), 'allowed');
     assert.match(admit({ operation: 'CREATE', info: LEASES, object: lease('b') }), /same name as the requesting node/);
     assert.match(admit({ operation: 'CREATE', info: LEASES, object: lease('a', 'default') }), /kube-node-lease/);

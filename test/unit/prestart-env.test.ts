@@ -11,7 +11,7 @@ import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { Container, Pod, Service } from '../../src/api/types.js';
 import type { ResourceRef } from '../../src/client/client.js';
-import { ContainerConfigError } from '../../agent/config-error.js';
+import { ContainerConfigError } from '../../agent/container/config-error.js';
 import { EnvHook } from '../../agent/prestart/env.js';
 import { serviceVariables } from '../../agent/services/service-env.js';
 import { ServicesCache, servicesInformer } from '../../agent/services/services-cache.js';

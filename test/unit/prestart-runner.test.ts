@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
 import type { Container, Pod } from '../../src/api/types.js';
-import { ContainerConfigError } from '../../agent/config-error.js';
+import { ContainerConfigError } from '../../agent/container/config-error.js';
 import type { PrestartHook, PrestartRequest, PrestartResult } from '../../agent/prestart/hook.js';
 import { PrestartRunner } from '../../agent/prestart/runner.js';
 

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Container, Pod } from '../../src/api/types.js';
-import { ContainerConfigError } from '../../agent/config-error.js';
+import { ContainerConfigError } from '../../agent/container/config-error.js';
 import { SecurityContextHook } from '../../agent/prestart/security-context.js';
 import type { ImageRef } from '../../agent/runtime/runtime.js';
 

@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { Container, Pod } from '../../src/api/types.js';
 import { TerminationLogHook } from '../../agent/prestart/termination-log.js';
-import { terminationLogPath } from '../../agent/termination-message.js';
+import { terminationLogPath } from '../../agent/pods/termination-message.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'berth-prestart-termlog-'));
 after(() => fs.rmSync(tmp, { recursive: true, force: true }));

@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import pino from 'pino';
 import type { Container, Pod } from '../../src/api/types.js';
 import type { ResourceRef } from '../../src/client/client.js';
-import { ContainerConfigError } from '../../agent/config-error.js';
+import { ContainerConfigError } from '../../agent/container/config-error.js';
 import { VolumesHook } from '../../agent/prestart/volumes.js';
 import type { BindMount } from '../../agent/runtime/container-options.js';
 import { dockerBindMount } from '../../agent/runtime/docker-options.js';

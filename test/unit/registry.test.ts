@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { ApiError } from '../../src/api/errors.js';
-import type { KubeObject, Node, Pod, WatchEvent } from '../../src/api/types.js';
+import { objectFields, type ConfigMap, type Deployment, type PersistentVolumeClaim, type KubeObject, type Namespace, type Node, type Pod, type WatchEvent } from '../../src/api/types.js';
 import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
@@ -133,7 +133,8 @@ describe('registry', () => {
     const ns = (await registry.get(NS, undefined, 'tmp')) as KubeObject & { status?: { phase?: string }; spec?: { finalizers?: string[] } };
     assert.equal(ns.status?.phase, 'Terminating');
     await assert.rejects(registry.create(PODS, 'tmp', pod('late')), (e) => reason(e) === 'Forbidden');
-    await registry.update(NS, undefined, 'tmp', { ...ns, spec: { finalizers: [] } });
+    const finalized: Namespace = { ...ns, spec: { finalizers: [] } };
+    await registry.update(NS, undefined, 'tmp', finalized);
     await assert.rejects(registry.get(NS, undefined, 'tmp'), (e) => reason(e) === 'NotFound');
   });
 });
@@ -256,13 +257,13 @@ async function withBackend() {
   return { registry, backend };
 }
 
-const deployment = (name: string, image = 'img:1'): KubeObject => ({
+const deployment = (name: string, image = 'img:1'): Deployment => ({
   apiVersion: 'apps/v1',
   kind: 'Deployment',
   metadata: { name },
   spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: { containers: [{ name: 'c', image }] } } },
 });
-const cm = (name: string, extra: Record<string, unknown> = {}): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...extra }, data: { k: 'v' } });
+const cm = (name: string, extra: Record<string, unknown> = {}): ConfigMap => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, ...extra }, data: { k: 'v' } });
 const statusOf = (e: unknown) => ({ code: (e as ApiError).code, reason: (e as ApiError).reason, message: (e as ApiError).message });
 const settle = () => new Promise((r) => setImmediate(r));
 
@@ -278,7 +279,8 @@ describe('registry: metadata.generation per kind', () => {
 
     const c = await registry.create(CONFIGMAPS, 'default', cm('c'));
     assert.equal(c.metadata.generation, undefined);
-    const c2 = await registry.update(CONFIGMAPS, 'default', 'c', { ...c, data: { k: 'w' } });
+    const rewritten: ConfigMap = { ...c, data: { k: 'w' } };
+    const c2 = await registry.update(CONFIGMAPS, 'default', 'c', rewritten);
     assert.equal(c2.metadata.generation, undefined);
     const ns = await registry.get(NS, undefined, 'default');
     assert.equal(ns.metadata.generation, undefined);
@@ -346,15 +348,16 @@ describe('registry: quantities are stored in canonical form', () => {
   it('pod templates of workloads and PVC requests', async () => {
     const { registry } = await withBackend();
     const d = deployment('tpl');
-    (d.spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources = { requests: { cpu: '1000m' } };
-    const stored = await registry.create(DEPLOYMENTS, 'default', d);
+    d.spec.template.spec!.containers[0]!.resources = { requests: { cpu: '1000m' } };
+    const stored = objectFields(await registry.create(DEPLOYMENTS, 'default', d));
     assert.equal((stored.spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources!.requests!.cpu, '1');
-    const claim = await registry.create(PVCS, 'default', { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '0.5Gi' } } } });
+    const request: PersistentVolumeClaim = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '0.5Gi' } } } };
+    const claim = objectFields(await registry.create(PVCS, 'default', request));
     assert.equal((claim.spec as { resources: { requests: { storage: string } } }).resources.requests.storage, '512Mi');
     // Re-writing the same value in another spelling is not a spec change.
     const same = await registry.update(DEPLOYMENTS, 'default', 'tpl', { ...d, metadata: { name: 'tpl' } });
     const again = structuredClone(same);
-    (again.spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources = { requests: { cpu: '1' } };
+    (objectFields(again).spec as { template: { spec: Pod['spec'] } }).template.spec.containers[0]!.resources = { requests: { cpu: '1' } };
     assert.equal((await registry.update(DEPLOYMENTS, 'default', 'tpl', again)).metadata.generation, 1);
   });
 });
@@ -393,7 +396,8 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     await registry.create(CONFIGMAPS, 'default', cm('c'));
     const page = await registry.list(CONFIGMAPS, 'default', { limit: 1 });
     assert.ok(page.metadata.continue);
-    await registry.update(CONFIGMAPS, 'default', 'c', { ...cm('c'), data: { k: 'changed' } });
+    const changed: ConfigMap = { ...cm('c'), data: { k: 'changed' } };
+    await registry.update(CONFIGMAPS, 'default', 'c', changed);
     await backend.compact(await backend.currentRevision());
     await assert.rejects(
       registry.list(CONFIGMAPS, 'default', { resourceVersion: a.metadata.resourceVersion, resourceVersionMatch: 'Exact' }),
@@ -412,7 +416,7 @@ describe('registry: resourceVersion semantics for get, list and watch', () => {
     );
     assert.ok(token, 'the Status carries a continue token');
     const rest = await registry.list(CONFIGMAPS, 'default', { continue: token });
-    assert.deepEqual(rest.items.map((i) => [i.metadata.name, i.data]), [['b', { k: 'v' }], ['c', { k: 'changed' }]]);
+    assert.deepEqual(rest.items.map((i) => [i.metadata.name, objectFields(i).data]), [['b', { k: 'v' }], ['c', { k: 'changed' }]]);
   });
 
   it('watch: unset/"0" start with ADDED for what exists, an exact revision only with later changes, sendInitialEvents=false with none', async () => {

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ContainerStatus, CustomResourceDefinition, KubeObject, Node, Pod } from '../../src/api/types.js';
+import { objectFields, type ContainerStatus, type CustomResourceDefinition, type Event, type KubeObject, type Namespace, type Node, type Pod } from '../../src/api/types.js';
+
+/** A custom resource as its CRD's schema leaves it: spec and status untyped. */
+type CustomResource = KubeObject & { spec?: unknown; status?: unknown };
 import { CRDController } from '../../src/controllers/crd/crd-controller.js';
 import { customResourceStrategy } from '../../src/registry/kinds/apiextensions.js';
 import { eventStrategy, namespaceStrategy, nodeRoles, nodeStatusText, nodeStrategy, podStrategy, summarizePod } from '../../src/registry/kinds/core.js';
@@ -366,14 +369,14 @@ describe('toTable', () => {
   });
 
   it('namespaces: Name, Status, Age', () => {
-    const ns: KubeObject = { metadata: { name: 'default', creationTimestamp: ago(12 * DAY) }, status: { phase: 'Active' } };
+    const ns: Namespace = { metadata: { name: 'default', creationTimestamp: ago(12 * DAY) }, status: { phase: 'Active' } };
     const t = toTable({ columns: namespaceStrategy.table, objects: [ns], includeObject: 'None', now: NOW });
     assert.deepEqual(t.columnDefinitions.map((c) => c.name), ['Name', 'Status', 'Age']);
     assert.deepEqual(t.rows[0]?.cells, ['default', 'Active', '12d']);
   });
 
   it('events: kubectl event columns', () => {
-    const ev: KubeObject = {
+    const ev: Event = {
       metadata: { name: 'web.123', creationTimestamp: ago(3 * MIN) },
       involvedObject: { kind: 'Pod', name: 'web', fieldPath: 'spec.containers{app}' },
       reason: 'Pulled',
@@ -410,7 +413,7 @@ describe('toTable', () => {
       { name: 'Missing', type: 'string', jsonPath: '.spec.nothing' },
       { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
     ]);
-    const obj: KubeObject = {
+    const obj: CustomResource = {
       metadata: { name: 'w', creationTimestamp: ago(2 * HOUR) },
       spec: { replicas: 3, items: [{ name: 'a' }, { name: 'b' }] },
       status: { conditions: [{ type: 'Synced', status: 'False' }, { type: 'Ready', status: 'True' }] },
@@ -458,12 +461,12 @@ describe('columns live with their kind', () => {
           { name: 'Name', type: 'string', format: 'name', description: '', priority: 0 },
           { name: 'Size', type: 'integer', format: '', description: '', priority: 0 },
         ],
-        cells: (o) => [o.metadata.name, (o['spec'] as { size: number }).size],
+        cells: (o) => [o.metadata.name, (objectFields(o).spec as { size: number }).size],
       },
     };
     registry.register(widgets);
     registry.register({ info: info('other.io'), hasStatus: false, validate: () => [] });
-    const w: KubeObject = { metadata: { name: 'w1' }, spec: { size: 3 } };
+    const w: CustomResource = { metadata: { name: 'w1' }, spec: { size: 3 } };
     const t = toTable({ columns: columnProviderFor(registry, widgets.info), objects: [w], includeObject: 'None', now: NOW });
     assert.deepEqual(t.rows[0]?.cells, ['w1', 3]);
     // Same kind name in another group is unaffected.
@@ -496,14 +499,15 @@ describe('columns live with their kind', () => {
   it('a custom resource strategy carries its CRD\'s additionalPrinterColumns; none means Name/Age', () => {
     const withColumns = customResourceStrategy(crd([{ name: 'Color', type: 'string', jsonPath: '.spec.color' }]));
     assert.deepEqual(withColumns.table?.columns.map((c) => c.name), ['Name', 'Color']);
-    assert.deepEqual(withColumns.table?.cells({ metadata: { name: 'g' }, spec: { color: 'red' } }, { now: NOW }), ['g', 'red']);
+    const red: CustomResource = { metadata: { name: 'g' }, spec: { color: 'red' } };
+    assert.deepEqual(withColumns.table?.cells(red, { now: NOW }), ['g', 'red']);
     assert.equal(customResourceStrategy(crd()).table, undefined);
   });
 
   it('the CRD controller serves printer columns through the registry, and drops them when the CRD does', async () => {
     const env = await controllerEnv();
     const crdc = new CRDController({ registry: env.registry, client: env.client, informers: env.informers, log: env.log, now: env.now });
-    const gadget: KubeObject = { metadata: { name: 'g1', creationTimestamp: ago(2 * MIN) }, spec: { color: 'blue' } };
+    const gadget: CustomResource = { metadata: { name: 'g1', creationTimestamp: ago(2 * MIN) }, spec: { color: 'blue' } };
     const gadgets = { group: 'example.com', plural: 'gadgets' };
     await env.create('apiextensions.k8s.io', 'customresourcedefinitions', crd([{ name: 'Color', type: 'string', jsonPath: '.spec.color' }]));
     env.syncCaches();

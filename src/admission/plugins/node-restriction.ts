@@ -10,7 +10,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { LOCAL_PATH_FINALIZER } from '../../api/storage.js';
 import { errors } from '../../api/errors.js';
 import { NODE_LEASE_NAMESPACE } from '../../api/lease.js';
-import type { KubeObject, Pod } from '../../api/types.js';
+import type { KubeObject, Node, Pod } from '../../api/types.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
 /** The user name the token authenticator gives node credentials (src/auth/tokens.ts), as Kubernetes names kubelets. */
@@ -103,7 +103,7 @@ function admitLease(nodeName: string, attrs: AdmissionAttributes): void {
 }
 
 function taintsOf(node: KubeObject): unknown {
-  const taints = (node.spec as { taints?: unknown[] } | undefined)?.taints;
+  const taints = (node as Node).spec?.taints;
   return taints?.length ? taints : [];
 }
 

@@ -9,7 +9,7 @@
  */
 import { ApiError, errors } from '../../api/errors.js';
 import type { UserInfo } from '../../api/user-info.js';
-import { RBAC_GROUP } from '../../registry/kinds/rbac.js';
+import { RBAC_GROUP } from '../../api/identities.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 import type { ClusterRole, PolicyRule, Role, RoleBinding, RoleRef } from '../../api/types.js';
 

@@ -16,7 +16,8 @@ import { CERTIFICATES_GROUP } from '../../api/certificates.js';
 import { ApiError } from '../../api/errors.js';
 import type { ClusterRole, ClusterRoleBinding, KubeObject, PolicyRule, Subject } from '../../api/types.js';
 import type { Registry } from '../../registry/registry.js';
-import { AUTOUPDATE_ANNOTATION, CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO, RBAC_GROUP } from '../../registry/kinds/rbac.js';
+import { AUTOUPDATE_ANNOTATION, CLUSTER_ROLE_BINDING_INFO, CLUSTER_ROLE_INFO } from '../../registry/kinds/rbac.js';
+import { RBAC_GROUP } from '../../api/identities.js';
 import { covers } from './rule-matching.js';
 
 const READ = ['get', 'list', 'watch'];
@@ -242,7 +243,8 @@ export async function reconcileBootstrapPolicy(opts: ReconcileOptions): Promise<
       const next = reconcileClusterRoleBinding(existing, expected);
       if (next === 'recreate') {
         await registry.delete(CLUSTER_ROLE_BINDING_INFO, undefined, name);
-        await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, { ...expected, subjects: [...(expected.subjects ?? []), ...(existing.subjects ?? []).filter((s) => !(expected.subjects ?? []).some((e) => e.kind === s.kind && e.name === s.name))] });
+        const recreated: ClusterRoleBinding = { ...expected, subjects: [...(expected.subjects ?? []), ...(existing.subjects ?? []).filter((s) => !(expected.subjects ?? []).some((e) => e.kind === s.kind && e.name === s.name))] };
+        await registry.create(CLUSTER_ROLE_BINDING_INFO, undefined, recreated);
         log?.info({ clusterRoleBinding: name }, 'recreated default cluster role binding with its role');
       } else if (next) {
         await registry.update(CLUSTER_ROLE_BINDING_INFO, undefined, name, next);

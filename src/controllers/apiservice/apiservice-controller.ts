@@ -28,6 +28,7 @@ import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import { isNotFound } from '../runtime/controller-ref.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { apiServiceName, APISERVICES, CUSTOMRESOURCEDEFINITIONS, ENDPOINTS, type ResourceInfo, SERVICES } from '../../api/identities.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export const AUTOMANAGED_LABEL = 'kube-aggregator.kubernetes.io/automanaged';
 
@@ -181,7 +182,7 @@ export class ApiServiceController {
   private readonly probe: DiscoveryProbe;
 
   constructor(private readonly opts: ApiServiceControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.probe = opts.probe ?? httpsDiscoveryProbe;
     this.apiServices = opts.informers.informerFor<APIService>(APISERVICES);
     this.services = opts.informers.informerFor<ServiceObject>(SERVICES);

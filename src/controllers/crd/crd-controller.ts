@@ -13,6 +13,7 @@ import { CRD_CLEANUP_FINALIZER, CRD_RESOURCE, customResourceInfo, customResource
 import type { Registry } from '../../registry/registry.js';
 import { Controller, type ReconcileResult } from '../runtime/controller.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface CRDControllerOptions {
   registry: Registry;
@@ -38,7 +39,7 @@ export class CRDController {
   private readonly now: () => number;
 
   constructor(private readonly opts: CRDControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.crds = opts.informers.informerFor<CustomResourceDefinition>(CRD_REF);
     this.controller = new Controller({ name: 'crd', reconcile: (key) => this.reconcile(key), log: opts.log, workers: 2 });
     const seen = (crd: CustomResourceDefinition) => {

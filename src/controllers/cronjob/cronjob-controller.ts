@@ -17,6 +17,7 @@ import { CronSchedule, formatInZone, jobNameFor, mostRecentScheduleTime } from '
 import { NodeCronTimers, type CronTimers } from './timers.js';
 import { CRONJOBS, JOBS } from '../../api/identities.js';
 import { CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION } from '../../api/batch.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface CronJobControllerOptions {
   client: Client;
@@ -72,7 +73,7 @@ export class CronJobController {
   private readonly settled = new BoundedSet(4096);
 
   constructor(private readonly opts: CronJobControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.maxMissed = opts.maxMissedSchedules ?? 100;
     this.timers = opts.timers ?? new NodeCronTimers({ log: opts.log });
     this.cronJobs = opts.informers.informerFor<CronJob>(CRONJOBS);

@@ -21,6 +21,7 @@ import { CoalescedPass } from '../runtime/coalesced-pass.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import type { CertificateSigningRequest } from '../../api/types.js';
 import { CERTIFICATESIGNINGREQUESTS } from '../../api/identities.js';
+import { controllerNow } from '../runtime/clock.js';
 
 
 /** kube-controller-manager's --cluster-signing-duration default: one year. */
@@ -92,7 +93,7 @@ export class CsrSigningController {
   private readonly maxDurationMs: number;
 
   constructor(private readonly opts: CsrSigningOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.maxDurationMs = opts.clusterSigningDurationMs ?? DEFAULT_CLUSTER_SIGNING_DURATION_MS;
     this.pass = new CoalescedPass({
       run: () => this.sync(),

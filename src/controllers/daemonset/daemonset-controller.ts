@@ -19,6 +19,7 @@ import { shouldRunOnNode, withDaemonTolerations } from './eligibility.js';
 import { ensureRevision } from './history.js';
 import { CONTROLLERREVISIONS, DAEMONSETS } from '../../api/identities.js';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../api/apps.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface DaemonSetControllerOptions {
   client: Client;
@@ -65,7 +66,7 @@ export class DaemonSetController {
   private readonly now: () => number;
 
   constructor(private readonly opts: DaemonSetControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.expectations = new Expectations({ now: this.now });
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
     this.daemonSets = opts.informers.informerFor<DaemonSet>(DAEMONSETS);

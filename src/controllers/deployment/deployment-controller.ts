@@ -17,6 +17,7 @@ import { rolloutRecreate } from './recreate.js';
 import { rolloutRolling } from './rolling.js';
 import { DeploymentSync } from './sync.js';
 import { DEPLOYMENTS, REPLICASETS } from '../../api/identities.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface DeploymentControllerOptions {
   client: Client;
@@ -52,7 +53,7 @@ export class DeploymentController {
   private readonly now: () => number;
 
   constructor(private readonly opts: DeploymentControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
     this.deployments = opts.informers.informerFor<Deployment>(DEPLOYMENTS);
     this.replicaSets = opts.informers.informerFor<ReplicaSet>(REPLICASETS, byController);

@@ -37,6 +37,7 @@ import {
   setDisruptionAllowedCondition,
   SYNC_FAILED_REASON,
 } from '../../api/disruption-budget.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface DisruptionControllerOptions {
   client: Client;
@@ -69,7 +70,7 @@ export class DisruptionController {
   private readonly deletionTimeoutMs: number;
 
   constructor(private readonly opts: DisruptionControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.deletionTimeoutMs = opts.deletionTimeoutMs ?? DELETION_TIMEOUT_MS;
     this.pdbs = opts.informers.informerFor<PodDisruptionBudget>(PODDISRUPTIONBUDGETS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);

@@ -6,8 +6,9 @@
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../api/errors.js';
-import type { KubeObject } from '../../api/types.js';
+import type { Event, KubeObject } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface EventTTLOptions {
   client: Client;
@@ -23,7 +24,7 @@ export const DEFAULT_EVENT_TTL_MS = 60 * 60 * 1000;
 const PAGE = 500;
 
 /** When the event was last seen, in ms; undefined when it carries no usable time. */
-export function eventLastSeen(ev: KubeObject): number | undefined {
+export function eventLastSeen(ev: Event): number | undefined {
   for (const field of [ev.lastTimestamp, ev.eventTime, ev.firstTimestamp, ev.metadata.creationTimestamp]) {
     if (typeof field !== 'string' || !field) continue;
     const t = Date.parse(field);
@@ -42,7 +43,7 @@ export class EventTTLController {
   constructor(private readonly opts: EventTTLOptions) {
     this.ttlMs = opts.ttlMs ?? DEFAULT_EVENT_TTL_MS;
     this.intervalMs = opts.intervalMs ?? Math.min(5 * 60_000, Math.max(1000, Math.floor(this.ttlMs / 10)));
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
   }
 
   start(): void {
@@ -75,7 +76,7 @@ export class EventTTLController {
     const expired: Array<{ namespace: string; name: string; uid?: string }> = [];
     let cont: string | undefined;
     do {
-      const page = await this.opts.client.list<KubeObject>(CORE.events, { limit: PAGE, ...(cont ? { continue: cont } : {}) });
+      const page = await this.opts.client.list<Event>(CORE.events, { limit: PAGE, ...(cont ? { continue: cont } : {}) });
       for (const ev of page.items) {
         const seen = eventLastSeen(ev);
         if (seen !== undefined && seen < cutoff) {

@@ -38,6 +38,7 @@ import { isPodReady } from '../runtime/pod-util.js';
 import { ScalingHistory } from './behavior.js';
 import { MetricUnavailableError, resourceReplicas, type CalculatorPod } from './replica-calculator.js';
 import { HORIZONTALPODAUTOSCALERS, type ResourceInfo } from '../../api/identities.js';
+import { controllerNow } from '../runtime/clock.js';
 
 /** Kubernetes' defaults for the controller's flags. */
 export const DEFAULT_HPA_SYNC_PERIOD_MS = 15_000;
@@ -134,7 +135,7 @@ export class HpaController {
   private readonly tolerance: number;
 
   constructor(private readonly opts: HpaControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.syncPeriodMs = opts.syncPeriodMs ?? DEFAULT_HPA_SYNC_PERIOD_MS;
     this.tolerance = opts.tolerance ?? DEFAULT_HPA_TOLERANCE;
     this.history = new ScalingHistory(opts.downscaleStabilizationMs ?? DEFAULT_HPA_DOWNSCALE_STABILIZATION_MS);

@@ -33,6 +33,7 @@ import {
 } from './job-util.js';
 import { JOBS } from '../../api/identities.js';
 import { JOB_COMPLETION_INDEX_ANNOTATION, JOB_COMPLETION_INDEX_ENV } from '../../api/batch.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface JobControllerOptions {
   client: Client;
@@ -92,7 +93,7 @@ export class JobController {
   private readonly burst: number;
 
   constructor(private readonly opts: JobControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.backoffBaseMs = opts.backoffBaseMs ?? DEFAULT_JOB_BACKOFF_BASE_MS;
     this.backoffMaxMs = opts.backoffMaxMs ?? DEFAULT_JOB_BACKOFF_MAX_MS;
     this.burst = opts.burst ?? 500;

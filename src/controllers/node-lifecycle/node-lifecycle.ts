@@ -13,6 +13,7 @@ import type { SharedInformers } from '../runtime/informer-factory.js';
 import { evictionDeadline, reconcileConditionTaints, TAINT_UNREACHABLE } from './taints.js';
 import { LEASES } from '../../api/identities.js';
 import { NODE_LEASE_NAMESPACE } from '../../api/lease.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface NodeLifecycleOptions {
   client: Client;
@@ -55,7 +56,7 @@ export class NodeLifecycleController {
 
   constructor(private readonly opts: NodeLifecycleOptions) {
     this.gracePeriodMs = opts.gracePeriodMs ?? 40_000;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
     // The shared Lease cache is cluster-wide (as kube-controller-manager's); node leases are looked up in kube-node-lease.
     this.leases = opts.informers.informerFor<Lease>(LEASES);

@@ -17,6 +17,7 @@ import { isPodActive, isPodAvailable, isPodReady } from '../runtime/pod-util.js'
 import { slowStartBatch } from '../runtime/slow-start.js';
 import { podsToDelete } from './delete-ranking.js';
 import { REPLICASETS, REPLICATIONCONTROLLERS } from '../../api/identities.js';
+import { controllerNow } from '../runtime/clock.js';
 
 /**
  * The kind whose pods the controller keeps: ReplicaSet, or ReplicationController, which differs
@@ -96,7 +97,7 @@ export class ReplicaSetController {
   private readonly kind: ReplicatedKind;
 
   constructor(private readonly opts: ReplicaSetControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.kind = opts.kind ?? REPLICASET_KIND;
     this.burst = opts.burstReplicas ?? 500;
     this.expectations = new Expectations({ now: this.now });

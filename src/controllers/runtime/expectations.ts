@@ -6,6 +6,8 @@
  * arrive, and reconcile only manages replicas once everything expected has been observed (or the
  * record is older than the TTL, in case an event was lost).
  */
+import { controllerNow } from './clock.js';
+
 export interface ExpectationsOptions {
   /** how long a record may stay unmet before it is ignored (Kubernetes uses 5 minutes) */
   ttlMs?: number;
@@ -26,7 +28,7 @@ export class Expectations {
 
   constructor(opts: ExpectationsOptions = {}) {
     this.ttlMs = opts.ttlMs ?? 5 * 60_000;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
   }
 
   /** True when nothing is awaited for `key` (or the record is stale). */

@@ -4,6 +4,8 @@
  * workers at once (re-adds during processing are deferred until `done`); failures come back
  * after a per-key exponential backoff, successes `forget` it.
  */
+import type { Clock, TimerHandle } from '../../client/clock.js';
+import { controllerClock } from './clock.js';
 import { controllerMetricsInScope, type QueueMetrics } from './metrics.js';
 
 export interface WorkQueueOptions {
@@ -13,6 +15,8 @@ export interface WorkQueueOptions {
   metrics?: QueueMetrics;
   /** the queue's name in metrics (the controller's name) */
   name?: string;
+  /** time for delayed adds and backoff (default: the controllers' clock in scope, see clock.ts) */
+  clock?: Clock;
 }
 
 export class WorkQueue {
@@ -20,7 +24,8 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly processing = new Set<string>();
   private readonly failures = new Map<string, number>();
-  private readonly timers = new Map<string, { timer: NodeJS.Timeout; at: number }>();
+  private readonly timers = new Map<string, { timer: TimerHandle; at: number }>();
+  private readonly clock: Clock;
   private waiters: Array<(key: string | undefined) => void> = [];
   private shuttingDown = false;
   private readonly baseDelayMs: number;
@@ -33,6 +38,7 @@ export class WorkQueue {
   constructor(opts: WorkQueueOptions = {}) {
     this.baseDelayMs = opts.baseDelayMs ?? 5;
     this.maxDelayMs = opts.maxDelayMs ?? 1000_000;
+    this.clock = opts.clock ?? controllerClock();
     this.metrics = opts.metrics ?? (opts.name !== undefined ? controllerMetricsInScope()?.queue(opts.name) : undefined);
   }
 
@@ -60,17 +66,17 @@ export class WorkQueue {
   addAfter(key: string, delayMs: number): void {
     if (this.shuttingDown) return;
     if (delayMs <= 0) return this.add(key);
-    const at = Date.now() + delayMs;
+    const at = this.clock.now() + delayMs;
     const existing = this.timers.get(key);
     if (existing) {
       if (existing.at <= at) return;
-      clearTimeout(existing.timer);
+      this.clock.clearTimeout(existing.timer);
     }
-    const timer = setTimeout(() => {
+    // The clock's timers never keep the process alive on their own (systemClock unrefs them).
+    const timer = this.clock.setTimeout(() => {
       this.timers.delete(key);
       this.add(key);
     }, delayMs);
-    timer.unref();
     this.timers.set(key, { timer, at });
   }
 
@@ -132,7 +138,7 @@ export class WorkQueue {
 
   shutdown(): void {
     this.shuttingDown = true;
-    for (const t of this.timers.values()) clearTimeout(t.timer);
+    for (const t of this.timers.values()) this.clock.clearTimeout(t.timer);
     this.timers.clear();
     for (const w of this.waiters) w(undefined);
     this.waiters = [];

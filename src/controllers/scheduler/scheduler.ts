@@ -18,6 +18,7 @@ import { unboundDelayedClaims, volumeBindingFilter, type VolumeBindingContext } 
 import { ANN_SELECTED_NODE } from '../../api/storage.js';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../api/types.js';
 import { PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES } from '../../api/identities.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface SchedulerOptions {
   client: Client;
@@ -50,7 +51,7 @@ export class Scheduler {
   private readonly volumeContext: VolumeBindingContext;
 
   constructor(private readonly opts: SchedulerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     this.pods = opts.informers.informerFor<Pod>(CORE.pods);
     this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
     this.events = new EventRecorder({ client: opts.client, component: SCHEDULER_NAME, log: opts.log, now: this.now });

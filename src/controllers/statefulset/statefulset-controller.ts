@@ -16,6 +16,7 @@ import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodReady } from '../runtime/pod-util.js';
 import { CONTROLLERREVISIONS, PERSISTENTVOLUMECLAIMS, STATEFULSETS } from '../../api/identities.js';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../api/apps.js';
+import { controllerNow } from '../runtime/clock.js';
 
 export interface StatefulSetControllerOptions {
   client: Client;
@@ -81,7 +82,7 @@ export class StatefulSetController {
   private readonly now: () => number;
 
   constructor(private readonly opts: StatefulSetControllerOptions) {
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? controllerNow();
     const byController = { [CONTROLLER_UID_INDEX]: INDEX_FUNCS[CONTROLLER_UID_INDEX]! };
     this.sets = opts.informers.informerFor<StatefulSet>(STATEFULSETS);
     this.pods = opts.informers.informerFor<Pod>(CORE.pods, byController);

@@ -1,26 +1,20 @@
 /**
  * apps/v1 DaemonSet, StatefulSet and ControllerRevision: object shapes, REST identity, defaults, validation and `kubectl get`
  * columns. The controllers live in src/controllers/daemonset and src/controllers/statefulset.
+ * Validation rules live in src/api/validation/apps.ts.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { FieldError } from '../../api/errors.js';
-import { isEverythingSelector, labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
-import type { ControllerRevision, DaemonSet, KubeObject, LabelSelector, StatefulSet } from '../../api/types.js';
-import {
-  child,
-  expectInteger,
-  fieldErrors,
+import type { ControllerRevision, DaemonSet, KubeObject, StatefulSet } from '../../api/types.js';
+import { fieldErrors,
   isRecord,
-  validateLabelSelectorObject,
   validateObjectMeta,
-  validateObjectMetaUpdate,
-  validatePodSpec,
-} from '../../api/validation.js';
+  validateObjectMetaUpdate} from '../../api/validation.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, POD_TEMPLATE_WIDE_COLUMNS, ageSince, column, podTemplateWideCells, type ColumnProvider } from '../table-columns.js';
 import { defaultPodTemplate } from './apps.js';
 import { CONTROLLERREVISIONS, DAEMONSETS, type ResourceInfo, resourceInfo, STATEFULSETS } from '../../api/identities.js';
 
+import { validateControllerRevision, validateControllerRevisionUpdate, validateDaemonSet, validateSetSelectorImmutable, validateStatefulSet } from '../../api/validation/apps.js';
 // ---------- shapes ----------
 
 // ---------- REST identity ----------
@@ -40,100 +34,6 @@ export const STATEFULSET_INFO: ResourceInfo = resourceInfo(STATEFULSETS, {
 export const CONTROLLERREVISION_INFO: ResourceInfo = resourceInfo(CONTROLLERREVISIONS, {
   listKind: 'ControllerRevisionList', singular: 'controllerrevision', shortNames: [], verbs: ALL_VERBS, subresources: [], categories: [],
 });
-
-// ---------- validation ----------
-
-function nonNegative(v: unknown, path: string): FieldError[] {
-  const errs = expectInteger(path, v);
-  if (!errs.length && typeof v === 'number' && v < 0) errs.push(fieldErrors.invalid(path, v, 'must be greater than or equal to 0'));
-  return errs;
-}
-
-/** A non-empty selector that matches the template labels, and a valid pod spec with restartPolicy Always. */
-function validateSelectorAndTemplate(spec: Record<string, unknown>): FieldError[] {
-  const errs: FieldError[] = [];
-  if (spec.selector === undefined || spec.selector === null) errs.push(fieldErrors.required('spec.selector'));
-  else {
-    const selErrs = validateLabelSelectorObject(spec.selector, 'spec.selector');
-    errs.push(...selErrs);
-    if (!selErrs.length) {
-      const sel = labelSelectorFromObject(spec.selector as LabelSelector);
-      const template = isRecord(spec.template) ? spec.template : {};
-      const labels = isRecord(template.metadata) && isRecord(template.metadata.labels) ? template.metadata.labels : {};
-      if (isEverythingSelector(sel)) errs.push(fieldErrors.invalid('spec.selector', spec.selector, 'empty selector is invalid'));
-      else if (!matchesLabels(sel, labels as Record<string, string>)) {
-        errs.push(fieldErrors.invalid('spec.template.metadata.labels', labels, '`selector` does not match template `labels`'));
-      }
-    }
-  }
-  const template = spec.template;
-  if (!isRecord(template) || !isRecord(template.spec)) {
-    errs.push(fieldErrors.required('spec.template.spec.containers'));
-    return errs;
-  }
-  errs.push(...validatePodSpec(template.spec, 'spec.template.spec'));
-  const rp = template.spec.restartPolicy;
-  if (rp !== undefined && rp !== 'Always') errs.push(fieldErrors.notSupported('spec.template.spec.restartPolicy', rp, ['Always']));
-  return errs;
-}
-
-function validateDaemonSet(ds: DaemonSet): FieldError[] {
-  const errs = validateObjectMeta(ds.metadata, { namespaced: true, nameRule: 'subdomain' });
-  if (!isRecord(ds.spec)) return [...errs, fieldErrors.required('spec.selector')];
-  const spec: Record<string, unknown> = ds.spec;
-  errs.push(...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'), ...nonNegative(spec.revisionHistoryLimit, 'spec.revisionHistoryLimit'));
-  const us = spec.updateStrategy;
-  if (isRecord(us) && us.type !== 'RollingUpdate' && us.type !== 'OnDelete') {
-    errs.push(fieldErrors.notSupported('spec.updateStrategy.type', us.type, ['OnDelete', 'RollingUpdate']));
-  }
-  errs.push(...validateSelectorAndTemplate(spec));
-  return errs;
-}
-
-function validateStatefulSet(sts: StatefulSet): FieldError[] {
-  const errs = validateObjectMeta(sts.metadata, { namespaced: true, nameRule: 'label' });
-  if (!isRecord(sts.spec)) return [...errs, fieldErrors.required('spec.selector')];
-  const spec: Record<string, unknown> = sts.spec;
-  errs.push(...nonNegative(spec.replicas, 'spec.replicas'), ...nonNegative(spec.minReadySeconds, 'spec.minReadySeconds'));
-  const policy = spec.podManagementPolicy;
-  if (policy !== 'OrderedReady' && policy !== 'Parallel') errs.push(fieldErrors.notSupported('spec.podManagementPolicy', policy, ['OrderedReady', 'Parallel']));
-  const us = spec.updateStrategy;
-  if (isRecord(us)) {
-    if (us.type !== 'RollingUpdate' && us.type !== 'OnDelete') errs.push(fieldErrors.notSupported('spec.updateStrategy.type', us.type, ['OnDelete', 'RollingUpdate']));
-    if (isRecord(us.rollingUpdate)) errs.push(...nonNegative(us.rollingUpdate.partition, 'spec.updateStrategy.rollingUpdate.partition'));
-  }
-  const templates = spec.volumeClaimTemplates;
-  if (templates !== undefined && !Array.isArray(templates)) errs.push(fieldErrors.typeInvalid('spec.volumeClaimTemplates', templates, 'must be a list'));
-  if (Array.isArray(templates)) {
-    templates.forEach((t, i) => {
-      const name = isRecord(t) && isRecord(t.metadata) ? t.metadata.name : undefined;
-      if (typeof name !== 'string' || !name) errs.push(fieldErrors.required(`spec.volumeClaimTemplates[${i}].metadata.name`));
-    });
-  }
-  const retention = spec.persistentVolumeClaimRetentionPolicy;
-  if (isRecord(retention)) {
-    for (const k of ['whenDeleted', 'whenScaled']) {
-      const v = retention[k];
-      if (v !== 'Retain' && v !== 'Delete') errs.push(fieldErrors.notSupported(child('spec.persistentVolumeClaimRetentionPolicy', k), v, ['Retain', 'Delete']));
-    }
-  }
-  // Claim templates are volumes of every pod: validate the template as the pods will be.
-  const claimNames = Array.isArray(templates) ? templates.map((t) => (isRecord(t) && isRecord(t.metadata) ? t.metadata.name : undefined)).filter((n): n is string => typeof n === 'string' && !!n) : [];
-  let withClaims = spec;
-  if (claimNames.length && isRecord(spec.template) && isRecord(spec.template.spec)) {
-    const podSpec = spec.template.spec;
-    const volumes = (Array.isArray(podSpec.volumes) ? podSpec.volumes : []).filter((v) => !(isRecord(v) && claimNames.includes(v.name as string)));
-    const claimVolumes = claimNames.map((name) => ({ name, persistentVolumeClaim: { claimName: name } }));
-    withClaims = { ...spec, template: { ...spec.template, spec: { ...podSpec, volumes: [...volumes, ...claimVolumes] } } };
-  }
-  errs.push(...validateSelectorAndTemplate(withClaims));
-  return errs;
-}
-
-function selectorImmutable(obj: { spec: { selector?: unknown } }, old: { spec: { selector?: unknown } }): FieldError[] {
-  const canon = (s: unknown) => JSON.stringify(s ?? null, (_k, v: unknown) => (isRecord(v) && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
-  return canon(obj.spec?.selector) === canon(old.spec?.selector) ? [] : [fieldErrors.invalid('spec.selector', obj.spec?.selector, 'field is immutable')];
-}
 
 // ---------- kubectl get columns ----------
 
@@ -244,7 +144,7 @@ export const daemonSetStrategy: KindStrategy<DaemonSet> = {
     defaultPodTemplate(ds.spec.template);
   },
   validate: (ds) => validateDaemonSet(ds),
-  validateUpdate: (ds, old) => [...validateObjectMetaUpdate(ds.metadata, old.metadata), ...validateDaemonSet(ds), ...selectorImmutable(ds, old)],
+  validateUpdate: (ds, old) => [...validateObjectMetaUpdate(ds.metadata, old.metadata), ...validateDaemonSet(ds), ...validateSetSelectorImmutable(ds, old)],
   initialStatus: () => ({ currentNumberScheduled: 0, numberMisscheduled: 0, desiredNumberScheduled: 0, numberReady: 0 }),
 };
 
@@ -284,7 +184,7 @@ export const statefulSetStrategy: KindStrategy<StatefulSet> = {
     defaultPodTemplate(spec.template);
   },
   validate: (s) => validateStatefulSet(s),
-  validateUpdate: (s, old) => [...validateObjectMetaUpdate(s.metadata, old.metadata), ...validateStatefulSet(s), ...selectorImmutable(s, old)],
+  validateUpdate: (s, old) => [...validateObjectMetaUpdate(s.metadata, old.metadata), ...validateStatefulSet(s), ...validateSetSelectorImmutable(s, old)],
   initialStatus: () => ({ replicas: 0 }),
 };
 
@@ -292,18 +192,8 @@ export const controllerRevisionStrategy: KindStrategy<ControllerRevision> = {
   info: CONTROLLERREVISION_INFO,
   table: CONTROLLERREVISION_COLUMNS,
   hasStatus: false,
-  validate(cr) {
-    const errs = validateObjectMeta(cr.metadata, { namespaced: true, nameRule: 'subdomain' });
-    errs.push(...nonNegative(cr.revision, 'revision'));
-    return errs;
-  },
-  validateUpdate(cr, old) {
-    const errs = validateObjectMetaUpdate(cr.metadata, old.metadata);
-    // The snapshot is history: only its revision number may move (rollback re-numbers it).
-    if (JSON.stringify(cr.data ?? null) !== JSON.stringify(old.data ?? null)) errs.push(fieldErrors.invalid('data', '', 'field is immutable'));
-    errs.push(...nonNegative(cr.revision, 'revision'));
-    return errs;
-  },
+  validate: validateControllerRevision,
+  validateUpdate: validateControllerRevisionUpdate,
 };
 
 export const APPS_SETS_STRATEGIES: KindStrategy<KubeObject>[] = [

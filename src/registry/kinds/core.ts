@@ -2,8 +2,9 @@
  * The core/v1 kinds the control plane is built around: Pod, Node, Namespace and Event — REST
  * identity, defaults, validation, field selectors and `kubectl get` columns (which follow
  * Kubernetes' printers in pkg/printers/internalversion).
+ * Validation rules live in src/api/validation/ (pod, node, namespace, event).
  */
-import { validateNamespace, validateNode, validateNodeUpdate, validateObjectMeta, validatePod, validatePodUpdate } from '../../api/validation.js';
+import { validateNamespace, validateNode, validateNodeUpdate, validatePod, validatePodUpdate } from '../../api/validation.js';
 import type { Container, ContainerStatus, Event, KubeObject, Namespace, Node, Pod, Time } from '../../api/types.js';
 import { podQosClass, type QosClass } from '../../api/pod-qos.js';
 import { adoptDeprecatedServiceAccount } from '../../api/pod-spec-aliases.js';
@@ -12,6 +13,7 @@ import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, humanDuration, type ColumnProvider } from '../table-columns.js';
 import type { ResourceInfo } from '../../api/identities.js';
 
+import { validateEvent } from '../../api/validation/event.js';
 function infoOf(plural: string): ResourceInfo {
   const info = BUILTIN_RESOURCES.find((r) => r.group === '' && r.plural === plural);
   if (!info) throw new Error(`no built-in resource ${plural}`);
@@ -350,7 +352,7 @@ export const nodeStrategy: KindStrategy<Node> = {
 const NAMESPACE_COLUMNS: ColumnProvider = {
   columns: [NAME_COLUMN, column('Status', 'The status of the namespace'), AGE_COLUMN],
   cells: (obj, { now }) => {
-    const phase = (obj.status as { phase?: string } | undefined)?.phase ?? '';
+    const phase = (obj as Namespace).status?.phase ?? '';
     return [obj.metadata.name ?? '', phase, ageSince(obj.metadata.creationTimestamp, now)];
   },
 };
@@ -425,7 +427,7 @@ export const eventStrategy: KindStrategy<Event> = {
   info: infoOf('events'),
   hasStatus: false,
   validate(ev) {
-    const errs = validateEventShape(ev);
+    const errs = validateEvent(ev);
     return errs;
   },
   selectableFields: (ev) => {
@@ -446,13 +448,6 @@ export const eventStrategy: KindStrategy<Event> = {
   },
 };
 
-function validateEventShape(ev: Event) {
-  const errs = validateObjectMeta(ev.metadata, { namespaced: true, nameRule: 'subdomain' });
-  if (!ev.involvedObject || typeof ev.involvedObject !== 'object') {
-    errs.push({ field: 'involvedObject', type: 'FieldValueRequired', message: 'Required value' });
-  }
-  return errs;
-}
 
 export const CORE_STRATEGIES: KindStrategy<KubeObject>[] = [
   podStrategy,

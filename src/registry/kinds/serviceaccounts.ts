@@ -3,15 +3,16 @@
  * its REST identity (with the `token` subresource that issues TokenRequests), defaults, validation,
  * `kubectl get` columns and protobuf messages. The tokens themselves are src/auth/service-account-tokens.ts's;
  * the TokenRequest handler is src/requests/token-subresource.ts.
+ * Validation rules live in src/api/validation/serviceaccount.ts.
  */
-import type { FieldError } from '../../api/errors.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import type { KubeObject, ServiceAccount } from '../../api/types.js';
-import { child, expectArray, expectObject, expectString, fieldErrors, index, isRecord, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
+import { validateObjectMetaUpdate } from '../../api/validation.js';
 import type { KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { type ResourceInfo, resourceInfo, SERVICEACCOUNTS } from '../../api/identities.js';
 
+import { validateServiceAccount } from '../../api/validation/serviceaccount.js';
 // ---------- shapes ----------
 
 /** The prefix of every service account's user name: `system:serviceaccount:<namespace>:<name>`. */
@@ -32,34 +33,6 @@ export const SERVICEACCOUNT_RESOURCE: ResourceInfo = resourceInfo(SERVICEACCOUNT
   subresources: ['token'],
   categories: [],
 });
-
-// ---------- validation ----------
-
-function validateReferenceList(path: string, v: unknown, fields: readonly string[]): FieldError[] {
-  const errs = expectArray(path, v);
-  if (errs.length || !Array.isArray(v)) return errs;
-  v.forEach((entry, i) => {
-    const at = index(path, i);
-    const objErrs = expectObject(at, entry);
-    if (objErrs.length || !isRecord(entry)) {
-      errs.push(...objErrs);
-      return;
-    }
-    for (const f of fields) errs.push(...expectString(child(at, f), entry[f]));
-  });
-  return errs;
-}
-
-export function validateServiceAccount(sa: ServiceAccount): FieldError[] {
-  const errs = validateObjectMeta(sa.metadata, { namespaced: true, nameRule: 'subdomain' });
-  errs.push(...validateReferenceList('secrets', sa.secrets, ['kind', 'namespace', 'name', 'uid', 'apiVersion', 'resourceVersion', 'fieldPath']));
-  errs.push(...validateReferenceList('imagePullSecrets', sa.imagePullSecrets, ['name']));
-  const automount = sa.automountServiceAccountToken;
-  if (automount !== undefined && automount !== null && typeof automount !== 'boolean') {
-    errs.push(fieldErrors.typeInvalid('automountServiceAccountToken', automount, 'must be a boolean'));
-  }
-  return errs;
-}
 
 // ---------- protobuf (generated from Kubernetes' core/v1 and authentication/v1 generated.proto) ----------
 

@@ -12,10 +12,10 @@ import { after, before, describe, it } from 'node:test';
 import type { Node, Pod } from '../../../src/api/types.js';
 import { CORE } from '../../../src/client/client.js';
 import { cidrContains, parseCidr } from '../../../src/api/cidr.js';
-import { fetchClusterId } from '../../../agent/cluster-scope.js';
+import { fetchClusterId } from '../../../agent/node/cluster-scope.js';
 import { podNetworkName, removePodNetwork } from '../../../agent/network/pod-network.js';
 import { dockerNetworkRuntime } from '../../../agent/runtime/docker-networks.js';
-import { LABEL_POD_IP } from '../../../agent/labels.js';
+import { LABEL_POD_IP } from '../../../agent/node/labels.js';
 import { hostVethName } from '../../../agent/network/sandbox-network.js';
 import { docker, dockerInspect, podContainers, podManifest, removeNodeContainers, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from '../harness.js';
 
