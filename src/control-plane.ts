@@ -16,6 +16,7 @@ import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
 import { denyServiceExternalIPs } from './admission/plugins/deny-service-external-ips.js';
+import { defaultIngressClassAdmission } from './admission/plugins/default-ingress-class.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
@@ -256,6 +257,15 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   for (const plugin of serviceAccountAdmission({ getServiceAccount: (namespace, name) => getOrUndefined<ServiceAccountLike>(registry, 'serviceaccounts', namespace, name) })) admission.register(plugin);
+  // IngressClasses are read from the registry when one is created: a class made a moment ago counts.
+  admission.register(
+    defaultIngressClassAdmission({
+      listIngressClasses: async () => {
+        const info = registry.lookup('networking.k8s.io', 'ingressclasses')?.info;
+        return info ? (await registry.list(info, undefined)).items : [];
+      },
+    }),
+  );
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
   admission.register(nodeRestriction());

@@ -99,6 +99,7 @@ export const PODDISRUPTIONBUDGETS = identity('policy', 'v1', 'PodDisruptionBudge
 
 // networking.k8s.io/v1
 export const NETWORKPOLICIES = identity('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', 'Namespaced');
+export const INGRESSES = identity('networking.k8s.io', 'v1', 'Ingress', 'ingresses', 'Namespaced');
 
 // certificates.k8s.io/v1
 export const CERTIFICATESIGNINGREQUESTS = identity('certificates.k8s.io', 'v1', 'CertificateSigningRequest', 'certificatesigningrequests', 'Cluster');

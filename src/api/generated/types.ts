@@ -1189,6 +1189,18 @@ export type HTTPHeader = {
   value: string;
 };
 
+/** io.k8s.api.networking.v1.HTTPIngressPath */
+export type HTTPIngressPath = {
+  backend: IngressBackend;
+  path?: string;
+  pathType: string;
+};
+
+/** io.k8s.api.networking.v1.HTTPIngressRuleValue */
+export type HTTPIngressRuleValue = {
+  paths: HTTPIngressPath[];
+};
+
 /** io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior */
 export type HorizontalPodAutoscalerBehavior = {
   scaleDown?: HPAScalingRules;
@@ -1251,6 +1263,79 @@ export type ImageVolumeSource = {
 /** io.k8s.api.core.v1.ImageVolumeStatus */
 export type ImageVolumeStatus = {
   imageRef: string;
+};
+
+/** io.k8s.api.networking.v1.Ingress (networking.k8s.io/v1 Ingress) */
+export type Ingress = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: IngressSpec;
+  status?: IngressStatus;
+};
+
+/** io.k8s.api.networking.v1.IngressBackend */
+export type IngressBackend = {
+  resource?: TypedLocalObjectReference;
+  service?: IngressServiceBackend;
+};
+
+/** io.k8s.api.networking.v1.IngressList (networking.k8s.io/v1 IngressList) */
+export type IngressList = {
+  apiVersion?: string;
+  items: Ingress[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.networking.v1.IngressLoadBalancerIngress */
+export type IngressLoadBalancerIngress = {
+  hostname?: string;
+  ip?: string;
+  ports?: IngressPortStatus[];
+};
+
+/** io.k8s.api.networking.v1.IngressLoadBalancerStatus */
+export type IngressLoadBalancerStatus = {
+  ingress?: IngressLoadBalancerIngress[];
+};
+
+/** io.k8s.api.networking.v1.IngressPortStatus */
+export type IngressPortStatus = {
+  error?: string;
+  port: number;
+  protocol: string;
+};
+
+/** io.k8s.api.networking.v1.IngressRule */
+export type IngressRule = {
+  host?: string;
+  http?: HTTPIngressRuleValue;
+};
+
+/** io.k8s.api.networking.v1.IngressServiceBackend */
+export type IngressServiceBackend = {
+  name: string;
+  port?: ServiceBackendPort;
+};
+
+/** io.k8s.api.networking.v1.IngressSpec */
+export type IngressSpec = {
+  defaultBackend?: IngressBackend;
+  ingressClassName?: string;
+  rules?: IngressRule[];
+  tls?: IngressTLS[];
+};
+
+/** io.k8s.api.networking.v1.IngressStatus */
+export type IngressStatus = {
+  loadBalancer?: IngressLoadBalancerStatus;
+};
+
+/** io.k8s.api.networking.v1.IngressTLS */
+export type IngressTLS = {
+  hosts?: string[];
+  secretName?: string;
 };
 
 /** io.k8s.apimachinery.pkg.util.intstr.IntOrString */
@@ -2687,6 +2772,12 @@ export type ServiceAccountTokenProjection = {
   audience?: string;
   expirationSeconds?: number;
   path: string;
+};
+
+/** io.k8s.api.networking.v1.ServiceBackendPort */
+export type ServiceBackendPort = {
+  name?: string;
+  number?: number;
 };
 
 /** io.k8s.api.core.v1.ServiceList (v1 ServiceList) */
