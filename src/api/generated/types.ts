@@ -1280,6 +1280,37 @@ export type IngressBackend = {
   service?: IngressServiceBackend;
 };
 
+/** io.k8s.api.networking.v1.IngressClass (networking.k8s.io/v1 IngressClass) */
+export type IngressClass = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: IngressClassSpec;
+};
+
+/** io.k8s.api.networking.v1.IngressClassList (networking.k8s.io/v1 IngressClassList) */
+export type IngressClassList = {
+  apiVersion?: string;
+  items: IngressClass[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.networking.v1.IngressClassParametersReference */
+export type IngressClassParametersReference = {
+  apiGroup?: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  scope?: string;
+};
+
+/** io.k8s.api.networking.v1.IngressClassSpec */
+export type IngressClassSpec = {
+  controller?: string;
+  parameters?: IngressClassParametersReference;
+};
+
 /** io.k8s.api.networking.v1.IngressList (networking.k8s.io/v1 IngressList) */
 export type IngressList = {
   apiVersion?: string;

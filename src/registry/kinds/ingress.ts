@@ -13,7 +13,7 @@ import type { Ingress, KubeObject } from '../../api/types.js';
 import { validateIngressClassAnnotation, validateIngressSpec, validateIngressStatus, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
-import { INGRESSES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
+import { INGRESSCLASSES, INGRESSES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
 import type { KindStrategy } from '../strategy.js';
 
 export const INGRESS_INFO: ResourceInfo = resourceInfo(INGRESSES, {
@@ -73,4 +73,12 @@ export const ingressStrategy: KindStrategy<Ingress> = {
   validateUpdate: (ing, old) => [...validateIngress(ing), ...validateObjectMetaUpdate(ing.metadata, old.metadata), ...validateIngressStatus(ing.status ?? {})],
 };
 
-export const INGRESS_STRATEGIES: KindStrategy<KubeObject>[] = [ingressStrategy as unknown as KindStrategy<KubeObject>];
+// TEMP: a bare IngressClass until the kind's own module lands (meta validation only, default columns).
+const ingressClassStrategy: KindStrategy<KubeObject> = {
+  info: resourceInfo(INGRESSCLASSES, { listKind: 'IngressClassList', singular: 'ingressclass', shortNames: [], verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'], subresources: [], categories: [] }),
+  hasStatus: false,
+  generation: true,
+  validate: (c) => validateObjectMeta(c.metadata, { namespaced: false, nameRule: 'subdomain' }),
+};
+
+export const INGRESS_STRATEGIES: KindStrategy<KubeObject>[] = [ingressStrategy as unknown as KindStrategy<KubeObject>, ingressClassStrategy];
