@@ -34,6 +34,8 @@ import { startServiceProxy } from './proxy/start.js';
 import { servicesInformer } from './services/services-cache.js';
 import { AgentMetrics, instrumentRuntime } from './metrics.js';
 import { MetricsAuth } from './metrics-auth.js';
+import { IngressController } from './ingress/ingress-controller.js';
+import path from 'node:path';
 
 export type { AgentOptions } from './options.js';
 
@@ -251,6 +253,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // The service proxy programs the host's nftables: only with a given executor (tests) or the real Docker runtime.
   const serviceProxy =
     o.nftExecutor || !o.runtime ? startServiceProxy({ client, nodeName: o.nodeName, table: proxyTable, tableComment: tableOwnerComment(clusterId), services, clusterCidr: podNet?.clusterCidr, bridge: podNet?.name, executor: o.nftExecutor, log }) : undefined;
+  // The ingress's nginx binds host ports: only with the real Docker runtime, as the service proxy.
+  const ingress =
+    o.ingress && !o.runtime
+      ? new IngressController({
+          client,
+          nodeName: o.nodeName,
+          services,
+          dir: path.join(o.dataDir, 'ingress'),
+          httpPort: o.ingress.httpPort,
+          httpsPort: o.ingress.httpsPort,
+          recorder: new EventRecorder({ client, component: 'berth-ingress', host: o.nodeName, now: () => o.clock.now(), log }),
+          log: log.child({ component: 'ingress' }),
+        })
+      : undefined;
+  ingress?.start();
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
 
@@ -270,6 +287,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         podNet?.stop();
         dns.stop();
         serviceProxy?.stop();
+        await ingress?.stop();
         claimSweeper?.stop();
         await pods.stop();
         services.stop();

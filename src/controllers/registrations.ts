@@ -29,6 +29,7 @@ import { ServiceAccountsController } from './serviceaccount/serviceaccounts-cont
 import { REPLICATIONCONTROLLER_KIND, ReplicaSetController } from './replicaset/replicaset-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
+import { IngressStatusController } from './ingress-status/ingress-status.js';
 import { SystemServicesController } from './system-services/system-services.js';
 import { StatefulSetController } from './statefulset/statefulset-controller.js';
 import { LegacyTokenController } from './serviceaccount-tokens/legacy-tokens.js';
@@ -92,6 +93,7 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'serviceaccount', build: (ctx) => new ServiceAccountsController(ctx) }),
   controller({ name: 'root-ca-cert-publisher', build: (ctx, s) => new RootCAPublisher({ ...ctx, rootCA: s.caCert ?? '' }) }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
+  controller({ name: 'ingress-status', build: (ctx) => new IngressStatusController(ctx) }),
   controller({
     name: 'serviceaccount-token',
     build: (ctx, s) => {

@@ -163,7 +163,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       'agent', '--server', agentOpts.server ?? url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
       '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...dnsArgs(nodeName),
       // Agents of clusters running side by side on this host each keep their own nftables table.
-      '--service-proxy-table', serviceProxyTable(nodeName), ...(opts.agentArgs ?? []),
+      '--service-proxy-table', serviceProxyTable(nodeName),
+      // The ingress takes host ports (80/443 by default): only clusters that ask for it run one.
+      ...((opts.agentArgs ?? []).some((a) => a.startsWith('--ingress')) ? [] : ['--ingress=false']),
+      ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
     await waitFor(() => nodeSchedulable(client, nodeName), 30_000, () => `agent ${nodeName} did not become Ready; log:\n${readLog(`agent-${nodeName}`)}`);

@@ -8,8 +8,9 @@
 import type { Ingress, KubeObject } from '../../api/types.js';
 import { LEGACY_INGRESS_CLASS_ANNOTATION } from '../../api/validation.js';
 import type { AdmissionPlugin } from '../chain.js';
+import { DEFAULT_INGRESS_CLASS_ANNOTATION } from '../../api/ingress.js';
 
-export const DEFAULT_INGRESS_CLASS_ANNOTATION = 'ingressclass.kubernetes.io/is-default-class';
+export { DEFAULT_INGRESS_CLASS_ANNOTATION };
 
 /** The default class among `classes`: the newest of those annotated default, undefined when none is. */
 export function defaultIngressClass(classes: readonly KubeObject[]): string | undefined {
