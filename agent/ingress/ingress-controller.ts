@@ -188,6 +188,8 @@ export class IngressController {
         } catch (e) {
           this.lastError = (e as Error).message;
           this.o.log.error({ err: this.lastError }, 'ingress: configuration not applied');
+          // Another process took a port between the check and nginx's start: say so as the check would.
+          if (/Address already in use/.test(this.lastError)) await this.portsFree();
         }
       } while (this.again && !this.stopped);
     })().finally(() => (this.syncing = undefined));

@@ -15,6 +15,7 @@
  * - TLS hosts listen on the HTTPS port with their Secret's certificate (SNI picks the server) and
  *   redirect plain HTTP with 308, as ingress-nginx does unless its ssl-redirect annotation is "false".
  */
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import type { Route, RoutingTable, VirtualHost } from './routes.js';
 
@@ -103,6 +104,8 @@ export function renderNginxConfig(table: RoutingTable, o: NginxConfigOptions): s
   const live = new Set(table.upstreams.filter((u) => u.servers.length > 0).map((u) => u.name));
   const lines: string[] = [
     '# Written by the Berth agent\'s ingress controller from the cluster\'s Ingresses; rewritten on every change.',
+    // nginx reads certificates when it loads the configuration: a rotated one must change the text, so it reloads.
+    ...table.certificates.map((c) => `# certificate ${c.key} ${createHash('sha256').update(c.cert).update(c.privateKey).digest('hex').slice(0, 16)}`),
     `user ${o.user ?? 'nobody nogroup'};`,
     `worker_processes ${o.workers ?? 'auto'};`,
     `pid ${d('nginx.pid')};`,
