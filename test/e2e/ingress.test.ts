@@ -5,7 +5,8 @@
  * name (so a 404 from the ingress is told apart by its body). Covers kubectl create/get/describe
  * ingress with both kubectls, host (exact and wildcard) and path (Exact, element-wise Prefix) routing,
  * the 404 default, TLS by SNI for two hosts with two Secrets and a rotation, a broken Ingress that
- * leaves the others working with an event, status.loadBalancer, and the taken port reported.
+ * leaves the others working with an event, status.loadBalancer, the taken port reported, requests
+ * spread over a Deployment scaled from 1 to 3, and none lost in its rolling update at 50 req/s.
  */
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
@@ -171,6 +172,64 @@ describe('ingress routing through the node\'s nginx', { timeout: 60_000 }, () =>
   });
 });
 
+describe('ingress under change', { timeout: 60_000 }, () => {
+  const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' };
+  /** httpd answering its pod's name; preStop keeps it serving while the endpoint removal reaches nginx. */
+  const deployment = (replicas: number, version: string) => ({
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'spread', namespace: 'default' },
+    spec: {
+      replicas, selector: { matchLabels: { app: 'spread' } },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: { labels: { app: 'spread' }, annotations: { version } },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          containers: [{
+            name: 'web', image: TEST_IMAGE, command: ['sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'],
+            ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+            lifecycle: { preStop: { exec: { command: ['sleep', '2'] } } },
+          }],
+        },
+      },
+    },
+  });
+
+  it('spreads requests over all pods once the Deployment scales from 1 to 3, and loses none in a rolling update at 50 req/s', async () => {
+    await c.client.create(DEPLOYMENTS, deployment(1, '1') as unknown as KubeObject);
+    await c.client.create(SERVICES, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'spread', namespace: 'default' }, spec: { selector: { app: 'spread' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] } } as Service);
+    await c.client.create(INGRESSES, ingressManifest('spread', { rules: [{ host: 'spread.test', http: { paths: [prefix('/', 'spread', { name: 'http' })] } }] }));
+    await eventually(() => http('spread.test'), /^200 spread-/);
+    await c.client.patch(DEPLOYMENTS, { namespace: 'default', name: 'spread', type: 'merge', patch: { spec: { replicas: 3 } } });
+    const seen = new Set<string>();
+    await waitFor(async () => {
+      for (let i = 0; i < 6; i++) seen.add(await http('spread.test'));
+      return [...seen].filter((r) => r.startsWith('200 spread-')).length === 3;
+    }, 30_000, () => `three pods answering; saw ${[...seen].join(', ')}`);
+
+    // A constant 50 req/s (one every 20 ms, each on its own connection) through the rollout of all three pods.
+    const results: string[] = [];
+    let loading = true;
+    const loader = (async () => {
+      while (loading) {
+        const started = Date.now();
+        void http('spread.test').then((r) => results.push(r));
+        await new Promise((r) => setTimeout(r, Math.max(0, 20 - (Date.now() - started))));
+      }
+    })();
+    await c.client.patch(DEPLOYMENTS, { namespace: 'default', name: 'spread', type: 'merge', patch: { spec: { template: { metadata: { annotations: { version: '2' } } } } } });
+    await waitFor(async () => {
+      const d = await c.client.get<KubeObject & { status?: { updatedReplicas?: number; replicas?: number; availableReplicas?: number; observedGeneration?: number }; metadata: { generation?: number } }>(DEPLOYMENTS, { namespace: 'default', name: 'spread' });
+      return d.status?.observedGeneration === d.metadata.generation && d.status?.updatedReplicas === 3 && d.status?.replicas === 3 && d.status?.availableReplicas === 3;
+    }, 40_000, 'the rollout to finish');
+    loading = false;
+    await loader;
+    await new Promise((r) => setTimeout(r, 500));
+    const failed = results.filter((r) => !r.startsWith('200 spread-'));
+    assert.ok(results.length > 50, `only ${results.length} requests were sent`);
+    assert.deepEqual(failed, [], `${failed.length} of ${results.length} requests failed during the rollout`);
+  });
+});
+
 describeEachKubectl('kubectl create, get and describe ingress', (k) => {
   const host = `k${k.version.replace('.', '-')}.test`;
   const name = `web-${k.version.replace('.', '-')}`;
@@ -183,5 +242,7 @@ describeEachKubectl('kubectl create, get and describe ingress', (k) => {
     const described = (await kc.kubectl(['describe', 'ingress', name])).stdout;
     assert.match(described, new RegExp(`${host.replace(/\./g, '\\.')}\\s*\\n\\s+/\\s+alpha:http`));
     assert.match(described, /\/b\s+beta:8080/);
+    // The broken Ingress's event shows where a user looks.
+    assert.match((await kc.kubectl(['describe', 'ingress', 'broken'])).stdout, /Warning\s+ServiceNotFound\s+.*Service "default\/nosuch" not found/);
   });
 });
