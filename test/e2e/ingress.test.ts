@@ -80,6 +80,27 @@ function ingressManifest(name: string, spec: Ingress['spec']): Ingress {
 const prefix = (p: string, svc: string, port: { name?: string; number?: number }) => ({ path: p, pathType: 'Prefix', backend: { service: { name: svc, port } } });
 const exact = (p: string, svc: string, port: { name?: string; number?: number }) => ({ path: p, pathType: 'Exact', backend: { service: { name: svc, port } } });
 
+const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' };
+/** httpd answering its pod's name; preStop keeps it serving while the endpoint removal reaches nginx. */
+const deployment = (replicas: number, version: string) => ({
+  apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'spread', namespace: 'default' },
+  spec: {
+    replicas, selector: { matchLabels: { app: 'spread' } },
+    strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 3 } },
+    template: {
+      metadata: { labels: { app: 'spread' }, annotations: { version } },
+      spec: {
+        terminationGracePeriodSeconds: 5,
+        containers: [{
+          name: 'web', image: TEST_IMAGE, command: ['sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'],
+          ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
+          lifecycle: { preStop: { exec: { command: ['sleep', '2'] } } },
+        }],
+      },
+    },
+  },
+});
+
 before(async () => {
   httpPort = await freePort();
   httpsPort = await freePort();
@@ -88,6 +109,8 @@ before(async () => {
   const node = await c.client.get<Node>(CORE.nodes, { name: c.nodeNames[0]! });
   nodeIP = node.status!.addresses!.find((a) => a.type === 'InternalIP')!.address;
   for (const name of ['alpha', 'beta']) await c.client.create(CORE.pods, webPod(name));
+  // Started now, so its pod comes up while the routing cases run.
+  await c.client.create(DEPLOYMENTS, deployment(1, '1') as unknown as KubeObject);
   await c.client.create(SERVICES, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'alpha', namespace: 'default' }, spec: { selector: { app: 'alpha' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] } } as Service);
   await c.client.create(SERVICES, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'beta', namespace: 'default' }, spec: { selector: { app: 'beta' }, ports: [{ port: 8080, targetPort: 8080 }] } } as Service);
   for (const name of ['alpha', 'beta']) await waitForPod(c.client, 'default', name, (p) => (p.status?.containerStatuses ?? []).some((s) => s.ready), 30_000);
@@ -173,29 +196,7 @@ describe('ingress routing through the node\'s nginx', { timeout: 60_000 }, () =>
 });
 
 describe('ingress under change', { timeout: 60_000 }, () => {
-  const DEPLOYMENTS = { group: 'apps', version: 'v1', plural: 'deployments' };
-  /** httpd answering its pod's name; preStop keeps it serving while the endpoint removal reaches nginx. */
-  const deployment = (replicas: number, version: string) => ({
-    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'spread', namespace: 'default' },
-    spec: {
-      replicas, selector: { matchLabels: { app: 'spread' } },
-      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
-      template: {
-        metadata: { labels: { app: 'spread' }, annotations: { version } },
-        spec: {
-          terminationGracePeriodSeconds: 5,
-          containers: [{
-            name: 'web', image: TEST_IMAGE, command: ['sh', '-c', 'mkdir -p /www && hostname > /www/index.html && exec httpd -f -p 8080 -h /www'],
-            ports: [{ name: 'http', containerPort: 8080 }], readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-            lifecycle: { preStop: { exec: { command: ['sleep', '2'] } } },
-          }],
-        },
-      },
-    },
-  });
-
   it('spreads requests over all pods once the Deployment scales from 1 to 3, and loses none in a rolling update at 50 req/s', async () => {
-    await c.client.create(DEPLOYMENTS, deployment(1, '1') as unknown as KubeObject);
     await c.client.create(SERVICES, { apiVersion: 'v1', kind: 'Service', metadata: { name: 'spread', namespace: 'default' }, spec: { selector: { app: 'spread' }, ports: [{ name: 'http', port: 80, targetPort: 'http' }] } } as Service);
     await c.client.create(INGRESSES, ingressManifest('spread', { rules: [{ host: 'spread.test', http: { paths: [prefix('/', 'spread', { name: 'http' })] } }] }));
     await eventually(() => http('spread.test'), /^200 spread-/);
@@ -206,7 +207,8 @@ describe('ingress under change', { timeout: 60_000 }, () => {
       return [...seen].filter((r) => r.startsWith('200 spread-')).length === 3;
     }, 30_000, () => `three pods answering; saw ${[...seen].join(', ')}`);
 
-    // A constant 50 req/s (one every 20 ms, each on its own connection) through the rollout of all three pods.
+    // A constant 50 req/s (one every 20 ms, each on its own connection) through the rollout of all three
+    // pods (maxSurge 3, maxUnavailable 0: the new pods start together, the old ones stop once they are ready).
     const results: string[] = [];
     let loading = true;
     const loader = (async () => {
