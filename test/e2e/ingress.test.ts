@@ -235,8 +235,11 @@ describe('ingress under change', { timeout: 60_000 }, () => {
 describeEachKubectl('kubectl create, get and describe ingress', (k) => {
   const host = `k${k.version.replace('.', '-')}.test`;
   const name = `web-${k.version.replace('.', '-')}`;
-  it('creates an Ingress that routes, shows its address, and describes its rules', async () => {
+  it('lists ingresses and ingressclasses, creates an Ingress that routes, shows its address, and describes its rules', async () => {
     const kc = c.forKubectl(k);
+    const resources = (await kc.kubectl(['api-resources', '--api-group=networking.k8s.io'])).stdout;
+    assert.match(resources, /^ingressclasses\s+networking\.k8s\.io\/v1\s+false\s+IngressClass\s*$/m);
+    assert.match(resources, /^ingresses\s+ing\s+networking\.k8s\.io\/v1\s+true\s+Ingress\s*$/m);
     await kc.kubectl(['create', 'ingress', name, '--rule', `${host}/=alpha:http`, '--rule', `${host}/b*=beta:8080`]);
     await eventually(() => http(host, '/'), '200 alpha');
     assert.equal(await http(host, '/b/foo'), '200 beta');
