@@ -126,3 +126,18 @@ describe('buildRoutes', () => {
     assert.match(conf, /location \/ \{\n\s+default_type text\/plain;\n\s+return 404/);
   });
 });
+
+describe('agent ingress options', async () => {
+  const { resolveAgentOptions } = await import('../../agent/options.js');
+  const base = { server: 'https://127.0.0.1:6443', nodeName: 'n1', dataDir: '/tmp/x' };
+  it('is on by default on ports 80 and 443, off with enabled false or a port of 0', () => {
+    assert.deepEqual(resolveAgentOptions(base).ingress, { httpPort: 80, httpsPort: 443 });
+    assert.deepEqual(resolveAgentOptions({ ...base, ingress: { httpPort: 18080, httpsPort: 18443 } }).ingress, { httpPort: 18080, httpsPort: 18443 });
+    assert.equal(resolveAgentOptions({ ...base, ingress: { enabled: false } }).ingress, undefined);
+    assert.equal(resolveAgentOptions({ ...base, ingress: { httpPort: 0 } }).ingress, undefined);
+  });
+  it('refuses the same port twice and ports out of range, naming the flag', () => {
+    assert.throws(() => resolveAgentOptions({ ...base, ingress: { httpPort: 8080, httpsPort: 8080 } }), /--ingress-http-port and --ingress-https-port are both 8080/);
+    assert.throws(() => resolveAgentOptions({ ...base, ingress: { httpsPort: 70000 } }), /--ingress-https-port 70000 is not a port/);
+  });
+});
