@@ -18,6 +18,7 @@ import { NODE_FLAGS } from '../../src/node-flags.js';
 import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
 import { NftCommand } from '../../agent/proxy/nft-executor.js';
+import { NginxProcess } from '../../agent/ingress/nginx-process.js';
 import { unmountAllUnder } from '../../agent/volumes/mounts.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 
@@ -217,6 +218,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       for (const a of agents.values()) await stopChild(a);
       // The node resolvers outlive their agents by design; a finished cluster ends them.
       for (const nodeName of agents.keys()) await stopNodeResolver(path.join(dir, `agent-${nodeName}`)).catch(() => undefined);
+      // A stopped agent ends its ingress's nginx; one a killed agent left running is ended here.
+      for (const nodeName of agents.keys()) {
+        const ingressDir = path.join(dir, `agent-${nodeName}`, 'ingress');
+        if (fs.existsSync(ingressDir)) await new NginxProcess({ dir: ingressDir, binary: 'nginx' }).stop().catch(() => undefined);
+      }
       await stopChild(server);
       const started = [...new Set([...nodeNames, ...agents.keys()])];
       await removeNodeContainers(started);
