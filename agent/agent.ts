@@ -38,6 +38,8 @@ import { policyTableFor } from './network-policy/policy-rules.js';
 import { servicesInformer } from './services/services-cache.js';
 import { AgentMetrics, instrumentRuntime } from './node/metrics.js';
 import { MetricsAuth } from './node/metrics-auth.js';
+import { IngressController } from './ingress/ingress-controller.js';
+import path from 'node:path';
 
 export type { AgentOptions } from './options.js';
 
@@ -262,6 +264,21 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // NetworkPolicy enforcement programs the host's nftables too: only with the real Docker runtime and nft.
   const policyEnforcer = realNft ? new PolicyEnforcer({ client, nodeName: o.nodeName, table: policyTable, tableComment: tableOwnerComment(clusterId), executor: new NftCommand(), log: log.child({ component: 'network-policy' }), retryMs: o.intervals.retryMs }) : undefined;
   policyEnforcer?.start().catch((err: unknown) => log.error({ err: (err as Error).message }, 'network policy enforcer did not start'));
+  // The ingress's nginx binds host ports: only with the real Docker runtime, as the service proxy.
+  const ingress =
+    o.ingress && !o.runtime
+      ? new IngressController({
+          client,
+          nodeName: o.nodeName,
+          services,
+          dir: path.join(o.dataDir, 'ingress'),
+          httpPort: o.ingress.httpPort,
+          httpsPort: o.ingress.httpsPort,
+          recorder: new EventRecorder({ client, component: 'berth-ingress', host: o.nodeName, now: () => o.clock.now(), log }),
+          log: log.child({ component: 'ingress' }),
+        })
+      : undefined;
+  ingress?.start();
   const claimSweeper = runtime.volumes ? startClaimVolumeSweeper({ volumes: runtime.volumes, client, nodeName: o.nodeName, intervalMs: o.intervals.claimVolumeSweepMs, log }) : undefined;
   const localPathSweeper = startLocalPathSweeper({ client, localPathDir: o.localPathDir, intervalMs: o.intervals.claimVolumeSweepMs, log });
   log.info({ servers: o.servers, nodeIP: o.nodeIP, podNetwork }, 'agent started');
@@ -283,6 +300,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         dns.stop();
         serviceProxy?.stop();
         policyEnforcer?.stop();
+        await ingress?.stop();
         claimSweeper?.stop();
         localPathSweeper.stop();
         await pods.stop();

@@ -99,7 +99,15 @@ export interface AgentOptions {
   nftExecutor?: NftExecutor;
   /** where local-path PersistentVolumes of this node live (a directory each); default `<dataDir>/storage`, as k3s keeps them under its data dir */
   localPathDir?: string | undefined;
+  /**
+   * The built-in ingress controller (agent/ingress): on by default with the Docker runtime, on host
+   * ports 80 and 443. `enabled: false`, or a port of 0, turns it off.
+   */
+  ingress?: { enabled?: boolean | undefined; httpPort?: number | undefined; httpsPort?: number | undefined } | undefined;
 }
+
+export const DEFAULT_INGRESS_HTTP_PORT = 80;
+export const DEFAULT_INGRESS_HTTPS_PORT = 443;
 
 export interface ResolvedAgentOptions {
   /** the control plane's replicas, at least one, as base URLs */
@@ -128,6 +136,8 @@ export interface ResolvedAgentOptions {
   sandboxNetwork: SandboxNetworkMode;
   nftExecutor: NftExecutor | undefined;
   localPathDir: string;
+  /** the ingress's host ports; undefined: the ingress is off */
+  ingress: { httpPort: number; httpsPort: number } | undefined;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -167,6 +177,12 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
   if (o.serviceProxyTable !== undefined && !/^[A-Za-z][A-Za-z0-9_.-]{0,63}$/.test(o.serviceProxyTable)) {
     throw new Error(`agent: service proxy table "${o.serviceProxyTable}" is not a valid nftables table name (a letter, then letters, digits, '_', '.', '-')`);
   }
+  const httpPort = o.ingress?.httpPort ?? DEFAULT_INGRESS_HTTP_PORT;
+  const httpsPort = o.ingress?.httpsPort ?? DEFAULT_INGRESS_HTTPS_PORT;
+  for (const [flag, port] of [['--ingress-http-port', httpPort], ['--ingress-https-port', httpsPort]] as const) {
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`agent: ${flag} ${port} is not a port (0 turns the ingress off)`);
+  }
+  if (o.ingress?.enabled !== false && httpPort !== 0 && httpsPort !== 0 && httpPort === httpsPort) throw new Error(`agent: --ingress-http-port and --ingress-https-port are both ${httpPort}`);
   const log = o.logger ?? pino({ name: 'berth-agent' });
   return {
     servers,
@@ -193,6 +209,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     sandboxNetwork: o.sandboxNetwork ?? 'agent',
     nftExecutor: o.nftExecutor,
     localPathDir: path.resolve(o.localPathDir ?? path.join(o.dataDir, 'storage')),
+    ingress: o.ingress?.enabled === false || httpPort === 0 || httpsPort === 0 ? undefined : { httpPort, httpsPort },
   };
 }
 

@@ -72,6 +72,8 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
   { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy' },
+  { group: 'networking.k8s.io', version: 'v1', kind: 'Ingress' },
+  { group: 'networking.k8s.io', version: 'v1', kind: 'IngressClass' },
   { group: 'certificates.k8s.io', version: 'v1', kind: 'CertificateSigningRequest' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole' },

@@ -69,6 +69,7 @@ export const MODULE_PROTOBUF_KINDS: readonly ProtobufKindEntry[] = [
   { group: 'autoscaling', version: 'v2', kind: 'HorizontalPodAutoscaler' },
   { group: 'autoscaling', version: 'v1', kind: 'HorizontalPodAutoscaler' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
+  { group: 'networking.k8s.io', version: 'v1', kind: 'Ingress' },
   { group: 'certificates.k8s.io', version: 'v1', kind: 'CertificateSigningRequest' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'ClusterRole' },

@@ -7,7 +7,8 @@
 #   1. OS packages: Docker engine, static busybox, gcc + libc6-dev (static pause
 #      binary), iproute2, nftables and conntrack (the agent's service proxy), kubectl (Debian's kubernetes-client as a fallback),
 #      python3/make/g++ (better-sqlite3 builds from source without a prebuild),
-#      etcd-server (the etcd storage backend's tests run real etcd members; the package's service is not started)
+#      etcd-server (the etcd storage backend's tests run real etcd members; the package's service is not started),
+#      nginx and openssl (the agent's ingress controller runs its own nginx; the package's service is stopped and disabled)
 #   2. Node.js >= 20
 #   3. A running Docker daemon (systemd when it is PID 1, else dockerd directly)
 #   4. npm dependencies (only when package-lock.json changed) and the native SQLite module
@@ -105,7 +106,23 @@ if [ "$for_tests" -eq 1 ]; then
   /usr/bin/python3 -c 'import kubernetes' 2>/dev/null || packages+=(python3-kubernetes)
 fi
 if ! berth_have npm; then packages+=(npm); fi
+# The agent's ingress controller makes its default certificate with openssl.
+berth_have openssl || packages+=(openssl)
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"
+
+# The agent's ingress controller runs an nginx of its own (its own configuration, pid and ports) from
+# Debian's package. The package also installs a system service that would take ports 80 and 443: when
+# this script is what installs nginx, that service is stopped and disabled (an nginx the machine had
+# before is left as it is).
+if ! berth_have nginx && [ ! -x /usr/sbin/nginx ]; then
+  apt_install nginx
+  if [ "$(ps -o comm= -p 1 2>/dev/null)" = systemd ]; then
+    berth_as_root systemctl disable --now nginx.service >/dev/null 2>&1 || true
+  elif [ -x /etc/init.d/nginx ]; then
+    berth_as_root /etc/init.d/nginx stop >/dev/null 2>&1 || true
+  fi
+  actions+=("left the nginx package's own service stopped and disabled (the agent runs its own nginx)")
+fi
 
 # kubectl is for people and e2e tests, not for Berth itself: a missing package
 # is a warning, not a failure.

@@ -101,9 +101,25 @@ stop_node_resolver() {
   removed+=("stopped the node DNS resolver (pid $pid)")
 }
 
+# The agent stops its ingress's nginx when it stops; one a killed agent left running is ended here,
+# found by its pid file and confirmed by /proc as the nginx of this data dir.
+stop_ingress_nginx() {
+  local data="$1" pid cmdline
+  [ -n "$data" ] || return 0
+  pid="$(cat "$data/ingress/nginx.pid" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] && [ -r "/proc/$pid/cmdline" ] || return 0
+  cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 0
+  [[ "$cmdline" == *nginx*"$data/ingress/"* ]] || return 0
+  berth_log "stopping the ingress's nginx (pid $pid)"
+  kill -QUIT "$pid" 2>/dev/null || true
+  for _ in $(seq 1 50); do [ -e "/proc/$pid" ] || break; sleep 0.1; done
+  removed+=("stopped the ingress's nginx (pid $pid)")
+}
+
 # The agent goes first: it should not see the control plane vanish under it.
 stop_service agent
 stop_node_resolver "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)"
+stop_ingress_nginx "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)"
 stop_service server
 if systemd_is_init; then systemctl daemon-reload || true; fi
 rmdir "$run_dir" 2>/dev/null || true

@@ -150,6 +150,9 @@ Flags:
   --server-check-timeout-ms N    with several --server URLs: a /readyz not answered 200 within this long
                                  makes the agent move to the next server (default 3000)
   --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
+  --ingress true|false           run the built-in ingress controller (nginx) on this node (default true)
+  --ingress-http-port PORT       its host port for HTTP (default 80; 0 turns the ingress off)
+  --ingress-https-port PORT      its host port for HTTPS (default 443; 0 turns the ingress off)
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
                                  per pod (default, faster), or Docker, attaching each pause container to
                                  its bridge network
@@ -169,6 +172,7 @@ Flags:
   --service-cluster-ip-range CIDR                  as for 'berth server'
   --deny-service-external-ips                      as for 'berth server'
   --agent-port PORT, --cluster-dns IP, --service-proxy-table NAME   as for 'berth agent'
+  --ingress true|false, --ingress-http-port PORT, --ingress-https-port PORT   as for 'berth agent'
 
 Several clusters on one host: give each its own --data-dir, --port, --cluster-cidr and
 --service-cluster-ip-range. The cluster DNS address (the 10th of the Service range) and the
@@ -289,6 +293,13 @@ function etcdFlags(values: { 'etcd-servers'?: string; 'etcd-prefix'?: string; 'e
     ...(prefix !== undefined ? { prefix } : {}),
     tls: { caFile: values['etcd-cafile'], certFile: values['etcd-certfile'], keyFile: values['etcd-keyfile'] },
   };
+}
+
+/** --ingress: true or false (`--ingress=false` turns the node's ingress controller off). */
+function ingressFlag(s: string | undefined): boolean | undefined {
+  if (s === undefined) return undefined;
+  if (s === 'true' || s === 'false') return s === 'true';
+  fail(`invalid --ingress "${s}" (true or false)`);
 }
 
 function parsePort(s: string | undefined, fallback: number): number {
@@ -537,6 +548,9 @@ async function runAgent(argv: string[]): Promise<void> {
       'metrics-sample-interval': { type: 'string' },
       'service-proxy-table': { type: 'string' },
       'sandbox-network': { type: 'string' },
+      ingress: { type: 'string' },
+      'ingress-http-port': { type: 'string' },
+      'ingress-https-port': { type: 'string' },
       'log-level': { type: 'string' },
       'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -591,6 +605,11 @@ async function runAgent(argv: string[]): Promise<void> {
       serviceProxyTable: values['service-proxy-table'],
       sandboxNetwork: values['sandbox-network'] as SandboxNetworkMode | undefined,
       localPathDir: values['local-path-dir'],
+      ingress: {
+        enabled: ingressFlag(values.ingress),
+        httpPort: values['ingress-http-port'] === undefined ? undefined : parsePort(values['ingress-http-port'], 0),
+        httpsPort: values['ingress-https-port'] === undefined ? undefined : parsePort(values['ingress-https-port'], 0),
+      },
       intervals: {
         heartbeatMs: ms('heartbeat-interval-ms'),
         relistMs: ms('relist-interval-ms'),
@@ -655,6 +674,9 @@ async function runUp(argv: string[]): Promise<void> {
       'agent-port': { type: 'string' },
       'cluster-dns': { type: 'string' },
       'service-proxy-table': { type: 'string' },
+      ingress: { type: 'string' },
+      'ingress-http-port': { type: 'string' },
+      'ingress-https-port': { type: 'string' },
       'log-level': { type: 'string' },
       'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
@@ -688,7 +710,7 @@ async function runUp(argv: string[]): Promise<void> {
   });
   const agentArgs = ['agent', '--server', cp.url, '--token-file', cp.nodeTokenPath, '--data-dir', path.join(dataDir, 'agent'), '--log-level', level, '--log-format', logFormat];
   agentArgs.push('--node-name', nodeName);
-  for (const flag of ['docker-socket', 'agent-port', 'cluster-dns', 'service-proxy-table'] as const) {
+  for (const flag of ['docker-socket', 'agent-port', 'cluster-dns', 'service-proxy-table', 'ingress', 'ingress-http-port', 'ingress-https-port'] as const) {
     const value = values[flag];
     if (value !== undefined) agentArgs.push(`--${flag}`, value);
   }

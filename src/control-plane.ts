@@ -16,6 +16,7 @@ import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
 import { denyServiceExternalIPs } from './admission/plugins/deny-service-external-ips.js';
+import { defaultIngressClassAdmission } from './admission/plugins/default-ingress-class.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
 import { nodeRestriction } from './admission/plugins/node-restriction.js';
@@ -268,6 +269,15 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(defaultStorageClassAdmission({ registry }));
   admission.register(storageObjectInUseProtection());
   admission.register(persistentVolumeClaimResize({ registry }));
+  // IngressClasses are read from the registry when one is created: a class made a moment ago counts.
+  admission.register(
+    defaultIngressClassAdmission({
+      listIngressClasses: async () => {
+        const info = registry.lookup('networking.k8s.io', 'ingressclasses')?.info;
+        return info ? (await registry.list(info, undefined)).items : [];
+      },
+    }),
+  );
   admission.register(webhookAdmission('mutating', { registry, log: log.child({ component: 'webhooks' }) }));
   admission.register(protectedNamespaces(SYSTEM_NAMESPACES));
   admission.register(nodeRestriction());

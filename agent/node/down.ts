@@ -1,6 +1,7 @@
 /**
  * `berth down`: removes one cluster's node from this host, and nothing of any other cluster's. It
- * stops the `berth up` of that data dir if one runs (and with it the agent and the node resolver),
+ * stops the `berth up` of that data dir if one runs (and with it the agent, the node resolver and
+ * the ingress's nginx, which is also ended here if a killed agent left it running),
  * then removes from the host what the agent made, found by the cluster id the agent recorded in its
  * data dir (agent/node/cluster-scope.ts): the containers carrying that id, the pod bridge networks labelled
  * with it and their iptables rules, the nftables tables whose owner comment names it
@@ -13,6 +14,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { LABEL_CLUSTER, readRecordedClusterId } from './cluster-scope.js';
 import { stopNodeResolver } from '../dns/node-dns.js';
+import { findNginx, NginxProcess } from '../ingress/nginx-process.js';
 import { processAlive } from '../dns/pid-file.js';
 import { ruleComment } from '../network/bridge-network.js';
 import { deleteIptablesRulesByComment } from '../network/host-commands.js';
@@ -70,6 +72,8 @@ export async function down(o: DownOptions): Promise<DownReport> {
     if (processAlive(report.stoppedUp)) process.kill(report.stoppedUp, 'SIGKILL');
   }
   await stopNodeResolver(agentDir);
+  const ingressDir = path.join(agentDir, 'ingress');
+  if (fs.existsSync(ingressDir)) await new NginxProcess({ dir: ingressDir, binary: findNginx() ?? 'nginx' }).stop();
   if (!report.clusterId) {
     o.log(`no cluster id recorded in ${agentDir}: no agent ran there, so there is nothing of it on this host to remove`);
     return report;

@@ -105,6 +105,8 @@ export const STORAGECLASSES = identity('storage.k8s.io', 'v1', 'StorageClass', '
 
 // networking.k8s.io/v1
 export const NETWORKPOLICIES = identity('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', 'Namespaced');
+export const INGRESSES = identity('networking.k8s.io', 'v1', 'Ingress', 'ingresses', 'Namespaced');
+export const INGRESSCLASSES = identity('networking.k8s.io', 'v1', 'IngressClass', 'ingressclasses', 'Cluster');
 
 // certificates.k8s.io/v1
 export const CERTIFICATESIGNINGREQUESTS = identity('certificates.k8s.io', 'v1', 'CertificateSigningRequest', 'certificatesigningrequests', 'Cluster');

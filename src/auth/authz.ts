@@ -67,6 +67,8 @@ export const PRIVILEGED_GROUP = 'system:masters';
 const NODE_RULES: Array<{ group: string; resources: string[]; verbs: string[] }> = [
   { group: '', resources: ['services', 'endpoints'], verbs: ['get', 'list', 'watch'] },
   { group: 'discovery.k8s.io', resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+  // Berth's own: the agent runs the built-in ingress controller's data plane (its Secrets come through the NodeGraph).
+  { group: 'networking.k8s.io', resources: ['ingresses', 'ingressclasses'], verbs: ['get', 'list', 'watch'] },
   { group: '', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: 'events.k8s.io', resources: ['events'], verbs: ['create', 'update', 'patch'] },
   { group: '', resources: ['namespaces'], verbs: ['get'] },

@@ -7,9 +7,15 @@
  * as the store for every request: the store delivers watch events in a microtask right after the
  * commit, and a request is handled in an I/O callback, which runs only after pending microtasks —
  * so a pod written by one request is indexed before the next request is authorized.
+ *
+ * Every node also reaches the TLS Secrets named in spec.tls of the Ingresses Berth's built-in ingress
+ * controller serves (their class's controller is berth.dev/ingress-nginx): each agent runs that
+ * controller's data plane and terminates TLS with them. Upstream's ingress controllers read Secrets
+ * through a ServiceAccount allowed to list every Secret; Berth's node reaches only the named ones.
  */
 import { pinnedNodeOf } from '../api/storage.js';
-import type { PersistentVolume, Pod } from '../api/types.js';
+import { classControllers, servedBy, tlsSecretNames } from '../api/ingress.js';
+import type { Ingress, KubeObject, PersistentVolume, Pod } from '../api/types.js';
 import type { Registry } from '../registry/registry.js';
 
 /** The kinds a pod reaches, by their resource (plural) name. */
@@ -85,6 +91,11 @@ export class NodeGraph {
   private readonly volumes = new Map<string, { claim?: string; pinnedNode?: string }>();
   /** reach keys of the claims that are stored */
   private readonly claims = new Set<string>();
+  /** `namespace/name` → Ingress, and the IngressClasses by name (for which Ingresses are Berth's) */
+  private readonly ingresses = new Map<string, Ingress>();
+  private readonly ingressClasses = new Map<string, KubeObject>();
+  /** reach keys of the TLS Secrets of the Ingresses Berth serves: every node reaches them */
+  private ingressSecrets = new Set<string>();
   private watches: Array<{ close(): void }> = [];
   private started = false;
   /** between start() and stop(): a rebuild after a lost watch keeps trying only while wanted */
@@ -108,6 +119,8 @@ export class NodeGraph {
     const pods = registry.lookup('', 'pods')?.info;
     const claims = registry.lookup('', 'persistentvolumeclaims')?.info;
     const volumes = registry.lookup('', 'persistentvolumes')?.info;
+    const ingresses = registry.lookup('networking.k8s.io', 'ingresses')?.info;
+    const ingressClasses = registry.lookup('networking.k8s.io', 'ingressclasses')?.info;
     const onError = () => this.rebuild(generation);
     let opened: Array<{ close(): void } | undefined>;
     try {
@@ -141,6 +154,25 @@ export class NodeGraph {
             },
             onError,
           }),
+        ingresses &&
+          registry.watch(ingresses, undefined, {
+            onEvent: (ev) => {
+              const key = `${ev.object.metadata.namespace ?? ''}/${ev.object.metadata.name ?? ''}`;
+              if (ev.type === 'DELETED') this.ingresses.delete(key);
+              else this.ingresses.set(key, ev.object as Ingress);
+              this.reindexIngressSecrets();
+            },
+            onError,
+          }),
+        ingressClasses &&
+          registry.watch(ingressClasses, undefined, {
+            onEvent: (ev) => {
+              if (ev.type === 'DELETED') this.ingressClasses.delete(ev.object.metadata.name ?? '');
+              else this.ingressClasses.set(ev.object.metadata.name ?? '', ev.object);
+              this.reindexIngressSecrets();
+            },
+            onError,
+          }),
       ]);
     } catch (err) {
       if (generation === this.generation) this.started = false;
@@ -171,6 +203,9 @@ export class NodeGraph {
     this.reach.clear();
     this.claims.clear();
     this.volumes.clear();
+    this.ingresses.clear();
+    this.ingressClasses.clear();
+    this.ingressSecrets = new Set();
     const retry = () => {
       this.start().catch(() => {
         // The store is unreachable: keep refusing nodes and try again shortly.
@@ -185,6 +220,7 @@ export class NodeGraph {
 
   /** Does a pod bound to `nodeName` reach the object? False for everything until start(). */
   reaches(nodeName: string, resource: NodeReachableResource, namespace: string, name: string): boolean {
+    if (resource === 'secrets' && this.ingressSecrets.has(reachKey(resource, namespace, name))) return true;
     return (this.reach.get(nodeName)?.get(reachKey(resource, namespace, name)) ?? 0) > 0;
   }
 
@@ -202,6 +238,17 @@ export class NodeGraph {
   /** Is the object stored at all (whoever may read it)? Only claims are followed: the authorizer asks about nothing else. */
   exists(resource: NodeReachableResource, namespace: string, name: string): boolean {
     return resource === 'persistentvolumeclaims' && this.claims.has(reachKey(resource, namespace, name));
+  }
+
+  /** Ingresses and classes are few: the Secret keys are rebuilt whole on every change of either. */
+  private reindexIngressSecrets(): void {
+    const controllers = classControllers([...this.ingressClasses.values()]);
+    const keys = new Set<string>();
+    for (const ing of this.ingresses.values()) {
+      if (!servedBy(ing, controllers)) continue;
+      for (const name of tlsSecretNames(ing)) keys.add(reachKey('secrets', ing.metadata.namespace ?? '', name));
+    }
+    this.ingressSecrets = keys;
   }
 
   private put(key: string, pod: Pod): void {

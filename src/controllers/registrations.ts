@@ -30,6 +30,7 @@ import { REPLICATIONCONTROLLER_KIND, ReplicaSetController } from './replicaset/r
 import { ResourceQuotaController } from './resourcequota/resourcequota-controller.js';
 import { Scheduler } from './scheduler/scheduler.js';
 import { ServiceLBController } from './service-lb/service-lb.js';
+import { IngressStatusController } from './ingress-status/ingress-status.js';
 import { SystemServicesController } from './system-services/system-services.js';
 import { StatefulSetController } from './statefulset/statefulset-controller.js';
 import { PersistentVolumeController } from './persistentvolume/pv-controller.js';
@@ -99,6 +100,7 @@ export const CONTROLLER_REGISTRATIONS = [
   controller({ name: 'serviceaccount', build: (ctx) => new ServiceAccountsController(ctx) }),
   controller({ name: 'root-ca-cert-publisher', build: (ctx, s) => new RootCAPublisher({ ...ctx, rootCA: s.caCert ?? '' }) }),
   controller({ name: 'service-lb', build: (ctx) => new ServiceLBController(ctx) }),
+  controller({ name: 'ingress-status', build: (ctx) => new IngressStatusController(ctx) }),
   controller({
     name: 'serviceaccount-token',
     build: (ctx, s) => {

@@ -19,6 +19,7 @@ import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
 import { policyTableFor } from '../../agent/network-policy/policy-rules.js';
 import { NftCommand } from '../../agent/proxy/nft-executor.js';
+import { NginxProcess } from '../../agent/ingress/nginx-process.js';
 import { unmountAllUnder } from '../../agent/volumes/mounts.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 
@@ -164,7 +165,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       'agent', '--server', agentOpts.server ?? url, '--node-name', nodeName, '--token-file', path.join(dir, 'server', 'node-token'),
       '--data-dir', path.join(dir, `agent-${nodeName}`), '--log-level', 'warn', '--agent-port', '0', ...dnsArgs(nodeName),
       // Agents of clusters running side by side on this host each keep their own nftables table.
-      '--service-proxy-table', serviceProxyTable(nodeName), ...(opts.agentArgs ?? []),
+      '--service-proxy-table', serviceProxyTable(nodeName),
+      // The ingress takes host ports (80/443 by default): only clusters that ask for it run one.
+      ...((opts.agentArgs ?? []).some((a) => a.startsWith('--ingress')) ? [] : ['--ingress=false']),
+      ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
     await waitFor(() => nodeSchedulable(client, nodeName), 30_000, () => `agent ${nodeName} did not become Ready; log:\n${readLog(`agent-${nodeName}`)}`);
@@ -215,6 +219,11 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       for (const a of agents.values()) await stopChild(a);
       // The node resolvers outlive their agents by design; a finished cluster ends them.
       for (const nodeName of agents.keys()) await stopNodeResolver(path.join(dir, `agent-${nodeName}`)).catch(() => undefined);
+      // A stopped agent ends its ingress's nginx; one a killed agent left running is ended here.
+      for (const nodeName of agents.keys()) {
+        const ingressDir = path.join(dir, `agent-${nodeName}`, 'ingress');
+        if (fs.existsSync(ingressDir)) await new NginxProcess({ dir: ingressDir, binary: 'nginx' }).stop().catch(() => undefined);
+      }
       await stopChild(server);
       const started = [...new Set([...nodeNames, ...agents.keys()])];
       await removeNodeContainers(started);

@@ -41,7 +41,7 @@ function upArgs(dir: string, nodeName: string, port: number): string[] {
     ...NODE_FLAGS, BERTH_BIN, 'up', '--data-dir', dir, '--port', String(port), '--bind-address', '127.0.0.1',
     '--node-name', nodeName, '--cluster-cidr', freeClusterCidr(), '--agent-port', '0',
     '--cluster-dns', `169.254.${20 + Math.floor(Math.random() * 230)}.${1 + Math.floor(Math.random() * 254)}`,
-    '--service-proxy-table', `berth-${nodeName}`,
+    '--service-proxy-table', `berth-${nodeName}`, '--ingress=false',
   ];
 }
 

@@ -1246,6 +1246,18 @@ export type HTTPHeader = {
   value: string;
 };
 
+/** io.k8s.api.networking.v1.HTTPIngressPath */
+export type HTTPIngressPath = {
+  backend: IngressBackend;
+  path?: string;
+  pathType: string;
+};
+
+/** io.k8s.api.networking.v1.HTTPIngressRuleValue */
+export type HTTPIngressRuleValue = {
+  paths: HTTPIngressPath[];
+};
+
 /** io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerBehavior */
 export type HorizontalPodAutoscalerBehavior = {
   scaleDown?: HPAScalingRules;
@@ -1323,6 +1335,110 @@ export type ImageVolumeSource = {
 /** io.k8s.api.core.v1.ImageVolumeStatus */
 export type ImageVolumeStatus = {
   imageRef: string;
+};
+
+/** io.k8s.api.networking.v1.Ingress (networking.k8s.io/v1 Ingress) */
+export type Ingress = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: IngressSpec;
+  status?: IngressStatus;
+};
+
+/** io.k8s.api.networking.v1.IngressBackend */
+export type IngressBackend = {
+  resource?: TypedLocalObjectReference;
+  service?: IngressServiceBackend;
+};
+
+/** io.k8s.api.networking.v1.IngressClass (networking.k8s.io/v1 IngressClass) */
+export type IngressClass = {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta;
+  spec?: IngressClassSpec;
+};
+
+/** io.k8s.api.networking.v1.IngressClassList (networking.k8s.io/v1 IngressClassList) */
+export type IngressClassList = {
+  apiVersion?: string;
+  items: IngressClass[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.networking.v1.IngressClassParametersReference */
+export type IngressClassParametersReference = {
+  apiGroup?: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  scope?: string;
+};
+
+/** io.k8s.api.networking.v1.IngressClassSpec */
+export type IngressClassSpec = {
+  controller?: string;
+  parameters?: IngressClassParametersReference;
+};
+
+/** io.k8s.api.networking.v1.IngressList (networking.k8s.io/v1 IngressList) */
+export type IngressList = {
+  apiVersion?: string;
+  items: Ingress[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
+/** io.k8s.api.networking.v1.IngressLoadBalancerIngress */
+export type IngressLoadBalancerIngress = {
+  hostname?: string;
+  ip?: string;
+  ports?: IngressPortStatus[];
+};
+
+/** io.k8s.api.networking.v1.IngressLoadBalancerStatus */
+export type IngressLoadBalancerStatus = {
+  ingress?: IngressLoadBalancerIngress[];
+};
+
+/** io.k8s.api.networking.v1.IngressPortStatus */
+export type IngressPortStatus = {
+  error?: string;
+  port: number;
+  protocol: string;
+};
+
+/** io.k8s.api.networking.v1.IngressRule */
+export type IngressRule = {
+  host?: string;
+  http?: HTTPIngressRuleValue;
+};
+
+/** io.k8s.api.networking.v1.IngressServiceBackend */
+export type IngressServiceBackend = {
+  name: string;
+  port?: ServiceBackendPort;
+};
+
+/** io.k8s.api.networking.v1.IngressSpec */
+export type IngressSpec = {
+  defaultBackend?: IngressBackend;
+  ingressClassName?: string;
+  rules?: IngressRule[];
+  tls?: IngressTLS[];
+};
+
+/** io.k8s.api.networking.v1.IngressStatus */
+export type IngressStatus = {
+  loadBalancer?: IngressLoadBalancerStatus;
+};
+
+/** io.k8s.api.networking.v1.IngressTLS */
+export type IngressTLS = {
+  hosts?: string[];
+  secretName?: string;
 };
 
 /** io.k8s.apimachinery.pkg.util.intstr.IntOrString */
@@ -2930,6 +3046,12 @@ export type ServiceAccountTokenProjection = {
   audience?: string;
   expirationSeconds?: number;
   path: string;
+};
+
+/** io.k8s.api.networking.v1.ServiceBackendPort */
+export type ServiceBackendPort = {
+  name?: string;
+  number?: number;
 };
 
 /** io.k8s.api.core.v1.ServiceList (v1 ServiceList) */

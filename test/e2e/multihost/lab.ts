@@ -234,7 +234,10 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
         `--net=/run/netns/${h.netns}`, process.execPath, BERTH_BIN, 'agent',
         '--server', url, '--node-name', h.nodeName, '--token-file', path.join(serverDir, 'node-token'),
         '--data-dir', path.join(dir, `agent-${h.index}`), '--docker-socket', h.dockerSocket, '--node-ip', h.ip,
-        '--agent-port', '10250', '--log-level', 'info', ...(opts.agentArgs ?? []),
+        '--agent-port', '10250', '--log-level', 'info',
+        // The ingress's nginx is started only by labs that ask for it.
+        ...((opts.agentArgs ?? []).some((a) => a.startsWith('--ingress')) ? [] : ['--ingress=false']),
+        ...(opts.agentArgs ?? []),
       ]);
       processes.set(`agent-${h.index}`, child);
       await waitFor(() => nodeSchedulable(c, h.nodeName), 60_000, () => `agent on ${h.netns} Ready; log:\n${logOf(`agent-${h.index}`)}`);
