@@ -13,6 +13,8 @@ import { RESOLVER_ENTRY } from './dns/pid-file.js';
 import { checkDnsAddressFree, checkTableFree, nodeResolvers, stopOrphanResolvers, tableOwnerComment } from './host-conflicts.js';
 import { join, type Joined } from './join.js';
 import { NodeLease } from './lease.js';
+import { ImageImporter } from './images/import.js';
+import { registriesSource } from './images/registries-file.js';
 import { startAgentDns } from './dns/node-dns.js';
 import { LABEL_CONTAINER_TYPE, LABEL_POD_IP, labelFilter } from './labels.js';
 import { PodAddressPool } from './network/pod-addresses.js';
@@ -60,7 +62,12 @@ async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime>
   if (o.runtime) return o.runtime;
   // Loaded on demand: dockerode is the agent's biggest import, and tests with a fake runtime skip it.
   const { DockerRuntime } = await import('./runtime/docker.js');
-  const opts: ConstructorParameters<typeof DockerRuntime>[0] = { socketPath: o.dockerSocket, log: o.log.child({ component: 'runtime' }) };
+  const opts: ConstructorParameters<typeof DockerRuntime>[0] = {
+    socketPath: o.dockerSocket,
+    log: o.log.child({ component: 'runtime' }),
+    registries: registriesSource(o.registriesConfig, o.log.child({ component: 'registries' })),
+    maxParallelPulls: o.maxParallelImagePulls,
+  };
   if (o.pauseImage) opts.pauseImage = o.pauseImage;
   return new DockerRuntime(opts);
 }
@@ -242,6 +249,11 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     sandboxNetwork,
     onProbeRun: (kind, ok) => metrics.probeRan(kind, ok),
   });
+  // Air-gapped images are in before the first pod sync asks for them.
+  const importer = unwrappedRuntime.loadImages
+    ? new ImageImporter({ dir: o.imagesDir, load: (tar) => unwrappedRuntime.loadImages!(tar), clock: o.clock, log: log.child({ component: 'images' }), pollMs: o.intervals.imagesPollMs })
+    : undefined;
+  await importer?.start();
   await pods.start();
   resourceSampler?.start();
   // A change of the runtime's state reaches the node's Ready condition at once, not at the next heartbeat.
@@ -271,6 +283,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         dns.stop();
         serviceProxy?.stop();
         claimSweeper?.stop();
+        await importer?.stop();
         await pods.stop();
         services.stop();
         await status.idle();

@@ -17,6 +17,8 @@ import type { EventRecorder } from '../src/client/events.js';
 
 export const KUBELET_VERSION = 'v1.32.0-berth';
 export const MAX_PODS = 110;
+/** the kubelet's --node-status-max-images default */
+export const MAX_NODE_IMAGES = 50;
 
 export interface NodeStatusOptions {
   client: Client;
@@ -181,10 +183,25 @@ export class NodeStatusReporter {
       status: {
         ...sys,
         conditions: this.conditions(),
+        ...(await this.imagesField()),
         ...(this.opts.daemonPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.opts.daemonPort } } } : {}),
         addresses: this.addresses(),
       },
     };
+  }
+
+  /**
+   * The node's images for status.images, largest first and at most MAX_NODE_IMAGES as the kubelet
+   * reports them; nothing (the field left as it was) when the runtime cannot list them now.
+   */
+  private async imagesField(): Promise<Pick<NodeStatus, 'images'>> {
+    if (!this.opts.runtime.listImages) return {};
+    try {
+      const images = await this.opts.runtime.listImages();
+      return { images: images.slice(0, MAX_NODE_IMAGES).map((i) => ({ names: i.names, sizeBytes: i.sizeBytes })) };
+    } catch {
+      return {};
+    }
   }
 
   /** What the node answers at; sent with every heartbeat too, so an overwritten list is put back. */
@@ -239,7 +256,7 @@ export class NodeStatusReporter {
         name: this.opts.nodeName,
         type: 'merge',
         subresource: 'status',
-        patch: { status: { conditions, addresses: this.addresses() } },
+        patch: { status: { conditions, addresses: this.addresses(), ...(await this.imagesField()) } },
       });
     } catch (err) {
       if (isApiError(err) && err.reason === 'NotFound') {

@@ -3,6 +3,7 @@
  * (resolveAgentOptions). Everything else in the agent reads ResolvedAgentOptions only.
  */
 import os from 'node:os';
+import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import { DEFAULT_CLUSTER_DOMAIN } from '../src/api/services.js';
 import type { Client } from '../src/client/client.js';
@@ -45,6 +46,8 @@ export interface AgentIntervals {
   serverCheckTimeoutMs: number;
   /** how often container and node usage is read from cgroups for the Metrics API; 0 = off (Kubernetes: 15 s) */
   metricsSampleMs: number;
+  /** how often the images directory is looked at for new tarballs */
+  imagesPollMs: number;
 }
 
 export interface AgentOptions {
@@ -96,6 +99,12 @@ export interface AgentOptions {
   sandboxNetwork?: SandboxNetworkMode | undefined;
   /** tests: the service proxy's nft; without it the proxy runs real nft, and only with the Docker runtime */
   nftExecutor?: NftExecutor;
+  /** the node's registries.yaml (mirrors, logins); default `<dataDir>/registries.yaml`, absent = none */
+  registriesConfig?: string | undefined;
+  /** image pulls at once: 1 (default) serializes them as the kubelet's --serialize-image-pulls; 0 = no limit */
+  maxParallelImagePulls?: number | undefined;
+  /** directory of `docker save` tarballs loaded at start and when added; default `<dataDir>/images` */
+  imagesDir?: string | undefined;
 }
 
 export interface ResolvedAgentOptions {
@@ -124,6 +133,9 @@ export interface ResolvedAgentOptions {
   clusterId: string | undefined;
   sandboxNetwork: SandboxNetworkMode;
   nftExecutor: NftExecutor | undefined;
+  registriesConfig: string;
+  maxParallelImagePulls: number;
+  imagesDir: string;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -139,6 +151,7 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   serverCheckMs: DEFAULT_CHECK_INTERVAL_MS,
   serverCheckTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
   metricsSampleMs: 15_000,
+  imagesPollMs: 5_000,
 };
 
 
@@ -188,6 +201,9 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     clusterId: o.clusterId,
     sandboxNetwork: o.sandboxNetwork ?? 'agent',
     nftExecutor: o.nftExecutor,
+    registriesConfig: o.registriesConfig ?? path.join(o.dataDir, 'registries.yaml'),
+    maxParallelImagePulls: o.maxParallelImagePulls ?? 1,
+    imagesDir: o.imagesDir ?? path.join(o.dataDir, 'images'),
   };
 }
 

@@ -146,6 +146,13 @@ Flags:
   --server-check-timeout-ms N    with several --server URLs: a /readyz not answered 200 within this long
                                  makes the agent move to the next server (default 3000)
   --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
+  --registries-config FILE       the node's registry mirrors and logins, in k3s's registries.yaml shape
+                                 (default DATA_DIR/registries.yaml; re-read before a pull when it changed)
+  --images-dir DIR               docker save tarballs (.tar, .tar.gz, .tar.zst) loaded at start and when added
+                                 (default DATA_DIR/images)
+  --images-poll-interval-ms N    how often --images-dir is looked at for new tarballs (default 5000)
+  --serialize-image-pulls true|false  pull one image at a time (default true, as the kubelet)
+  --max-parallel-image-pulls N   with --serialize-image-pulls=false: at most N pulls at once (default no limit)
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
                                  per pod (default, faster), or Docker, attaching each pause container to
                                  its bridge network
@@ -530,12 +537,18 @@ async function runAgent(argv: string[]): Promise<void> {
       'metrics-sample-interval': { type: 'string' },
       'service-proxy-table': { type: 'string' },
       'sandbox-network': { type: 'string' },
+      'registries-config': { type: 'string' },
+      'images-dir': { type: 'string' },
+      'images-poll-interval-ms': { type: 'string' },
+      'serialize-image-pulls': { type: 'string' },
+      'max-parallel-image-pulls': { type: 'string' },
       'log-level': { type: 'string' },
       'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
+  const maxParallelImagePulls = imagePullLimit(values['serialize-image-pulls'], values['max-parallel-image-pulls']);
   type MsFlag =
     | 'heartbeat-interval-ms'
     | 'relist-interval-ms'
@@ -546,7 +559,8 @@ async function runAgent(argv: string[]): Promise<void> {
     | 'runtime-event-retry-max-ms'
     | 'token-check-interval-ms'
     | 'server-check-interval-ms'
-    | 'server-check-timeout-ms';
+    | 'server-check-timeout-ms'
+    | 'images-poll-interval-ms';
   const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
@@ -583,6 +597,9 @@ async function runAgent(argv: string[]): Promise<void> {
       resolvConf: values['resolv-conf'],
       serviceProxyTable: values['service-proxy-table'],
       sandboxNetwork: values['sandbox-network'] as SandboxNetworkMode | undefined,
+      registriesConfig: values['registries-config'],
+      imagesDir: values['images-dir'],
+      maxParallelImagePulls,
       intervals: {
         heartbeatMs: ms('heartbeat-interval-ms'),
         relistMs: ms('relist-interval-ms'),
@@ -594,6 +611,7 @@ async function runAgent(argv: string[]): Promise<void> {
         serverCheckMs: ms('server-check-interval-ms'),
         serverCheckTimeoutMs: ms('server-check-timeout-ms'),
         metricsSampleMs: await durationFlag('metrics-sample-interval', values['metrics-sample-interval']),
+        imagesPollMs: ms('images-poll-interval-ms'),
       },
       backoff: { baseMs: ms('crash-backoff-base-ms') },
       logger: log,
@@ -618,6 +636,20 @@ async function runAgent(argv: string[]): Promise<void> {
 
 /** The agent's exit status when the control plane no longer accepts its credential. */
 const EXIT_CREDENTIAL_REJECTED = 3;
+
+/**
+ * --serialize-image-pulls (default true) and --max-parallel-image-pulls, as the kubelet reads them: the
+ * limit needs serialized pulls off; off without a limit is no limit (0).
+ */
+function imagePullLimit(serialize: string | undefined, max: string | undefined): number {
+  if (serialize !== undefined && serialize !== 'true' && serialize !== 'false') fail(`invalid --serialize-image-pulls "${serialize}": must be true or false`);
+  const serialized = serialize !== 'false';
+  if (max === undefined) return serialized ? 1 : 0;
+  const n = Number(max);
+  if (!Number.isInteger(n) || n < 1) fail(`invalid --max-parallel-image-pulls "${max}": must be a positive integer`);
+  if (serialized && n > 1) fail('--max-parallel-image-pulls greater than 1 needs --serialize-image-pulls=false');
+  return n;
+}
 
 /** --cluster-dns: comma-separated IPv4 addresses. */
 function clusterDnsFlag(value: string | undefined): string[] | undefined {
