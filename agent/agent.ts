@@ -68,6 +68,7 @@ async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime>
     registries: registriesSource(o.registriesConfig, o.log.child({ component: 'registries' })),
     maxParallelPulls: o.maxParallelImagePulls,
   };
+  if (o.registryMirrorTimeoutMs !== undefined) opts.mirrorTimeoutMs = o.registryMirrorTimeoutMs;
   if (o.pauseImage) opts.pauseImage = o.pauseImage;
   return new DockerRuntime(opts);
 }

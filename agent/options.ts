@@ -105,6 +105,8 @@ export interface AgentOptions {
   maxParallelImagePulls?: number | undefined;
   /** directory of `docker save` tarballs loaded at start and when added; default `<dataDir>/images` */
   imagesDir?: string | undefined;
+  /** how long one registry mirror may take before the next place is tried (default 30 s) */
+  registryMirrorTimeoutMs?: number | undefined;
 }
 
 export interface ResolvedAgentOptions {
@@ -136,6 +138,7 @@ export interface ResolvedAgentOptions {
   registriesConfig: string;
   maxParallelImagePulls: number;
   imagesDir: string;
+  registryMirrorTimeoutMs: number | undefined;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -204,6 +207,7 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     registriesConfig: o.registriesConfig ?? path.join(o.dataDir, 'registries.yaml'),
     maxParallelImagePulls: o.maxParallelImagePulls ?? 1,
     imagesDir: o.imagesDir ?? path.join(o.dataDir, 'images'),
+    registryMirrorTimeoutMs: o.registryMirrorTimeoutMs,
   };
 }
 

@@ -151,6 +151,8 @@ Flags:
   --images-dir DIR               docker save tarballs (.tar, .tar.gz, .tar.zst) loaded at start and when added
                                  (default DATA_DIR/images)
   --images-poll-interval-ms N    how often --images-dir is looked at for new tarballs (default 5000)
+  --registry-mirror-timeout-ms N  how long one mirror may take before the next (or the registry itself) is
+                                 tried (default 30000)
   --serialize-image-pulls true|false  pull one image at a time (default true, as the kubelet)
   --max-parallel-image-pulls N   with --serialize-image-pulls=false: at most N pulls at once (default no limit)
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
@@ -540,6 +542,7 @@ async function runAgent(argv: string[]): Promise<void> {
       'registries-config': { type: 'string' },
       'images-dir': { type: 'string' },
       'images-poll-interval-ms': { type: 'string' },
+      'registry-mirror-timeout-ms': { type: 'string' },
       'serialize-image-pulls': { type: 'string' },
       'max-parallel-image-pulls': { type: 'string' },
       'log-level': { type: 'string' },
@@ -560,7 +563,8 @@ async function runAgent(argv: string[]): Promise<void> {
     | 'token-check-interval-ms'
     | 'server-check-interval-ms'
     | 'server-check-timeout-ms'
-    | 'images-poll-interval-ms';
+    | 'images-poll-interval-ms'
+    | 'registry-mirror-timeout-ms';
   const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
@@ -600,6 +604,7 @@ async function runAgent(argv: string[]): Promise<void> {
       registriesConfig: values['registries-config'],
       imagesDir: values['images-dir'],
       maxParallelImagePulls,
+      registryMirrorTimeoutMs: ms('registry-mirror-timeout-ms'),
       intervals: {
         heartbeatMs: ms('heartbeat-interval-ms'),
         relistMs: ms('relist-interval-ms'),

@@ -67,6 +67,16 @@ function messageOf(err: unknown): string {
   return e?.json?.message ?? e?.message ?? String(err);
 }
 
+/**
+ * The registry's answer as Docker's engine words it, without dockerode's `(HTTP code 500) server error - `
+ * wrapper. Docker says "no basic auth credentials" exactly when the registry answered 401 with a Basic
+ * challenge and it had no login to send; the status is named too, as containerd's message names it.
+ */
+function registryMessage(message: string): string {
+  const text = message.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
+  return /no basic auth credentials$/.test(text) ? `${text} (the registry answered 401 Unauthorized)` : text;
+}
+
 /** Docker reports "never" as the zero time. */
 function dockerTime(s: string | undefined): string | undefined {
   return !s || s.startsWith('0001-01-01') ? undefined : s;
@@ -268,7 +278,7 @@ export class DockerRuntime implements ContainerRuntime {
     try {
       await this.puller.pull(ref, credentials);
     } catch (err) {
-      throw new ImagePullError(ref, `failed to pull image "${ref}": ${messageOf(err)}`);
+      throw new ImagePullError(ref, `failed to pull image "${ref}": ${registryMessage(messageOf(err))}`);
     }
     const pulled = await this.inspectImage(ref);
     if (!pulled) throw new ImagePullError(image, `image "${image}" is missing after a successful pull`);
