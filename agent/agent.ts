@@ -13,6 +13,7 @@ import { RESOLVER_ENTRY } from './dns/pid-file.js';
 import { checkDnsAddressFree, checkTableFree, nodeResolvers, stopOrphanResolvers, tableOwnerComment } from './host-conflicts.js';
 import { join, type Joined } from './join.js';
 import { NodeLease } from './lease.js';
+import { ImageGc, type ImageGcRuntime } from './images/gc.js';
 import { ImageImporter } from './images/import.js';
 import { registriesSource } from './images/registries-file.js';
 import { startAgentDns } from './dns/node-dns.js';
@@ -73,6 +74,11 @@ async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime>
   return new DockerRuntime(opts);
 }
 
+function isImageGcRuntime(r: ContainerRuntime): r is ContainerRuntime & ImageGcRuntime & { infraImage: string } {
+  const x = r as Partial<ImageGcRuntime> & { infraImage?: unknown };
+  return typeof x.imageInventory === 'function' && typeof x.removeImage === 'function' && typeof x.infraImage === 'string';
+}
+
 function joinOptions(o: ResolvedAgentOptions) {
   return {
     server: o.servers,
@@ -131,6 +137,25 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   let endpoint = await syncAgentEndpoint(undefined, endpointParams());
 
+  // Image GC and DiskPressure: the Docker runtime only (a fake runtime keeps no images on a disk).
+  const imageGc = isImageGcRuntime(unwrappedRuntime)
+    ? new ImageGc({
+        runtime: unwrappedRuntime,
+        pauseImage: unwrappedRuntime.infraImage,
+        nodeFsPath: o.dataDir,
+        clock: o.clock,
+        log: log.child({ component: 'image-gc' }),
+        highThresholdPercent: o.imageGcHighThresholdPercent,
+        lowThresholdPercent: o.imageGcLowThresholdPercent,
+        minimumAgeMs: o.imageMinimumGcAgeMs,
+        periodMs: o.intervals.imageGcMs,
+        onPressureChange: (message) => {
+          log.warn({ diskPressure: message ?? 'none' }, message ? 'node has disk pressure' : 'node disk pressure cleared');
+          nodeStatus.beatNow();
+        },
+      })
+    : undefined;
+
   const health = new RuntimeHealth({
     runtime,
     clock: o.clock,
@@ -158,6 +183,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       daemonPort: endpoint?.port,
       onCredentialRejected: (message) => reportRejected(message),
       networkProblem: options.podNetwork === undefined && runtime.networks ? () => networkProblem : undefined,
+      diskPressure: () => imageGc?.diskPressure(),
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -256,6 +282,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     : undefined;
   await importer?.start();
   await pods.start();
+  imageGc?.start();
   resourceSampler?.start();
   // A change of the runtime's state reaches the node's Ready condition at once, not at the next heartbeat.
   health.listen({ down: () => nodeStatus.beatNow(), up: () => nodeStatus.beatNow() });
@@ -285,6 +312,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         serviceProxy?.stop();
         claimSweeper?.stop();
         await importer?.stop();
+        await imageGc?.stop();
         await pods.stop();
         services.stop();
         await status.idle();

@@ -49,6 +49,8 @@ export interface NodeStatusOptions {
    * not reported (a runtime network the agent did not make).
    */
   networkProblem?: () => string | undefined;
+  /** why the node is short of disk (undefined: it is not): DiskPressure=True (agent/images/gc.ts) */
+  diskPressure?: () => string | undefined;
 }
 
 /** Consecutive heartbeats refused with 401 before the credential counts as rejected. */
@@ -145,6 +147,7 @@ export class NodeStatusReporter {
       return { type, status, lastHeartbeatTime: now, lastTransitionTime: at, reason, message };
     };
     const networkProblem = this.opts.networkProblem?.();
+    const diskPressure = this.opts.diskPressure?.();
     const network = !this.opts.networkProblem
       ? []
       : networkProblem === undefined
@@ -154,7 +157,9 @@ export class NodeStatusReporter {
     return [
       ...network,
       make('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
-      make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+      diskPressure === undefined
+        ? make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure')
+        : make('DiskPressure', 'True', 'KubeletHasDiskPressure', diskPressure),
       make('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
       notReadyMessage === undefined
         ? make('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status')

@@ -48,6 +48,8 @@ export interface AgentIntervals {
   metricsSampleMs: number;
   /** how often the images directory is looked at for new tarballs */
   imagesPollMs: number;
+  /** how often image GC measures the image filesystem (the kubelet: 5 min) */
+  imageGcMs: number;
 }
 
 export interface AgentOptions {
@@ -107,6 +109,11 @@ export interface AgentOptions {
   imagesDir?: string | undefined;
   /** how long one registry mirror may take before the next place is tried (default 30 s) */
   registryMirrorTimeoutMs?: number | undefined;
+  /** image GC: percent of the image filesystem used that starts (default 85) and ends (default 80) a collection */
+  imageGcHighThresholdPercent?: number | undefined;
+  imageGcLowThresholdPercent?: number | undefined;
+  /** image GC: an image first seen less than this long ago is kept (default 2 min) */
+  imageMinimumGcAgeMs?: number | undefined;
 }
 
 export interface ResolvedAgentOptions {
@@ -139,6 +146,9 @@ export interface ResolvedAgentOptions {
   maxParallelImagePulls: number;
   imagesDir: string;
   registryMirrorTimeoutMs: number | undefined;
+  imageGcHighThresholdPercent: number;
+  imageGcLowThresholdPercent: number;
+  imageMinimumGcAgeMs: number;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -155,6 +165,7 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   serverCheckTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
   metricsSampleMs: 15_000,
   imagesPollMs: 5_000,
+  imageGcMs: 5 * 60_000,
 };
 
 
@@ -208,6 +219,9 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     maxParallelImagePulls: o.maxParallelImagePulls ?? 1,
     imagesDir: o.imagesDir ?? path.join(o.dataDir, 'images'),
     registryMirrorTimeoutMs: o.registryMirrorTimeoutMs,
+    imageGcHighThresholdPercent: o.imageGcHighThresholdPercent ?? 85,
+    imageGcLowThresholdPercent: o.imageGcLowThresholdPercent ?? 80,
+    imageMinimumGcAgeMs: o.imageMinimumGcAgeMs ?? 120_000,
   };
 }
 

@@ -153,6 +153,11 @@ Flags:
   --images-poll-interval-ms N    how often --images-dir is looked at for new tarballs (default 5000)
   --registry-mirror-timeout-ms N  how long one mirror may take before the next (or the registry itself) is
                                  tried (default 30000)
+  --image-gc-high-threshold N    percent of the image filesystem used that starts image garbage collection
+                                 (default 85); unused images go, least recently used first, until usage is
+  --image-gc-low-threshold N     under this percent (default 80)
+  --image-minimum-gc-age D       an image first seen less than this long ago is kept (default 2m)
+  --image-gc-period D            how often image GC and DiskPressure measure the disks (default 5m)
   --serialize-image-pulls true|false  pull one image at a time (default true, as the kubelet)
   --max-parallel-image-pulls N   with --serialize-image-pulls=false: at most N pulls at once (default no limit)
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
@@ -543,6 +548,10 @@ async function runAgent(argv: string[]): Promise<void> {
       'images-dir': { type: 'string' },
       'images-poll-interval-ms': { type: 'string' },
       'registry-mirror-timeout-ms': { type: 'string' },
+      'image-gc-high-threshold': { type: 'string' },
+      'image-gc-low-threshold': { type: 'string' },
+      'image-minimum-gc-age': { type: 'string' },
+      'image-gc-period': { type: 'string' },
       'serialize-image-pulls': { type: 'string' },
       'max-parallel-image-pulls': { type: 'string' },
       'log-level': { type: 'string' },
@@ -605,6 +614,8 @@ async function runAgent(argv: string[]): Promise<void> {
       imagesDir: values['images-dir'],
       maxParallelImagePulls,
       registryMirrorTimeoutMs: ms('registry-mirror-timeout-ms'),
+      ...imageGcThresholds(values['image-gc-high-threshold'], values['image-gc-low-threshold']),
+      imageMinimumGcAgeMs: await durationFlag('image-minimum-gc-age', values['image-minimum-gc-age']),
       intervals: {
         heartbeatMs: ms('heartbeat-interval-ms'),
         relistMs: ms('relist-interval-ms'),
@@ -617,6 +628,7 @@ async function runAgent(argv: string[]): Promise<void> {
         serverCheckTimeoutMs: ms('server-check-timeout-ms'),
         metricsSampleMs: await durationFlag('metrics-sample-interval', values['metrics-sample-interval']),
         imagesPollMs: ms('images-poll-interval-ms'),
+        imageGcMs: await durationFlagMs('image-gc-period', values['image-gc-period']),
       },
       backoff: { baseMs: ms('crash-backoff-base-ms') },
       logger: log,
@@ -654,6 +666,20 @@ function imagePullLimit(serialize: string | undefined, max: string | undefined):
   if (!Number.isInteger(n) || n < 1) fail(`invalid --max-parallel-image-pulls "${max}": must be a positive integer`);
   if (serialized && n > 1) fail('--max-parallel-image-pulls greater than 1 needs --serialize-image-pulls=false');
   return n;
+}
+
+/** --image-gc-high-threshold / --image-gc-low-threshold: percents, low not above high (the kubelet's check). */
+function imageGcThresholds(high: string | undefined, low: string | undefined): { imageGcHighThresholdPercent?: number; imageGcLowThresholdPercent?: number } {
+  const percent = (flag: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 100) fail(`invalid --${flag} "${v}": must be an integer percent between 0 and 100`);
+    return n;
+  };
+  const h = percent('image-gc-high-threshold', high);
+  const l = percent('image-gc-low-threshold', low);
+  if ((l ?? 80) > (h ?? 85)) fail(`--image-gc-low-threshold (${l ?? 80}) must not be greater than --image-gc-high-threshold (${h ?? 85})`);
+  return { ...(h === undefined ? {} : { imageGcHighThresholdPercent: h }), ...(l === undefined ? {} : { imageGcLowThresholdPercent: l }) };
 }
 
 /** --cluster-dns: comma-separated IPv4 addresses. */

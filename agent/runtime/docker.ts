@@ -316,6 +316,34 @@ export class DockerRuntime implements ContainerRuntime {
     return events.flatMap((e) => /Loaded image(?: ID)?: (\S+)/.exec(e.stream ?? '')?.[1] ?? []);
   }
 
+  /** Every image on the engine, for image garbage collection. */
+  async imageInventory(): Promise<Array<{ id: string; names: string[]; sizeBytes: number }>> {
+    const images = await this.docker.listImages();
+    return images.map((i) => ({ id: i.Id, names: (i.RepoTags ?? []).filter((n) => !n.startsWith('<none>')), sizeBytes: i.Size }));
+  }
+
+  /** Ids of the images any container on the engine was made from, whatever its state or owner. */
+  async imageIdsInUse(): Promise<Set<string>> {
+    const containers = await this.docker.listContainers({ all: true });
+    return new Set(containers.map((c) => c.ImageID));
+  }
+
+  /** Removes an image by id (with its tags); the engine refuses one a container uses. */
+  async removeImage(id: string): Promise<void> {
+    await this.docker.getImage(id).remove({ force: false });
+  }
+
+  /** Where the engine keeps images (the image filesystem the kubelet's image GC measures). */
+  async imageFsPath(): Promise<string> {
+    const info = (await this.docker.info()) as { DockerRootDir?: string };
+    return info.DockerRootDir ?? '/var/lib/docker';
+  }
+
+  /** the pause image's reference (image GC keeps it) */
+  get infraImage(): string {
+    return this.pauseImage;
+  }
+
   async listImages(): Promise<NodeImage[]> {
     const images = await this.docker.listImages();
     return images

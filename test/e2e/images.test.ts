@@ -99,14 +99,17 @@ describe('images: private registries, mirrors, air-gapped import', () => {
     const hangingPort = (hangingMirror.address() as net.AddressInfo).port;
     downPort = await freePort();
     const deadPort = await freePort();
-    await pushAs(d, `127.0.0.1:${privateReg.port}/private/busybox:v1`, { username: USER, password: PASSWORD, serveraddress: `127.0.0.1:${privateReg.port}` });
-    await pushAs(d, `127.0.0.1:${mirrorReg.port}/mirrored/busybox:m1`);
     const registries = path.join(work, 'registries.yaml');
     fs.writeFileSync(registries, `mirrors:\n  "127.0.0.1:${downPort}":\n    endpoint:\n      - "http://127.0.0.1:${deadPort}"\n      - "http://127.0.0.1:${hangingPort}"\n      - "http://127.0.0.1:${mirrorReg.port}"\n`);
-    c = await startCluster({
-      agents: ['img'],
-      agentArgs: ['--registries-config', registries, '--images-dir', imagesDir, '--images-poll-interval-ms', '300', '--registry-mirror-timeout-ms', '2000'],
-    });
+    // The registries are filled while the cluster starts.
+    [c] = await Promise.all([
+      startCluster({
+        agents: ['img'],
+        agentArgs: ['--registries-config', registries, '--images-dir', imagesDir, '--images-poll-interval-ms', '300', '--registry-mirror-timeout-ms', '2000'],
+      }),
+      pushAs(d, `127.0.0.1:${privateReg.port}/private/busybox:v1`, { username: USER, password: PASSWORD, serveraddress: `127.0.0.1:${privateReg.port}` }),
+      pushAs(d, `127.0.0.1:${mirrorReg.port}/mirrored/busybox:m1`),
+    ]);
     agentDir = path.join(c.dir, `agent-${c.nodeNames[0]}`);
     await c.client.create(CORE.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await waitFor(async () => !!(await c.client.get({ plural: 'serviceaccounts' }, { namespace: NS, name: 'default' }).catch(() => undefined)), 10_000, 'default ServiceAccount');

@@ -1,7 +1,11 @@
-/** Registry logins (keyring matching), registries.yaml sources and the puller's order, limits and dedupe. */
+/** Registry logins (keyring matching), registries.yaml sources, the puller's order, limits and dedupe, image GC and DiskPressure. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import pino from 'pino';
+import type { Node, Taint } from '../../src/api/types.js';
+import { reconcileConditionTaints } from '../../src/controllers/node-lifecycle/taints.js';
+import type { Clock } from '../../agent/clock.js';
+import { ImageGc, type GcImage, type ImageGcRuntime } from '../../agent/images/gc.js';
 import { addPullSecret, imageLocation, Keyring, type PullCredential } from '../../agent/images/keyring.js';
 import { ImagePuller, type ImageEngine } from '../../agent/images/puller.js';
 import { configCredential, parseRegistries, pullSources, RegistriesConfigError } from '../../agent/images/registries.js';
@@ -161,5 +165,83 @@ describe('image puller', () => {
     const unlimited = new ImagePuller({ engine: free.e, log, maxParallel: 0 });
     await Promise.all([unlimited.pull('r.io/a:1'), unlimited.pull('r.io/b:1'), unlimited.pull('r.io/c:1')]);
     assert.equal(free.maxActive(), 3);
+  });
+});
+
+describe('image garbage collection and disk pressure', () => {
+  const MB = 1024 * 1024;
+  const clock = { t: 0, now: () => clock.t, setTimeout: () => 0, clearTimeout: () => undefined } as unknown as Clock & { t: number };
+
+  function world() {
+    const images = new Map<string, GcImage>([
+      ['old', { id: 'old', names: ['app:old'], sizeBytes: 30 * MB }],
+      ['older', { id: 'older', names: ['app:older'], sizeBytes: 20 * MB }],
+      ['busy', { id: 'busy', names: ['app:busy'], sizeBytes: 40 * MB }],
+      ['pause', { id: 'pause', names: ['berth/pause:3.9'], sizeBytes: 1 * MB }],
+    ]);
+    const inUse = new Set(['busy']);
+    const removed: string[] = [];
+    const runtime: ImageGcRuntime = {
+      imageInventory: async () => [...images.values()],
+      imageIdsInUse: async () => new Set(inUse),
+      removeImage: async (id) => {
+        if (inUse.has(id)) throw new Error('conflict: image is being used by a container');
+        images.delete(id);
+        removed.push(id);
+      },
+      imageFsPath: async () => '/imagefs',
+    };
+    // A 100 MB image filesystem holding the images and `other` MB of everything else.
+    let other = 0;
+    const statfs = async (p: string) => {
+      const used = p === '/imagefs' ? other * MB + [...images.values()].reduce((n, i) => n + i.sizeBytes, 0) : 10 * MB;
+      return { capacityBytes: 100 * MB, availableBytes: 100 * MB - used };
+    };
+    const pressure: Array<string | undefined> = [];
+    const gc = new ImageGc({ runtime, pauseImage: 'berth/pause:3.9', nodeFsPath: '/nodefs', clock, log, statfs, minimumAgeMs: 60_000, onPressureChange: (m) => pressure.push(m) });
+    return { images, inUse, removed, gc, pressure, setOther: (mb: number) => (other = mb) };
+  }
+
+  it('removes unused images, least recently used first, from past the high threshold to under the low one; never in use, the pause image or a young image', async () => {
+    const w = world();
+    clock.t = 0;
+    w.inUse.add('old');
+    await w.gc.runOnce(); // all first seen now
+    clock.t = 30_000;
+    w.setOther(2); // 93 % used, but every image is younger than the minimum age
+    await w.gc.runOnce(); // `old` last used now
+    assert.deepEqual(w.removed, []);
+    w.inUse.delete('old');
+    clock.t = 90_000;
+    await w.gc.runOnce();
+    // 93 MB used: 13 MB to free for 80 %. `older` was never used (first seen at 0), `old` last at 30 s: `older` goes first, and is enough.
+    assert.deepEqual(w.removed, ['older']);
+    w.setOther(22); // 73 + 22 = 95 %: 15 MB more, only `old` is left to take
+    await w.gc.runOnce();
+    assert.deepEqual(w.removed, ['older', 'old']);
+    assert.ok(w.images.has('busy') && w.images.has('pause'));
+  });
+
+  it('reports DiskPressure while the image filesystem has under 15 % available, and clears it', async () => {
+    const w = world();
+    clock.t = 0;
+    w.inUse.add('old').add('older');
+    w.setOther(0); // 91 % used, nothing may be removed
+    await w.gc.runOnce();
+    assert.match(w.gc.diskPressure() ?? '', /imagefs\.available<15%/);
+    w.inUse.delete('older');
+    w.images.delete('older'); // freed by hand
+    await w.gc.runOnce();
+    assert.equal(w.gc.diskPressure(), undefined);
+    assert.equal(w.pressure.length, 2);
+  });
+
+  it('taints a node NoSchedule for DiskPressure while it is True', () => {
+    const node = (status: 'True' | 'False', taints: Taint[] = []) =>
+      ({ metadata: { name: 'n' }, spec: { taints }, status: { conditions: [{ type: 'Ready', status: 'True' }, { type: 'DiskPressure', status }] } }) as Node;
+    const tainted = reconcileConditionTaints(node('True'), 't0')!;
+    assert.deepEqual(tainted, [{ key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule', timeAdded: 't0' }]);
+    assert.equal(reconcileConditionTaints(node('True', tainted), 't1'), undefined);
+    assert.deepEqual(reconcileConditionTaints(node('False', tainted), 't1'), []);
   });
 });
