@@ -19,6 +19,8 @@ export const KUBELET_VERSION = 'v1.32.0-berth';
 export const MAX_PODS = 110;
 /** the kubelet's --node-status-max-images default */
 export const MAX_NODE_IMAGES = 50;
+/** the kubelet's cap on names per image in status.images */
+export const MAX_NAMES_PER_IMAGE = 5;
 
 export interface NodeStatusOptions {
   client: Client;
@@ -203,7 +205,7 @@ export class NodeStatusReporter {
     if (!this.opts.runtime.listImages) return {};
     try {
       const images = await this.opts.runtime.listImages();
-      return { images: images.slice(0, MAX_NODE_IMAGES).map((i) => ({ names: i.names, sizeBytes: i.sizeBytes })) };
+      return { images: images.slice(0, MAX_NODE_IMAGES).map((i) => ({ names: i.names.slice(0, MAX_NAMES_PER_IMAGE), sizeBytes: i.sizeBytes })) };
     } catch {
       return {};
     }

@@ -6,6 +6,7 @@ import type { Node, Taint } from '../../src/api/types.js';
 import { reconcileConditionTaints } from '../../src/controllers/node-lifecycle/taints.js';
 import type { Clock } from '../../agent/clock.js';
 import { ImageGc, type GcImage, type ImageGcRuntime } from '../../agent/images/gc.js';
+import { validateDockerConfigKey } from '../../src/api/validation/docker-config.js';
 import { addPullSecret, imageLocation, Keyring, type PullCredential } from '../../agent/images/keyring.js';
 import { ImagePuller, type ImageEngine } from '../../agent/images/puller.js';
 import { configCredential, parseRegistries, pullSources, RegistriesConfigError } from '../../agent/images/registries.js';
@@ -243,5 +244,17 @@ describe('image garbage collection and disk pressure', () => {
     assert.deepEqual(tainted, [{ key: 'node.kubernetes.io/disk-pressure', effect: 'NoSchedule', timeAdded: 't0' }]);
     assert.equal(reconcileConditionTaints(node('True', tainted), 't1'), undefined);
     assert.deepEqual(reconcileConditionTaints(node('False', tainted), 't1'), []);
+  });
+});
+
+describe('docker config Secret validation', () => {
+  it('wants the key, valid JSON and an object, naming data[<key>] and never the value', () => {
+    const errs = (v: string | undefined, k: '.dockerconfigjson' | '.dockercfg' = '.dockerconfigjson') => validateDockerConfigKey(v === undefined ? {} : { [k]: b64(v) }, k).map((e) => `${e.field}: ${e.message}`);
+    assert.deepEqual(errs('{"auths":{}}'), []);
+    assert.deepEqual(errs('{}', '.dockercfg'), []);
+    assert.deepEqual(errs(undefined), ['data[.dockerconfigjson]: Required value']);
+    assert.deepEqual(errs('{"auths": '), ['data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": must be valid JSON']);
+    assert.deepEqual(errs('["a"]', '.dockercfg'), ['data[.dockercfg]: Invalid value: "<secret contents redacted>": must be a JSON object']);
+    assert.deepEqual(errs('"hunter2"'), ['data[.dockerconfigjson]: Invalid value: "<secret contents redacted>": must be a JSON object']);
   });
 });

@@ -9,6 +9,7 @@
 import { errors, type FieldError } from '../../api/errors.js';
 import type { ConfigMap, KubeObject, Secret } from '../../api/types.js';
 import { child, expectObject, expectString, fieldErrors, isRecord, key, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
+import { validateDockerConfigKey } from '../../api/validation/docker-config.js';
 import { baseSelectableFields, type KindStrategy } from '../strategy.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, type ColumnProvider } from '../table-columns.js';
 import { CONFIGMAPS, type ResourceInfo, resourceInfo, SECRETS } from '../../api/identities.js';
@@ -230,17 +231,6 @@ function requireKey(data: Record<string, string>, k: string): FieldError[] {
 /** Per-type requirements: the keys (or annotations) a typed Secret must carry, and their shape. */
 function secretTypeErrors(secret: Secret, data: Record<string, string>): FieldError[] {
   const errs: FieldError[] = [];
-  const jsonKey = (k: string) => {
-    const missing = requireKey(data, k);
-    if (missing.length) return missing;
-    try {
-      JSON.parse(Buffer.from(data[k]!, 'base64').toString('utf8'));
-      return [];
-    } catch {
-      // The parser's own message quotes the input; the value is secret, so say only what is wrong.
-      return [fieldErrors.invalid(key('data', k), REDACTED, 'must be valid JSON')];
-    }
-  };
   switch (secret.type) {
     case SecretType.ServiceAccountToken: {
       const annotation = 'kubernetes.io/service-account.name';
@@ -248,10 +238,10 @@ function secretTypeErrors(secret: Secret, data: Record<string, string>): FieldEr
       break;
     }
     case SecretType.Dockercfg:
-      errs.push(...jsonKey('.dockercfg'));
+      errs.push(...validateDockerConfigKey(data, '.dockercfg'));
       break;
     case SecretType.DockerConfigJson:
-      errs.push(...jsonKey('.dockerconfigjson'));
+      errs.push(...validateDockerConfigKey(data, '.dockerconfigjson'));
       break;
     case SecretType.BasicAuth:
       if (!('username' in data) && !('password' in data)) errs.push(...requireKey(data, 'username'), ...requireKey(data, 'password'));
