@@ -328,9 +328,16 @@ export class DockerRuntime implements ContainerRuntime {
     return new Set(containers.map((c) => c.ImageID));
   }
 
-  /** Removes an image by id (with its tags); the engine refuses one a container uses. */
+  /**
+   * Removes an image by id with all its names: each tag is dropped, the last one deletes the image (the
+   * engine refuses a removal by id while several repositories name it). Never forced: the engine still
+   * refuses an image a container uses.
+   */
   async removeImage(id: string): Promise<void> {
-    await this.docker.getImage(id).remove({ force: false });
+    const info = await this.docker.getImage(id).inspect();
+    const tags = (info.RepoTags ?? []).filter((t) => !t.startsWith('<none>'));
+    if (tags.length <= 1) return void (await this.docker.getImage(id).remove({ force: false }));
+    for (const tag of tags) await this.docker.getImage(tag).remove({ force: false });
   }
 
   /** Where the engine keeps images (the image filesystem the kubelet's image GC measures). */

@@ -6,7 +6,8 @@
  * ServiceAccount, with the password in no host file; a registries.yaml mirror serves an image whose
  * registry is down, past a dead and a hanging mirror; a `docker save` tarball dropped into the images
  * directory runs as an imagePullPolicy: Never pod; describe shows Pulling/Pulled with both kubectls;
- * a malformed .dockerconfigjson is refused with 422.
+ * the agent's image GC pass, on the real engine, removes an unused image and keeps those in use; a
+ * malformed .dockerconfigjson is refused with 422.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -17,16 +18,27 @@ import os from 'node:os';
 import path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type Dockerode from 'dockerode';
+import pino from 'pino';
+import { systemClock } from '../../agent/clock.js';
+import { ImageGc, type GcImage } from '../../agent/images/gc.js';
+import { DockerRuntime } from '../../agent/runtime/docker.js';
 import { loadDockerode } from '../../agent/runtime/load-dockerode.js';
 import type { Event, Node, Pod } from '../../src/api/types.js';
 import { CORE } from '../../src/client/client.js';
-import { docker, kubectlsUnderTest, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
+import { docker, kubectlsUnderTest, podContainers, podManifest, startCluster, TEST_IMAGE, waitFor, waitForPod, type Cluster } from './harness.js';
 import { freePort } from './ports.js';
 
 const NS = 'images';
 const USER = 'lab';
 const PASSWORD = `pw-${randomBytes(9).toString('hex')}`;
 const AIRGAP_IMAGE = `berth/airgap-${randomBytes(3).toString('hex')}:v1`;
+const MIRRORED_SOURCE = `berth/mirrored-${randomBytes(3).toString('hex')}:m1`;
+
+function writeDockerfile(dir: string): string {
+  const file = path.join(dir, 'Dockerfile.mirrored');
+  fs.writeFileSync(file, `FROM ${TEST_IMAGE}\nLABEL dev.berth.test=${MIRRORED_SOURCE}\n`);
+  return file;
+}
 
 interface Registry {
   port: number;
@@ -61,10 +73,10 @@ function htpasswdLine(user: string, password: string): string {
   return `${user}:${hash}\n`;
 }
 
-/** Pushes the test image under `ref`, the login (if any) in the request only, then drops the local name. */
-async function pushAs(d: Dockerode, ref: string, login?: { username: string; password: string; serveraddress: string }): Promise<void> {
+/** Pushes `source` under `ref`, the login (if any) in the request only, then drops the local name. */
+async function pushAs(d: Dockerode, ref: string, login?: { username: string; password: string; serveraddress: string }, source = TEST_IMAGE): Promise<void> {
   const at = ref.lastIndexOf(':');
-  await d.getImage(TEST_IMAGE).tag({ repo: ref.slice(0, at), tag: ref.slice(at + 1) });
+  await d.getImage(source).tag({ repo: ref.slice(0, at), tag: ref.slice(at + 1) });
   const stream = await d.getImage(ref).push({ authconfig: login ?? { serveraddress: ref.split('/')[0] } });
   const events = await new Promise<Array<{ error?: string }>>((resolve, reject) => d.modem.followProgress(stream, (err, out) => (err ? reject(err) : resolve(out ?? []))));
   const failed = events.find((e) => e.error);
@@ -108,8 +120,10 @@ describe('images: private registries, mirrors, air-gapped import', () => {
         agentArgs: ['--registries-config', registries, '--images-dir', imagesDir, '--images-poll-interval-ms', '300', '--registry-mirror-timeout-ms', '2000'],
       }),
       pushAs(d, `127.0.0.1:${privateReg.port}/private/busybox:v1`, { username: USER, password: PASSWORD, serveraddress: `127.0.0.1:${privateReg.port}` }),
-      pushAs(d, `127.0.0.1:${mirrorReg.port}/mirrored/busybox:m1`),
+      // An image of its own (a label makes a new config, so a new id): image GC can tell it from the others.
+      docker(['build', '-q', '-t', MIRRORED_SOURCE, '-f', writeDockerfile(work), work]).then(() => pushAs(d, `127.0.0.1:${mirrorReg.port}/mirrored/busybox:m1`, undefined, MIRRORED_SOURCE)),
     ]);
+    await docker(['rmi', MIRRORED_SOURCE]);
     agentDir = path.join(c.dir, `agent-${c.nodeNames[0]}`);
     await c.client.create(CORE.namespaces, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NS } });
     await waitFor(async () => !!(await c.client.get({ plural: 'serviceaccounts' }, { namespace: NS, name: 'default' }).catch(() => undefined)), 10_000, 'default ServiceAccount');
@@ -119,7 +133,7 @@ describe('images: private registries, mirrors, air-gapped import', () => {
     await c?.stop();
     hangingMirror?.close();
     await Promise.all([privateReg?.stop(), mirrorReg?.stop()]);
-    for (const ref of [...pulledRefs, AIRGAP_IMAGE]) await docker(['rmi', '-f', ref]).catch(() => undefined);
+    for (const ref of [...pulledRefs, AIRGAP_IMAGE, MIRRORED_SOURCE]) await docker(['rmi', '-f', ref]).catch(() => undefined);
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
@@ -209,6 +223,42 @@ describe('images: private registries, mirrors, air-gapped import', () => {
     const node = await c.client.get<Node>(CORE.nodes, { name: c.nodeNames[0]! });
     assert.ok(node.status?.images?.some((i) => i.names?.includes(TEST_IMAGE) && (i.sizeBytes ?? 0) > 0), 'Node status.images lists the node\'s images');
     assert.ok((node.status?.images?.length ?? 0) <= 50);
+  });
+
+  it('image GC on the real engine removes an unused image and keeps the one running pods use, and reports DiskPressure', async () => {
+    // The GC pass of the agent, on Docker itself, with the image filesystem reported 95 % full and the
+    // inventory narrowed to this file's registry images (the host's engine is shared with other tests).
+    const mirrored = `127.0.0.1:${downPort}/mirrored/busybox:m1`;
+    const pod = await c.client.get<Pod>(CORE.pods, { namespace: NS, name: 'mirrored' });
+    await c.kubectl(['delete', 'pod', 'mirrored', '-n', NS, '--grace-period=0', '--force']);
+    await waitFor(async () => (await podContainers(pod.metadata.uid!)).length === 0, 20_000, 'the mirrored pod\'s containers removed');
+    const engine = new DockerRuntime({ log: pino({ level: 'silent' }) });
+    const prefixes = [privateReg.port, mirrorReg.port, downPort].map((p) => `127.0.0.1:${p}/`);
+    const ours = (i: GcImage) => i.names.some((n) => prefixes.some((p) => n.startsWith(p)));
+    const removed: string[] = [];
+    const gc = new ImageGc({
+      runtime: {
+        imageInventory: async () => (await engine.imageInventory()).filter(ours),
+        imageIdsInUse: () => engine.imageIdsInUse(),
+        removeImage: async (id) => {
+          await engine.removeImage(id);
+          removed.push(id);
+        },
+        imageFsPath: () => engine.imageFsPath(),
+      },
+      pauseImage: engine.infraImage,
+      nodeFsPath: work,
+      clock: systemClock,
+      log: pino({ level: 'silent' }),
+      minimumAgeMs: 0,
+      statfs: async () => ({ capacityBytes: 100 * 1024 ** 3, availableBytes: 5 * 1024 ** 3 }),
+    });
+    await gc.runOnce();
+    const left = (await docker(['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}'])).split('\n');
+    assert.ok(!left.includes(mirrored), `${mirrored} (unused) removed; left: ${left.join(' ')}`);
+    assert.ok(left.includes(privateImage()), 'the image of running pods kept');
+    assert.equal(removed.length, 1);
+    assert.match(gc.diskPressure() ?? '', /imagefs\.available<15%/, 'still short of space: DiskPressure');
   });
 
   it('a malformed .dockerconfigjson is refused at create with 422 naming the key', async () => {
