@@ -13,6 +13,9 @@ import { RESOLVER_ENTRY } from './dns/pid-file.js';
 import { checkDnsAddressFree, checkTableFree, nodeResolvers, stopOrphanResolvers, tableOwnerComment } from './node/host-conflicts.js';
 import { join, type Joined } from './node/join.js';
 import { NodeLease } from './node/lease.js';
+import { ImageGc, type ImageGcRuntime } from './images/gc.js';
+import { ImageImporter } from './images/import.js';
+import { registriesSource } from './images/registries-file.js';
 import { startAgentDns } from './dns/node-dns.js';
 import { LABEL_CONTAINER_TYPE, LABEL_POD_IP, labelFilter } from './node/labels.js';
 import { PodAddressPool } from './network/pod-addresses.js';
@@ -66,9 +69,20 @@ async function createRuntime(o: ResolvedAgentOptions): Promise<ContainerRuntime>
   if (o.runtime) return o.runtime;
   // Loaded on demand: dockerode is the agent's biggest import, and tests with a fake runtime skip it.
   const { DockerRuntime } = await import('./runtime/docker.js');
-  const opts: ConstructorParameters<typeof DockerRuntime>[0] = { socketPath: o.dockerSocket, log: o.log.child({ component: 'runtime' }) };
+  const opts: ConstructorParameters<typeof DockerRuntime>[0] = {
+    socketPath: o.dockerSocket,
+    log: o.log.child({ component: 'runtime' }),
+    registries: registriesSource(o.registriesConfig, o.log.child({ component: 'registries' })),
+    maxParallelPulls: o.maxParallelImagePulls,
+  };
+  if (o.registryMirrorTimeoutMs !== undefined) opts.mirrorTimeoutMs = o.registryMirrorTimeoutMs;
   if (o.pauseImage) opts.pauseImage = o.pauseImage;
   return new DockerRuntime(opts);
+}
+
+function isImageGcRuntime(r: ContainerRuntime): r is ContainerRuntime & ImageGcRuntime & { infraImage: string } {
+  const x = r as Partial<ImageGcRuntime> & { infraImage?: unknown };
+  return typeof x.imageInventory === 'function' && typeof x.removeImage === 'function' && typeof x.infraImage === 'string';
 }
 
 function joinOptions(o: ResolvedAgentOptions) {
@@ -129,6 +143,25 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   });
   let endpoint = await syncAgentEndpoint(undefined, endpointParams());
 
+  // Image GC and DiskPressure: the Docker runtime only (a fake runtime keeps no images on a disk).
+  const imageGc = isImageGcRuntime(unwrappedRuntime)
+    ? new ImageGc({
+        runtime: unwrappedRuntime,
+        pauseImage: unwrappedRuntime.infraImage,
+        nodeFsPath: o.dataDir,
+        clock: o.clock,
+        log: log.child({ component: 'image-gc' }),
+        highThresholdPercent: o.imageGcHighThresholdPercent,
+        lowThresholdPercent: o.imageGcLowThresholdPercent,
+        minimumAgeMs: o.imageMinimumGcAgeMs,
+        periodMs: o.intervals.imageGcMs,
+        onPressureChange: (message) => {
+          log.warn({ diskPressure: message ?? 'none' }, message ? 'node has disk pressure' : 'node disk pressure cleared');
+          nodeStatus.beatNow();
+        },
+      })
+    : undefined;
+
   const health = new RuntimeHealth({
     runtime,
     clock: o.clock,
@@ -157,6 +190,7 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
       onCredentialRejected: (message) => reportRejected(message),
       networkProblem: options.podNetwork === undefined && runtime.networks ? () => networkProblem : undefined,
       localPathDir: o.localPathDir,
+      diskPressure: () => imageGc?.diskPressure(),
     });
   let nodeStatus = makeReporter(client);
   try {
@@ -252,7 +286,13 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
     sandboxNetwork,
     onProbeRun: (kind, ok) => metrics.probeRan(kind, ok),
   });
+  // Air-gapped images are in before the first pod sync asks for them.
+  const importer = unwrappedRuntime.loadImages
+    ? new ImageImporter({ dir: o.imagesDir, load: (tar) => unwrappedRuntime.loadImages!(tar), clock: o.clock, log: log.child({ component: 'images' }), pollMs: o.intervals.imagesPollMs })
+    : undefined;
+  await importer?.start();
   await pods.start();
+  imageGc?.start();
   resourceSampler?.start();
   // A change of the runtime's state reaches the node's Ready condition at once, not at the next heartbeat.
   health.listen({ down: () => nodeStatus.beatNow(), up: () => nodeStatus.beatNow() });
@@ -303,6 +343,8 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
         await ingress?.stop();
         claimSweeper?.stop();
         localPathSweeper.stop();
+        await importer?.stop();
+        await imageGc?.stop();
         await pods.stop();
         services.stop();
         await status.idle();

@@ -46,6 +46,10 @@ export interface AgentIntervals {
   serverCheckTimeoutMs: number;
   /** how often container and node usage is read from cgroups for the Metrics API; 0 = off (Kubernetes: 15 s) */
   metricsSampleMs: number;
+  /** how often the images directory is looked at for new tarballs */
+  imagesPollMs: number;
+  /** how often image GC measures the image filesystem (the kubelet: 5 min) */
+  imageGcMs: number;
 }
 
 export interface AgentOptions {
@@ -104,6 +108,19 @@ export interface AgentOptions {
    * ports 80 and 443. `enabled: false`, or a port of 0, turns it off.
    */
   ingress?: { enabled?: boolean | undefined; httpPort?: number | undefined; httpsPort?: number | undefined } | undefined;
+  /** the node's registries.yaml (mirrors, logins); default `<dataDir>/registries.yaml`, absent = none */
+  registriesConfig?: string | undefined;
+  /** image pulls at once: 1 (default) serializes them as the kubelet's --serialize-image-pulls; 0 = no limit */
+  maxParallelImagePulls?: number | undefined;
+  /** directory of `docker save` tarballs loaded at start and when added; default `<dataDir>/images` */
+  imagesDir?: string | undefined;
+  /** how long one registry mirror may take before the next place is tried (default 30 s) */
+  registryMirrorTimeoutMs?: number | undefined;
+  /** image GC: percent of the image filesystem used that starts (default 85) and ends (default 80) a collection */
+  imageGcHighThresholdPercent?: number | undefined;
+  imageGcLowThresholdPercent?: number | undefined;
+  /** image GC: an image first seen less than this long ago is kept (default 2 min) */
+  imageMinimumGcAgeMs?: number | undefined;
 }
 
 export const DEFAULT_INGRESS_HTTP_PORT = 80;
@@ -138,6 +155,13 @@ export interface ResolvedAgentOptions {
   localPathDir: string;
   /** the ingress's host ports; undefined: the ingress is off */
   ingress: { httpPort: number; httpsPort: number } | undefined;
+  registriesConfig: string;
+  maxParallelImagePulls: number;
+  imagesDir: string;
+  registryMirrorTimeoutMs: number | undefined;
+  imageGcHighThresholdPercent: number;
+  imageGcLowThresholdPercent: number;
+  imageMinimumGcAgeMs: number;
 }
 
 export const DEFAULT_INTERVALS: AgentIntervals = {
@@ -153,6 +177,8 @@ export const DEFAULT_INTERVALS: AgentIntervals = {
   serverCheckMs: DEFAULT_CHECK_INTERVAL_MS,
   serverCheckTimeoutMs: DEFAULT_CHECK_TIMEOUT_MS,
   metricsSampleMs: 15_000,
+  imagesPollMs: 5_000,
+  imageGcMs: 5 * 60_000,
 };
 
 
@@ -210,6 +236,13 @@ export function resolveAgentOptions(o: AgentOptions): ResolvedAgentOptions {
     nftExecutor: o.nftExecutor,
     localPathDir: path.resolve(o.localPathDir ?? path.join(o.dataDir, 'storage')),
     ingress: o.ingress?.enabled === false || httpPort === 0 || httpsPort === 0 ? undefined : { httpPort, httpsPort },
+    registriesConfig: o.registriesConfig ?? path.join(o.dataDir, 'registries.yaml'),
+    maxParallelImagePulls: o.maxParallelImagePulls ?? 1,
+    imagesDir: o.imagesDir ?? path.join(o.dataDir, 'images'),
+    registryMirrorTimeoutMs: o.registryMirrorTimeoutMs,
+    imageGcHighThresholdPercent: o.imageGcHighThresholdPercent ?? 85,
+    imageGcLowThresholdPercent: o.imageGcLowThresholdPercent ?? 80,
+    imageMinimumGcAgeMs: o.imageMinimumGcAgeMs ?? 120_000,
   };
 }
 

@@ -104,11 +104,18 @@ if [ "$for_tests" -eq 1 ]; then
   berth_have openssl || packages+=(openssl)
   # The official Python client drives port-forward over WebSocket channels (port-forward-websocket.test.js).
   /usr/bin/python3 -c 'import kubernetes' 2>/dev/null || packages+=(python3-kubernetes)
+  # images.test.js starts its own private registry (Distribution 2.8, htpasswd auth) on a loopback port.
+  [ -x /usr/bin/docker-registry ] || packages+=(docker-registry)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 # The agent's ingress controller makes its default certificate with openssl.
 berth_have openssl || packages+=(openssl)
 [ ${#packages[@]} -eq 0 ] || apt_install "${packages[@]}"
+# The package enables a system registry on port 5000; the tests need only the binary, so it stays off.
+if [ "$for_tests" -eq 1 ] && berth_have systemctl && systemctl is-enabled docker-registry >/dev/null 2>&1; then
+  berth_as_root systemctl disable docker-registry >/dev/null 2>&1 || berth_warn "could not disable the docker-registry service"
+  berth_as_root systemctl stop docker-registry >/dev/null 2>&1 || true # no systemd running: nothing started
+fi
 
 # The agent's ingress controller runs an nginx of its own (its own configuration, pid and ports) from
 # Debian's package. The package also installs a system service that would take ports 80 and 443: when

@@ -153,6 +153,20 @@ Flags:
   --ingress true|false           run the built-in ingress controller (nginx) on this node (default true)
   --ingress-http-port PORT       its host port for HTTP (default 80; 0 turns the ingress off)
   --ingress-https-port PORT      its host port for HTTPS (default 443; 0 turns the ingress off)
+  --registries-config FILE       the node's registry mirrors and logins, in k3s's registries.yaml shape
+                                 (default DATA_DIR/registries.yaml; re-read before a pull when it changed)
+  --images-dir DIR               docker save tarballs (.tar, .tar.gz, .tar.zst) loaded at start and when added
+                                 (default DATA_DIR/images)
+  --images-poll-interval-ms N    how often --images-dir is looked at for new tarballs (default 5000)
+  --registry-mirror-timeout-ms N  how long one mirror may take before the next (or the registry itself) is
+                                 tried (default 30000)
+  --image-gc-high-threshold N    percent of the image filesystem used that starts image garbage collection
+                                 (default 85); unused images go, least recently used first, until usage is
+  --image-gc-low-threshold N     under this percent (default 80)
+  --image-minimum-gc-age D       an image first seen less than this long ago is kept (default 2m)
+  --image-gc-period D            how often image GC and DiskPressure measure the disks (default 5m)
+  --serialize-image-pulls true|false  pull one image at a time (default true, as the kubelet)
+  --max-parallel-image-pulls N   with --serialize-image-pulls=false: at most N pulls at once (default no limit)
   --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
                                  per pod (default, faster), or Docker, attaching each pause container to
                                  its bridge network
@@ -551,12 +565,23 @@ async function runAgent(argv: string[]): Promise<void> {
       ingress: { type: 'string' },
       'ingress-http-port': { type: 'string' },
       'ingress-https-port': { type: 'string' },
+      'registries-config': { type: 'string' },
+      'images-dir': { type: 'string' },
+      'images-poll-interval-ms': { type: 'string' },
+      'registry-mirror-timeout-ms': { type: 'string' },
+      'image-gc-high-threshold': { type: 'string' },
+      'image-gc-low-threshold': { type: 'string' },
+      'image-minimum-gc-age': { type: 'string' },
+      'image-gc-period': { type: 'string' },
+      'serialize-image-pulls': { type: 'string' },
+      'max-parallel-image-pulls': { type: 'string' },
       'log-level': { type: 'string' },
       'log-format': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   });
   if (values.help) return void console.log(HELP.agent);
+  const maxParallelImagePulls = imagePullLimit(values['serialize-image-pulls'], values['max-parallel-image-pulls']);
   type MsFlag =
     | 'heartbeat-interval-ms'
     | 'relist-interval-ms'
@@ -567,7 +592,9 @@ async function runAgent(argv: string[]): Promise<void> {
     | 'runtime-event-retry-max-ms'
     | 'token-check-interval-ms'
     | 'server-check-interval-ms'
-    | 'server-check-timeout-ms';
+    | 'server-check-timeout-ms'
+    | 'images-poll-interval-ms'
+    | 'registry-mirror-timeout-ms';
   const ms = (flag: MsFlag) => {
     const s = values[flag];
     if (s === undefined) return undefined;
@@ -610,6 +637,12 @@ async function runAgent(argv: string[]): Promise<void> {
         httpPort: values['ingress-http-port'] === undefined ? undefined : parsePort(values['ingress-http-port'], 0),
         httpsPort: values['ingress-https-port'] === undefined ? undefined : parsePort(values['ingress-https-port'], 0),
       },
+      registriesConfig: values['registries-config'],
+      imagesDir: values['images-dir'],
+      maxParallelImagePulls,
+      registryMirrorTimeoutMs: ms('registry-mirror-timeout-ms'),
+      ...imageGcThresholds(values['image-gc-high-threshold'], values['image-gc-low-threshold']),
+      imageMinimumGcAgeMs: await durationFlag('image-minimum-gc-age', values['image-minimum-gc-age']),
       intervals: {
         heartbeatMs: ms('heartbeat-interval-ms'),
         relistMs: ms('relist-interval-ms'),
@@ -621,6 +654,8 @@ async function runAgent(argv: string[]): Promise<void> {
         serverCheckMs: ms('server-check-interval-ms'),
         serverCheckTimeoutMs: ms('server-check-timeout-ms'),
         metricsSampleMs: await durationFlag('metrics-sample-interval', values['metrics-sample-interval']),
+        imagesPollMs: ms('images-poll-interval-ms'),
+        imageGcMs: await durationFlagMs('image-gc-period', values['image-gc-period']),
       },
       backoff: { baseMs: ms('crash-backoff-base-ms') },
       logger: log,
@@ -645,6 +680,34 @@ async function runAgent(argv: string[]): Promise<void> {
 
 /** The agent's exit status when the control plane no longer accepts its credential. */
 const EXIT_CREDENTIAL_REJECTED = 3;
+
+/**
+ * --serialize-image-pulls (default true) and --max-parallel-image-pulls, as the kubelet reads them: the
+ * limit needs serialized pulls off; off without a limit is no limit (0).
+ */
+function imagePullLimit(serialize: string | undefined, max: string | undefined): number {
+  if (serialize !== undefined && serialize !== 'true' && serialize !== 'false') fail(`invalid --serialize-image-pulls "${serialize}": must be true or false`);
+  const serialized = serialize !== 'false';
+  if (max === undefined) return serialized ? 1 : 0;
+  const n = Number(max);
+  if (!Number.isInteger(n) || n < 1) fail(`invalid --max-parallel-image-pulls "${max}": must be a positive integer`);
+  if (serialized && n > 1) fail('--max-parallel-image-pulls greater than 1 needs --serialize-image-pulls=false');
+  return n;
+}
+
+/** --image-gc-high-threshold / --image-gc-low-threshold: percents, low not above high (the kubelet's check). */
+function imageGcThresholds(high: string | undefined, low: string | undefined): { imageGcHighThresholdPercent?: number; imageGcLowThresholdPercent?: number } {
+  const percent = (flag: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0 || n > 100) fail(`invalid --${flag} "${v}": must be an integer percent between 0 and 100`);
+    return n;
+  };
+  const h = percent('image-gc-high-threshold', high);
+  const l = percent('image-gc-low-threshold', low);
+  if ((l ?? 80) > (h ?? 85)) fail(`--image-gc-low-threshold (${l ?? 80}) must not be greater than --image-gc-high-threshold (${h ?? 85})`);
+  return { ...(h === undefined ? {} : { imageGcHighThresholdPercent: h }), ...(l === undefined ? {} : { imageGcLowThresholdPercent: l }) };
+}
 
 /** --cluster-dns: comma-separated IPv4 addresses. */
 function clusterDnsFlag(value: string | undefined): string[] | undefined {

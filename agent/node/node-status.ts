@@ -18,6 +18,10 @@ import type { EventRecorder } from '../../src/client/events.js';
 
 export const KUBELET_VERSION = 'v1.32.0-berth';
 export const MAX_PODS = 110;
+/** the kubelet's --node-status-max-images default */
+export const MAX_NODE_IMAGES = 50;
+/** the kubelet's cap on names per image in status.images */
+export const MAX_NAMES_PER_IMAGE = 5;
 
 export interface NodeStatusOptions {
   client: Client;
@@ -50,6 +54,8 @@ export interface NodeStatusOptions {
   networkProblem?: () => string | undefined;
   /** the node's local-path volume directory, published in the `storage.berth.dev/local-path-dir` annotation for the provisioner */
   localPathDir?: string | undefined;
+  /** why the node is short of disk (undefined: it is not): DiskPressure=True (agent/images/gc.ts) */
+  diskPressure?: () => string | undefined;
 }
 
 /** Consecutive heartbeats refused with 401 before the credential counts as rejected. */
@@ -146,6 +152,7 @@ export class NodeStatusReporter {
       return { type, status, lastHeartbeatTime: now, lastTransitionTime: at, reason, message };
     };
     const networkProblem = this.opts.networkProblem?.();
+    const diskPressure = this.opts.diskPressure?.();
     const network = !this.opts.networkProblem
       ? []
       : networkProblem === undefined
@@ -155,7 +162,9 @@ export class NodeStatusReporter {
     return [
       ...network,
       make('MemoryPressure', 'False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'),
-      make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'),
+      diskPressure === undefined
+        ? make('DiskPressure', 'False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure')
+        : make('DiskPressure', 'True', 'KubeletHasDiskPressure', diskPressure),
       make('PIDPressure', 'False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'),
       notReadyMessage === undefined
         ? make('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status')
@@ -185,10 +194,25 @@ export class NodeStatusReporter {
       status: {
         ...sys,
         conditions: this.conditions(),
+        ...(await this.imagesField()),
         ...(this.opts.daemonPort ? { daemonEndpoints: { kubeletEndpoint: { Port: this.opts.daemonPort } } } : {}),
         addresses: this.addresses(),
       },
     };
+  }
+
+  /**
+   * The node's images for status.images, largest first and at most MAX_NODE_IMAGES as the kubelet
+   * reports them; nothing (the field left as it was) when the runtime cannot list them now.
+   */
+  private async imagesField(): Promise<Pick<NodeStatus, 'images'>> {
+    if (!this.opts.runtime.listImages) return {};
+    try {
+      const images = await this.opts.runtime.listImages();
+      return { images: images.slice(0, MAX_NODE_IMAGES).map((i) => ({ names: i.names.slice(0, MAX_NAMES_PER_IMAGE), sizeBytes: i.sizeBytes })) };
+    } catch {
+      return {};
+    }
   }
 
   /** What the node answers at; sent with every heartbeat too, so an overwritten list is put back. */
@@ -244,7 +268,7 @@ export class NodeStatusReporter {
         name: this.opts.nodeName,
         type: 'merge',
         subresource: 'status',
-        patch: { status: { conditions, addresses: this.addresses() } },
+        patch: { status: { conditions, addresses: this.addresses(), ...(await this.imagesField()) } },
       });
     } catch (err) {
       if (isApiError(err) && err.reason === 'NotFound') {

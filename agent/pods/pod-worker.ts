@@ -12,6 +12,7 @@ import type { Clock, TimerHandle } from '../clock.js';
 import { isContainerConfigError } from '../container/config-error.js';
 import { appSpec, containerHash, graceSecondsOf, infraSpec } from './container-config.js';
 import { identityFromLabels, LABEL_POD_IP, labelFilter, sandboxIPOf } from '../node/labels.js';
+import { FAILED_PULL_SECRET_REASON, failedPullSecretMessage, pullCredentialsFor } from '../images/pull-secrets.js';
 import { hasPreStop, runPostStart, runPreStop } from './lifecycle-hooks.js';
 import { computePodActions, type KillAction, type StartAction } from './pod-actions.js';
 import { groupContainers, isRunning, type ObservedContainer, type PodContainers } from './pod-containers.js';
@@ -578,6 +579,11 @@ export class PodWorker {
     try {
       const image = await runtime.ensureImage(c.image, policy, {
         onPulling: () => events.normal(pod, EventReason.Pulling, `Pulling image "${c.image}"`, ref),
+        credentials: async () => {
+          const found = await pullCredentialsFor({ client: this.deps.client, pod, image: c.image });
+          if (found.problems.length) events.warning(pod, FAILED_PULL_SECRET_REASON, failedPullSecretMessage(found.problems));
+          return found.credentials;
+        },
       });
       this.deps.pullBackoff.reset(pullKey);
       if (image.pulled) {

@@ -14,6 +14,9 @@ import { DockerStreams } from './docker-streams.js';
 import { DockerVolumeRuntime } from './docker-volumes.js';
 import { applyContainerOptions, applySandboxOptions } from './docker-options.js';
 import { ensurePauseImage, PAUSE_IMAGE } from './pause-image.js';
+import type { PullCredential } from '../images/keyring.js';
+import { ImagePuller, type ImagePullerOptions } from '../images/puller.js';
+import type { RegistriesConfig } from '../images/registries.js';
 import {
   ImagePullError,
   withDefaultTag,
@@ -27,6 +30,8 @@ import {
   type ExecResult,
   type ImageRef,
   type InfraSpec,
+  type NodeImage,
+  type PullHooks,
   type RuntimeEvent,
 } from './runtime.js';
 
@@ -36,6 +41,12 @@ export interface DockerRuntimeOptions {
   log: Logger;
   /** tag of the pause image (tests may use their own) */
   pauseImage?: string;
+  /** the node's registries.yaml as read now (mirrors, logins) */
+  registries?: () => RegistriesConfig;
+  /** pulls at once: 1 serializes them (default, as the kubelet), 0 = no limit */
+  maxParallelPulls?: number;
+  /** how long a mirror may take before the next place is tried */
+  mirrorTimeoutMs?: number;
 }
 
 /** Label of the throwaway container that finds out whether the daemon may lower oom_score_adj. */
@@ -54,6 +65,16 @@ function statusOf(err: unknown): number | undefined {
 function messageOf(err: unknown): string {
   const e = err as DockerError;
   return e?.json?.message ?? e?.message ?? String(err);
+}
+
+/**
+ * The registry's answer as Docker's engine words it, without dockerode's `(HTTP code 500) server error - `
+ * wrapper. Docker says "no basic auth credentials" exactly when the registry answered 401 with a Basic
+ * challenge and it had no login to send; the status is named too, as containerd's message names it.
+ */
+function registryMessage(message: string): string {
+  const text = message.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
+  return /no basic auth credentials$/.test(text) ? `${text} (the registry answered 401 Unauthorized)` : text;
 }
 
 /** Docker reports "never" as the zero time. */
@@ -133,7 +154,7 @@ export class DockerRuntime implements ContainerRuntime {
   private infraOomScoreAdj = -998;
   /** whether the daemon's oom_score_adj ability was probed (once per runtime instance) */
   private oomProbed = false;
-  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly puller: ImagePuller;
   /** image id → repo digest ('' when none); images are immutable, so entries never go stale */
   private readonly digests = new Map<string, string>();
 
@@ -145,6 +166,23 @@ export class DockerRuntime implements ContainerRuntime {
     this.streams = new DockerStreams({ docker: this.docker, log: opts.log });
     this.volumes = new DockerVolumeRuntime(this.docker);
     this.networks = new DockerNetworkRuntime(this.docker);
+    const pullerOpts: ImagePullerOptions = {
+      log: opts.log,
+      engine: {
+        pullOnce: (ref, o) => this.pullOnce(ref, o),
+        tag: async (source, target) => {
+          const at = target.lastIndexOf(':');
+          await this.docker.getImage(source).tag({ repo: target.slice(0, at), tag: target.slice(at + 1) });
+        },
+        untag: async (ref) => {
+          await this.docker.getImage(ref).remove({ noprune: true });
+        },
+      },
+    };
+    if (opts.registries) pullerOpts.registries = opts.registries;
+    if (opts.maxParallelPulls !== undefined) pullerOpts.maxParallel = opts.maxParallelPulls;
+    if (opts.mirrorTimeoutMs !== undefined) pullerOpts.mirrorTimeoutMs = opts.mirrorTimeoutMs;
+    this.puller = new ImagePuller(pullerOpts);
   }
 
   async version(): Promise<string> {
@@ -226,7 +264,7 @@ export class DockerRuntime implements ContainerRuntime {
     }
   }
 
-  async ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef> {
+  async ensureImage(image: string, policy: PullPolicy, hooks?: PullHooks): Promise<ImageRef> {
     const ref = withDefaultTag(image);
     if (policy !== 'Always') {
       const present = await this.inspectImage(ref);
@@ -236,34 +274,92 @@ export class DockerRuntime implements ContainerRuntime {
       }
     }
     hooks?.onPulling?.();
-    await this.pull(ref);
+    const credentials = (await hooks?.credentials?.()) ?? [];
+    try {
+      await this.puller.pull(ref, credentials);
+    } catch (err) {
+      throw new ImagePullError(ref, `failed to pull image "${ref}": ${registryMessage(messageOf(err))}`);
+    }
     const pulled = await this.inspectImage(ref);
     if (!pulled) throw new ImagePullError(image, `image "${image}" is missing after a successful pull`);
     return { ...pulled, pulled: true };
   }
 
-  /** One pull per reference at a time; pods asking for the same image share it. */
-  private pull(ref: string): Promise<void> {
-    const running = this.pulls.get(ref);
-    if (running) return running;
-    const work = this.pullOnce(ref).finally(() => this.pulls.delete(ref));
-    this.pulls.set(ref, work);
-    return work;
+  /** One pull of exactly `ref`; the login goes in this request's X-Registry-Auth header, never to a file. */
+  private async pullOnce(ref: string, opts: { credential?: PullCredential | undefined; signal?: AbortSignal | undefined }): Promise<void> {
+    this.log.info({ image: ref, login: opts.credential?.source }, 'pulling image');
+    const pullOpts: Record<string, unknown> = {};
+    if (opts.credential) {
+      const { username, password, serveraddress, email } = opts.credential;
+      pullOpts.authconfig = email ? { username, password, serveraddress, email } : { username, password, serveraddress };
+    }
+    if (opts.signal) pullOpts.abortSignal = opts.signal;
+    const stream = await this.docker.pull(ref, pullOpts);
+    const events = await new Promise<Array<{ error?: string; errorDetail?: { message?: string } }>>((resolve, reject) => {
+      opts.signal?.addEventListener('abort', () => (stream as NodeJS.ReadableStream & { destroy?(): void }).destroy?.(), { once: true });
+      this.docker.modem.followProgress(stream, (err, output) => (err ? reject(err) : resolve(output ?? [])));
+    });
+    // Docker answers 200 and reports failures inside the progress stream.
+    const failure = events.find((e) => e.error !== undefined || e.errorDetail !== undefined);
+    if (failure) throw new Error(failure.errorDetail?.message ?? failure.error ?? 'pull failed');
   }
 
-  private async pullOnce(ref: string): Promise<void> {
-    this.log.info({ image: ref }, 'pulling image');
-    try {
-      const stream = await this.docker.pull(ref);
-      const events = await new Promise<Array<{ error?: string; errorDetail?: { message?: string } }>>((resolve, reject) => {
-        this.docker.modem.followProgress(stream, (err, output) => (err ? reject(err) : resolve(output ?? [])));
-      });
-      // Docker answers 200 and reports failures inside the progress stream.
-      const failure = events.find((e) => e.error !== undefined || e.errorDetail !== undefined);
-      if (failure) throw new Error(failure.errorDetail?.message ?? failure.error ?? 'pull failed');
-    } catch (err) {
-      throw new ImagePullError(ref, `failed to pull image "${ref}": ${messageOf(err)}`);
-    }
+  /** Loads a `docker save` tar stream (plain or gzip); resolves with the names (or ids) it brought. */
+  async loadImages(tar: NodeJS.ReadableStream): Promise<string[]> {
+    const stream = await this.docker.loadImage(tar, { quiet: true });
+    const events = await new Promise<Array<{ stream?: string; error?: string; errorDetail?: { message?: string } }>>((resolve, reject) => {
+      tar.on('error', reject);
+      this.docker.modem.followProgress(stream, (err, output) => (err ? reject(err) : resolve(output ?? [])));
+    });
+    const failure = events.find((e) => e.error !== undefined || e.errorDetail !== undefined);
+    if (failure) throw new Error(failure.errorDetail?.message ?? failure.error ?? 'load failed');
+    return events.flatMap((e) => /Loaded image(?: ID)?: (\S+)/.exec(e.stream ?? '')?.[1] ?? []);
+  }
+
+  /** Every image on the engine, for image garbage collection. */
+  async imageInventory(): Promise<Array<{ id: string; names: string[]; sizeBytes: number }>> {
+    const images = await this.docker.listImages();
+    return images.map((i) => ({ id: i.Id, names: (i.RepoTags ?? []).filter((n) => !n.startsWith('<none>')), sizeBytes: i.Size }));
+  }
+
+  /** Ids of the images any container on the engine was made from, whatever its state or owner. */
+  async imageIdsInUse(): Promise<Set<string>> {
+    const containers = await this.docker.listContainers({ all: true });
+    return new Set(containers.map((c) => c.ImageID));
+  }
+
+  /**
+   * Removes an image by id with all its names: each tag is dropped, the last one deletes the image (the
+   * engine refuses a removal by id while several repositories name it). Never forced: the engine still
+   * refuses an image a container uses.
+   */
+  async removeImage(id: string): Promise<void> {
+    const info = await this.docker.getImage(id).inspect();
+    const tags = (info.RepoTags ?? []).filter((t) => !t.startsWith('<none>'));
+    if (tags.length <= 1) return void (await this.docker.getImage(id).remove({ force: false }));
+    for (const tag of tags) await this.docker.getImage(tag).remove({ force: false });
+  }
+
+  /** Where the engine keeps images (the image filesystem the kubelet's image GC measures). */
+  async imageFsPath(): Promise<string> {
+    const info = (await this.docker.info()) as { DockerRootDir?: string };
+    return info.DockerRootDir ?? '/var/lib/docker';
+  }
+
+  /** the pause image's reference (image GC keeps it) */
+  get infraImage(): string {
+    return this.pauseImage;
+  }
+
+  async listImages(): Promise<NodeImage[]> {
+    const images = await this.docker.listImages();
+    return images
+      .map((i) => ({
+        names: [...(i.RepoDigests ?? []), ...(i.RepoTags ?? [])].filter((n) => !n.startsWith('<none>')),
+        sizeBytes: i.Size,
+      }))
+      .filter((i) => i.names.length > 0)
+      .sort((a, b) => b.sizeBytes - a.sizeBytes);
   }
 
   async ensureInfraImage(): Promise<void> {

@@ -18,6 +18,7 @@ import {
   type ExecResult,
   type ImageRef,
   type InfraSpec,
+  type PullHooks,
   type RuntimeEvent,
 } from './runtime.js';
 import type { NetworkRuntime } from './networks.js';
@@ -132,18 +133,23 @@ export class FakeRuntime implements ContainerRuntime {
     return c ? structuredClone(c.info) : undefined;
   }
 
+  /** the logins each reference's last pull was given (tests check which Secrets reached the runtime) */
+  readonly pullLogins = new Map<string, Array<{ username: string; serveraddress: string }>>();
+
   async inspectImage(image: string): Promise<ImageRef | undefined> {
     this.reachable();
     const ref = withDefaultTag(image);
     return this.images.has(ref) ? { id: `sha256:${ref}`, repoDigests: [] } : undefined;
   }
 
-  async ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef> {
+  async ensureImage(image: string, policy: PullPolicy, hooks?: PullHooks): Promise<ImageRef> {
     this.reachable();
     const ref = withDefaultTag(image);
     if (policy !== 'Always' && this.images.has(ref)) return { id: `sha256:${ref}`, repoDigests: [] };
     if (policy === 'Never') throw new ImagePullError(image, `Container image "${image}" is not present with pull policy of Never`, true);
     hooks?.onPulling?.();
+    // Asked as the Docker runtime asks it, so the pod's pull Secrets are read (and reported) the same way.
+    this.pullLogins.set(ref, (await hooks?.credentials?.()) ?? []);
     this.calls.push({ op: 'pull', target: ref });
     if (!this.pullable.has(ref)) throw new ImagePullError(ref, `failed to pull image "${ref}": not found`);
     this.images.add(ref);

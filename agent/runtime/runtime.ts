@@ -3,6 +3,7 @@
  * vocabulary; agent/runtime/docker.ts implements it over dockerode and agent/runtime/fake.ts in memory.
  * Everything above this interface is runtime-neutral: no Docker types leak past it.
  */
+import type { PullCredential } from '../images/keyring.js';
 import type { Duplex } from 'node:stream';
 import type { PullPolicy } from '../../src/api/types.js';
 import type { ContainerOptions, SandboxOptions } from './container-options.js';
@@ -123,6 +124,19 @@ export interface RuntimeEvent {
 
 export interface EventSubscription {
   close(): void;
+}
+
+/** What a pull needs from its caller, asked only when a pull happens. */
+export interface PullHooks {
+  onPulling?(): void;
+  /** the pod's registry logins that match the image (its pull Secrets), most specific first */
+  credentials?(): Promise<PullCredential[]>;
+}
+
+/** One image on the node, as Node status.images lists it. */
+export interface NodeImage {
+  names: string[];
+  sizeBytes: number;
 }
 
 /** Pull failures carry their own class so the pod worker can report ErrImagePull and back off. */
@@ -255,7 +269,11 @@ export interface ContainerRuntime {
   /** undefined when the container no longer exists */
   inspect(id: string): Promise<ContainerInfo | undefined>;
   /** Makes the image present per the policy; throws ImagePullError. Returns the local image. */
-  ensureImage(image: string, policy: PullPolicy, hooks?: { onPulling?(): void }): Promise<ImageRef>;
+  ensureImage(image: string, policy: PullPolicy, hooks?: PullHooks): Promise<ImageRef>;
+  /** Images on the node, largest first (Node status.images); optional for runtimes without a store. */
+  listImages?(): Promise<NodeImage[]>;
+  /** Loads a `docker save` tar stream (plain or gzip); resolves with the image names it brought. */
+  loadImages?(tar: NodeJS.ReadableStream): Promise<string[]>;
   /** Local image, if present. */
   inspectImage(image: string): Promise<ImageRef | undefined>;
   /** Makes sure the infra (pause) image is present; runInfra does too, this lets startup do it early. */

@@ -7,6 +7,7 @@
 import { type FieldError } from '../errors.js';
 import type { ConfigMap, Secret } from '../types.js';
 import { child, expectString, fieldErrors, isRecord, key, validateObjectMeta, validateObjectMetaUpdate } from '../validation.js';
+import { validateDockerConfigKey } from './docker-config.js';
 
 /** Kubernetes' limit on the summed size of a ConfigMap's or Secret's values (decoded bytes). */
 export const MAX_CONFIG_DATA_BYTES = 1024 * 1024;
@@ -116,17 +117,6 @@ function requireKey(data: Record<string, string>, k: string): FieldError[] {
 /** Per-type requirements: the keys (or annotations) a typed Secret must carry, and their shape. */
 function secretTypeErrors(secret: Secret, data: Record<string, string>): FieldError[] {
   const errs: FieldError[] = [];
-  const jsonKey = (k: string) => {
-    const missing = requireKey(data, k);
-    if (missing.length) return missing;
-    try {
-      JSON.parse(Buffer.from(data[k]!, 'base64').toString('utf8'));
-      return [];
-    } catch {
-      // The parser's own message quotes the input; the value is secret, so say only what is wrong.
-      return [fieldErrors.invalid(key('data', k), REDACTED, 'must be valid JSON')];
-    }
-  };
   switch (secret.type) {
     case SecretType.ServiceAccountToken: {
       const annotation = 'kubernetes.io/service-account.name';
@@ -134,10 +124,10 @@ function secretTypeErrors(secret: Secret, data: Record<string, string>): FieldEr
       break;
     }
     case SecretType.Dockercfg:
-      errs.push(...jsonKey('.dockercfg'));
+      errs.push(...validateDockerConfigKey(data, '.dockercfg'));
       break;
     case SecretType.DockerConfigJson:
-      errs.push(...jsonKey('.dockerconfigjson'));
+      errs.push(...validateDockerConfigKey(data, '.dockerconfigjson'));
       break;
     case SecretType.BasicAuth:
       if (!('username' in data) && !('password' in data)) errs.push(...requireKey(data, 'username'), ...requireKey(data, 'password'));

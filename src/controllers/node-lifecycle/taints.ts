@@ -3,12 +3,18 @@
  * and when a pod on a NoExecute-tainted node must be evicted given its tolerations. Kept free of I/O so
  * the timing rules are unit-tested directly.
  */
-import { TAINT_NOT_READY, TAINT_UNREACHABLE } from '../../api/taints.js';
+import { TAINT_DISK_PRESSURE, TAINT_MEMORY_PRESSURE, TAINT_NOT_READY, TAINT_PID_PRESSURE, TAINT_UNREACHABLE } from '../../api/taints.js';
 import type { Node, Pod, Taint } from '../../api/types.js';
 import { tolerates } from '../scheduler/fit.js';
 
 export { TAINT_NOT_READY, TAINT_UNREACHABLE };
 const CONDITION_TAINT_KEYS = new Set([TAINT_UNREACHABLE, TAINT_NOT_READY]);
+/** Pressure conditions that, while True, keep new pods off the node (NoSchedule only: nothing is evicted by the taint). */
+const PRESSURE_TAINTS: ReadonlyArray<readonly [string, string]> = [
+  ['DiskPressure', TAINT_DISK_PRESSURE],
+  ['MemoryPressure', TAINT_MEMORY_PRESSURE],
+  ['PIDPressure', TAINT_PID_PRESSURE],
+];
 
 /** The condition taint key a node's Ready status calls for: unreachable (Unknown), not-ready (False), none (True or not yet reported). */
 export function conditionTaintKey(node: Node): string | undefined {
@@ -20,7 +26,8 @@ export function conditionTaintKey(node: Node): string | undefined {
 
 /**
  * The node's taints with the condition taints brought in line with its Ready status: the wanted key
- * as NoSchedule and NoExecute (an existing entry keeps its timeAdded), the other condition key dropped.
+ * as NoSchedule and NoExecute (an existing entry keeps its timeAdded), the other condition key dropped;
+ * and a NoSchedule taint per pressure condition (disk, memory, PID) while it is True.
  * Returns undefined when nothing changes. Taints of other keys (users', cordon's) are never touched.
  */
 export function reconcileConditionTaints(node: Node, nowIso: string): Taint[] | undefined {
@@ -31,6 +38,12 @@ export function reconcileConditionTaints(node: Node, nowIso: string): Taint[] | 
     for (const effect of ['NoSchedule', 'NoExecute'] as const) {
       if (!next.some((t) => t.key === want && t.effect === effect)) next.push({ key: want, effect, timeAdded: nowIso });
     }
+  }
+  const pressured = (type: string) => node.status?.conditions?.some((c) => c.type === type && c.status === 'True') === true;
+  for (const [type, key] of PRESSURE_TAINTS) {
+    const has = next.some((t) => t.key === key && t.effect === 'NoSchedule');
+    if (pressured(type) && !has) next.push({ key, effect: 'NoSchedule', timeAdded: nowIso });
+    if (!pressured(type) && has) next.splice(next.findIndex((t) => t.key === key && t.effect === 'NoSchedule'), 1);
   }
   const same = next.length === current.length && next.every((t, i) => t === current[i]);
   return same ? undefined : next;
