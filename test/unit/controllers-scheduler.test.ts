@@ -31,6 +31,12 @@ async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Reco
   });
 }
 
+/** The bench fills the informers without events: the scheduler's cache is refilled from them. */
+function sync(env: ControllerEnv, scheduler: Scheduler) {
+  env.syncCaches();
+  scheduler.resync();
+}
+
 async function setup() {
   const env = await controllerEnv();
   const scheduler = new Scheduler({ client: env.client, informers: env.informers, log: env.log, now: env.now });
@@ -48,7 +54,7 @@ describe('Scheduler', () => {
     await addPod(env, 'old', { cpu: '1' });
     await env.modify<Pod>('', 'pods', 'old', (p) => void (p.spec.nodeName = 'busy'));
     await addPod(env, 'web', { cpu: '500m' });
-    env.syncCaches();
+    sync(env, scheduler);
     env.clearActions();
     await scheduler.reconcile('default/web');
     assert.deepEqual(env.writes().map((a) => `${a.verb} ${a.plural}/${a.subresource}`), ['create pods/binding']);
@@ -62,14 +68,14 @@ describe('Scheduler', () => {
     await addNode(env, 'c', { labels: { disk: 'ssd' }, ready: 'False' });
     await addPod(env, 'plain', { nodeSelector: { disk: 'ssd' } });
     await addPod(env, 'tolerant', { nodeSelector: { disk: 'ssd' }, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' }] });
-    env.syncCaches();
+    sync(env, scheduler);
     await scheduler.reconcile('default/plain');
     await scheduler.reconcile('default/tolerant');
     assert.equal(nodeOf(env, 'plain'), undefined);
     const cond = scheduledCondition(env, 'plain');
     assert.equal(cond?.status, 'False');
     assert.equal(cond?.reason, 'Unschedulable');
-    assert.equal(cond?.message, "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.");
+    assert.equal(cond?.message, "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.", 'kube-scheduler\'s wording, preemption\'s verdict included');
     assert.equal(cond?.lastTransitionTime, '2026-01-01T00:00:00Z', 'stamped with the injected clock');
     assert.equal(nodeOf(env, 'tolerant'), 'b');
   });
@@ -79,16 +85,16 @@ describe('Scheduler', () => {
     await addNode(env, 'small', { cpu: '1' });
     await addPod(env, 'first', { cpu: '600m' });
     await addPod(env, 'second', { cpu: '600m' });
-    env.syncCaches();
+    sync(env, scheduler);
     await scheduler.reconcile('default/first');
     assert.equal(nodeOf(env, 'first'), 'small');
     // The cache still shows "first" unbound: its binding must count anyway ("assumed").
     await scheduler.reconcile('default/second');
     assert.equal(nodeOf(env, 'second'), undefined);
-    assert.equal(scheduledCondition(env, 'second')?.message, '0/1 nodes are available: 1 Insufficient cpu.');
+    assert.equal(scheduledCondition(env, 'second')?.message, '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.');
     // Once "first" is gone, the retry binds "second".
     await env.registry.delete(env.info('', 'pods'), 'default', 'first', { gracePeriodSeconds: 0 });
-    env.syncCaches();
+    sync(env, scheduler);
     assert.equal(env.tryGet('', 'pods', 'first'), undefined);
     await scheduler.reconcile('default/second');
     assert.equal(nodeOf(env, 'second'), 'small');
@@ -98,18 +104,18 @@ describe('Scheduler', () => {
     const { env, scheduler } = await setup();
     await addPod(env, 'lonely');
     await addPod(env, 'custom', { schedulerName: 'my-scheduler' });
-    env.syncCaches();
+    sync(env, scheduler);
     await scheduler.reconcile('default/lonely');
     assert.equal(scheduledCondition(env, 'lonely')?.message, 'no nodes available to schedule pods');
     await addNode(env, 'n1');
-    env.syncCaches();
+    sync(env, scheduler);
     env.clearActions();
     await scheduler.reconcile('default/custom');
     await scheduler.reconcile('default/missing');
     assert.deepEqual(env.writes(), []);
     await scheduler.reconcile('default/lonely');
     assert.equal(nodeOf(env, 'lonely'), 'n1');
-    env.syncCaches();
+    sync(env, scheduler);
     env.clearActions();
     await scheduler.reconcile('default/lonely');
     assert.deepEqual(env.writes(), [], 'already bound: nothing to do');
