@@ -3,7 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Node, Pod, Taint } from '../../src/api/types.js';
+import type { KubeObject, Node, Pod, Taint } from '../../src/api/types.js';
 import { Scheduler } from '../../src/controllers/scheduler/scheduler.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';
 
@@ -17,7 +17,7 @@ async function addNode(env: ControllerEnv, name: string, o: { labels?: Record<st
   }, 'status');
 }
 
-async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Record<string, string>; cpu?: string; tolerations?: Pod['spec']['tolerations']; schedulerName?: string } = {}) {
+async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Record<string, string>; cpu?: string; tolerations?: Pod['spec']['tolerations']; schedulerName?: string; priority?: number } = {}) {
   return env.create<Pod>('', 'pods', {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -27,6 +27,7 @@ async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Reco
       ...(o.nodeSelector ? { nodeSelector: o.nodeSelector } : {}),
       ...(o.tolerations ? { tolerations: o.tolerations } : {}),
       ...(o.schedulerName ? { schedulerName: o.schedulerName } : {}),
+      ...(o.priority !== undefined ? { priority: o.priority } : {}),
     },
   });
 }
@@ -119,6 +120,43 @@ describe('Scheduler', () => {
     env.clearActions();
     await scheduler.reconcile('default/lonely');
     assert.deepEqual(env.writes(), [], 'already bound: nothing to do');
+  });
+
+  it('preempts a lower-priority pod: nominates the node, deletes the victim with a Preempted event naming the preemptor, then binds', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'n1', { cpu: '1' });
+    await addPod(env, 'low', { cpu: '1' });
+    await env.modify<Pod>('', 'pods', 'low', (p) => void (p.spec.nodeName = 'n1'));
+    await addPod(env, 'high', { cpu: '1', priority: 1000 });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/high');
+    const high = env.get<Pod>('', 'pods', 'high');
+    assert.equal(high.status?.nominatedNodeName, 'n1');
+    assert.equal(high.spec.nodeName, undefined, 'bound only once the victim is gone');
+    assert.equal(scheduledCondition(env, 'high')?.message, '0/1 nodes are available: 1 Insufficient cpu.', 'no preemption suffix when preemption found a node');
+    const low = env.tryGet<Pod>('', 'pods', 'low');
+    assert.ok(!low || low.metadata.deletionTimestamp, 'the victim is deleted');
+    await new Promise((r) => setImmediate(r));
+    const preempted = env.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>('', 'events').find((e) => e.reason === 'Preempted');
+    assert.equal(preempted?.involvedObject?.name, 'low');
+    assert.equal(preempted?.message, `Preempted by pod ${high.metadata.uid} on node n1`);
+    if (low) await env.registry.delete(env.info('', 'pods'), 'default', 'low', { gracePeriodSeconds: 0 });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/high');
+    assert.equal(nodeOf(env, 'high'), 'n1');
+  });
+
+  it('a lower-priority pod does not take the room preemption made for a nominated pod', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'n1', { cpu: '1' });
+    await addPod(env, 'nominated', { cpu: '1', priority: 100 });
+    await env.modify<Pod>('', 'pods', 'nominated', (p) => void (p.status = { ...(p.status ?? {}), nominatedNodeName: 'n1' }), 'status');
+    await addPod(env, 'late', { cpu: '1' });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/late');
+    assert.equal(nodeOf(env, 'late'), undefined);
+    await scheduler.reconcile('default/nominated');
+    assert.equal(nodeOf(env, 'nominated'), 'n1');
   });
 
   it('reads the same pod and node caches as the other controllers', async () => {
