@@ -6,8 +6,8 @@
  * best node), and the "0/N nodes are available: …" message built from the filter reasons.
  */
 import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
-import type { LabelSelector as LabelSelectorObject, Node, Pod } from '../../api/types.js';
-import { nonZeroRequests, podRequests, type Requests } from './fit.js';
+import type { LabelSelector as LabelSelectorObject, Node, Pod, Taint } from '../../api/types.js';
+import { allocatableOf, effectiveTaints, nonZeroRequests, podRequests, type NodeAllocatable, type Requests } from './fit.js';
 
 /** kube-scheduler's score range: every plugin's normalized score lies in [0, MAX_NODE_SCORE]. */
 export const MAX_NODE_SCORE = 100;
@@ -27,6 +27,8 @@ export interface PodInfo {
   nonZero: Requests;
   ports: HostPort[];
   priority: number;
+  /** the controller owner's uid, for the default topology spreading */
+  ownerUid?: string;
   hasAffinity: boolean;
   hasRequiredAntiAffinity: boolean;
 }
@@ -47,19 +49,84 @@ export function podInfoOf(key: string, pod: Pod): PodInfo {
     nonZero: nonZeroRequests(pod),
     ports,
     priority: pod.spec.priority ?? 0,
+    ownerUid: pod.metadata.deletionTimestamp ? undefined : pod.metadata.ownerReferences?.find((r) => r.controller)?.uid,
     hasAffinity,
     hasRequiredAntiAffinity: Boolean(a?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length),
   };
 }
 
-/** One node and the pods bound (or assumed bound) to it, with their sums kept as pods come and go. */
+/**
+ * One node and the pods bound (or assumed bound) to it, with their sums kept as pods come and go,
+ * and indexes that let plugins skip a node without looking at its pods: pods per label pair and per
+ * controller owner.
+ */
 export class NodeInfo {
   readonly pods = new Map<string, PodInfo>();
   requested: Requests = { cpuMilli: 0n, memory: 0n };
   nonZeroRequested: Requests = { cpuMilli: 0n, memory: 0n };
   podsWithAffinity = 0;
+  /** `key\0value` → pods with that label */
+  readonly labelCounts = new Map<string, number>();
+  /** controller uid → its live pods here */
+  readonly ownerCounts = new Map<string, number>();
+  private current: Node;
+  private derived?: { allocatable: NodeAllocatable; taints: Taint[]; images: Map<string, number> };
 
-  constructor(public node: Node) {}
+  constructor(node: Node) {
+    this.current = node;
+  }
+
+  get node(): Node {
+    return this.current;
+  }
+
+  set node(node: Node) {
+    this.current = node;
+    this.derived = undefined;
+  }
+
+  private derive() {
+    if (!this.derived) {
+      const images = new Map<string, number>();
+      for (const img of this.current.status?.images ?? []) for (const name of img.names ?? []) images.set(normalizeImageName(name), img.sizeBytes ?? 0);
+      this.derived = { allocatable: allocatableOf(this.current), taints: effectiveTaints(this.current), images };
+    }
+    return this.derived;
+  }
+
+  /** allocatable, parsed once per node version */
+  get allocatable(): NodeAllocatable {
+    return this.derive().allocatable;
+  }
+
+  /** the node's taints plus the lifecycle ones its conditions imply */
+  get taints(): Taint[] {
+    return this.derive().taints;
+  }
+
+  /** normalized image name → size, from status.images */
+  get images(): Map<string, number> {
+    return this.derive().images;
+  }
+
+  /** Whether some pod here carries the label `key=value`. */
+  hasLabel(key: string, value: string): boolean {
+    return (this.labelCounts.get(`${key}\u0000${value}`) ?? 0) > 0;
+  }
+
+  private index(info: PodInfo, by: number): void {
+    for (const [k, v] of Object.entries(info.pod.metadata.labels ?? {})) {
+      const key = `${k}\u0000${v}`;
+      const n = (this.labelCounts.get(key) ?? 0) + by;
+      if (n) this.labelCounts.set(key, n);
+      else this.labelCounts.delete(key);
+    }
+    if (info.ownerUid) {
+      const n = (this.ownerCounts.get(info.ownerUid) ?? 0) + by;
+      if (n) this.ownerCounts.set(info.ownerUid, n);
+      else this.ownerCounts.delete(info.ownerUid);
+    }
+  }
 
   get name(): string {
     return this.node.metadata.name ?? '';
@@ -71,6 +138,7 @@ export class NodeInfo {
     this.requested = add(this.requested, info.requests, 1n);
     this.nonZeroRequested = add(this.nonZeroRequested, info.nonZero, 1n);
     if (info.hasAffinity) this.podsWithAffinity++;
+    this.index(info, 1);
   }
 
   removePod(key: string): PodInfo | undefined {
@@ -80,6 +148,7 @@ export class NodeInfo {
     this.requested = add(this.requested, info.requests, -1n);
     this.nonZeroRequested = add(this.nonZeroRequested, info.nonZero, -1n);
     if (info.hasAffinity) this.podsWithAffinity--;
+    this.index(info, -1);
     return info;
   }
 
@@ -326,6 +395,13 @@ export function selectorOf(sel: LabelSelectorObject | undefined | null): LabelSe
     compiled.set(sel, c);
   }
   return c;
+}
+
+/** False only when no pod on the node can match (a matchLabels pair no pod here carries): lets callers skip the node's pods. */
+export function mayMatchOn(sel: LabelSelectorObject | undefined | null, node: NodeInfo): boolean {
+  if (!sel) return false;
+  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (!node.hasLabel(k, v)) return false;
+  return true;
 }
 
 export function selects(sel: LabelSelectorObject | undefined | null, labels: Record<string, string> | undefined): boolean {

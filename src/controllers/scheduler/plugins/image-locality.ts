@@ -14,8 +14,8 @@ export const imageLocality: Plugin = {
   score(cycle: Cycle, node: NodeInfo): number {
     const containers = [...(cycle.pod.spec.initContainers ?? []), ...(cycle.pod.spec.containers ?? [])];
     if (!containers.length) return 0;
-    const sizes = new Map<string, number>();
-    for (const img of node.node.status?.images ?? []) for (const name of img.names ?? []) sizes.set(normalizeImageName(name), img.sizeBytes ?? 0);
+    const sizes = node.images;
+    if (!sizes.size) return 0;
     const total = cycle.snapshot.nodes.length || 1;
     let sum = 0;
     for (const c of containers) {

@@ -7,7 +7,7 @@
  * `namespaceSelector` selects; with neither, the namespace of the pod that owns the term.
  */
 import type { LabelSelector, Pod, PodAffinityTerm } from '../../../api/types.js';
-import { MAX_NODE_SCORE, selects, type Cycle, type FilterStatus, type NodeInfo, type Plugin, type PodInfo, type Snapshot } from '../framework.js';
+import { MAX_NODE_SCORE, mayMatchOn, selects, type Cycle, type FilterStatus, type NodeInfo, type Plugin, type PodInfo, type Snapshot } from '../framework.js';
 
 export const REASON_AFFINITY = "node(s) didn't match pod affinity rules";
 export const REASON_ANTI_AFFINITY = "node(s) didn't match pod anti-affinity rules";
@@ -60,8 +60,12 @@ interface ScoreState {
   keys: Set<string>;
 }
 
-function* podsOf(snapshot: Snapshot): Generator<{ info: PodInfo; node: NodeInfo }> {
-  for (const node of snapshot.nodes) for (const info of node.pods.values()) yield { info, node };
+/** Every pod with its node; only nodes holding pods with affinity terms when `withAffinityOnly`. */
+function* podsOf(snapshot: Snapshot, withAffinityOnly: boolean): Generator<{ info: PodInfo; node: NodeInfo }> {
+  for (const node of snapshot.nodes) {
+    if (withAffinityOnly && node.podsWithAffinity === 0) continue;
+    for (const info of node.pods.values()) yield { info, node };
+  }
 }
 
 function prepare(cycle: Cycle): State {
@@ -76,7 +80,11 @@ function prepare(cycle: Cycle): State {
     const labels = node.node.metadata.labels ?? {};
     // Without required terms of its own, the pod only meets existing pods' anti-affinity: nodes without such pods are skipped.
     if (!ownTerms && node.podsWithAffinity === 0) continue;
+    // Neither the pod's terms nor the pods here can match: nothing to count on this node.
+    const ownMayMatch = [...affinityTerms, ...antiAffinityTerms].some((t) => mayMatchOn(t.labelSelector, node));
+    if (!ownMayMatch && node.podsWithAffinity === 0) continue;
     for (const info of node.pods.values()) {
+      if (!ownMayMatch && !info.hasAffinity) continue;
       if (info.key === cycle.info.key) continue;
       const existing = info.pod;
       if (info.hasRequiredAntiAffinity) {
@@ -135,7 +143,7 @@ export const interPodAffinity: Plugin = {
       bump(state.scores, key, v, by);
       state.keys.add(key);
     };
-    for (const { info, node } of podsOf(snapshot)) {
+    for (const { info, node } of podsOf(snapshot, !own)) {
       if (!own && !info.hasAffinity) continue;
       const existing = info.pod;
       const labels = node.node.metadata.labels ?? {};

@@ -3,13 +3,12 @@
  * the LeastAllocated score) and NodeResourcesBalancedAllocation (prefers nodes whose cpu and memory
  * fractions stay close after placing the pod).
  */
-import { allocatableOf } from '../fit.js';
 import { MAX_NODE_SCORE, type Cycle, type FilterStatus, type NodeInfo, type Plugin } from '../framework.js';
 
 export const nodeResourcesFit: Plugin = {
   name: 'NodeResourcesFit',
   filter(cycle: Cycle, node: NodeInfo): FilterStatus | undefined {
-    const alloc = allocatableOf(node.node);
+    const alloc = node.allocatable;
     const want = cycle.info.requests;
     const reasons: string[] = [];
     if (BigInt(node.pods.size) + 1n > alloc.pods) reasons.push('Too many pods');
@@ -19,7 +18,7 @@ export const nodeResourcesFit: Plugin = {
   },
   /** LeastAllocated: the mean over cpu and memory of the share left free after placing the pod. */
   score(cycle: Cycle, node: NodeInfo): number {
-    const alloc = allocatableOf(node.node);
+    const alloc = node.allocatable;
     const free = (requested: bigint, capacity: bigint) => {
       if (capacity === 0n || requested > capacity) return 0;
       return Number(((capacity - requested) * BigInt(MAX_NODE_SCORE)) / capacity);
@@ -33,7 +32,7 @@ export const nodeResourcesFit: Plugin = {
 export const nodeResourcesBalancedAllocation: Plugin = {
   name: 'NodeResourcesBalancedAllocation',
   score(cycle: Cycle, node: NodeInfo): number {
-    const alloc = allocatableOf(node.node);
+    const alloc = node.allocatable;
     const fraction = (requested: bigint, capacity: bigint) => (capacity === 0n ? 1 : Math.min(1, Number(requested) / Number(capacity)));
     const cpu = fraction(node.requested.cpuMilli + cycle.info.requests.cpuMilli, alloc.cpuMilli);
     const mem = fraction(node.requested.memory + cycle.info.requests.memory, alloc.memory);

@@ -10,7 +10,7 @@
  */
 import type { Pod, TopologySpreadConstraint } from '../../../api/types.js';
 import { tolerates } from '../fit.js';
-import { MAX_NODE_SCORE, selects, type Cycle, type FilterStatus, type NodeInfo, type Plugin, type Snapshot } from '../framework.js';
+import { MAX_NODE_SCORE, mayMatchOn, selects, type Cycle, type FilterStatus, type NodeInfo, type Plugin, type Snapshot } from '../framework.js';
 import { nodeMatchesPlacement } from './node-affinity.js';
 
 export const REASON_CONSTRAINTS = "node(s) didn't match pod topology spread constraints";
@@ -26,6 +26,8 @@ interface Constraint {
   honorAffinity: boolean;
   honorTaints: boolean;
   matches: (p: Pod) => boolean;
+  /** pods matching on this node, when an index answers without looking at each pod */
+  countOn?: (node: NodeInfo) => number | undefined;
 }
 
 interface Counted {
@@ -56,13 +58,16 @@ export function constraintsOf(pod: Pod): Constraint[] {
         honorAffinity: (c.nodeAffinityPolicy ?? 'Honor') === 'Honor',
         honorTaints: c.nodeTaintsPolicy === 'Honor',
         matches: (p: Pod) => p.metadata.namespace === ns && selects(selector, p.metadata.labels),
+        countOn: (node: NodeInfo) => (mayMatchOn(selector, node) ? undefined : 0),
       };
     });
   }
   const owner = pod.metadata.ownerReferences?.find((r) => r.controller);
   if (!owner) return [];
   const sameOwner = (p: Pod) => p.metadata.namespace === ns && (p.metadata.ownerReferences ?? []).some((r) => r.controller && r.uid === owner.uid);
-  return SYSTEM_DEFAULTS.map((d) => ({ ...d, minDomains: 1, doNotSchedule: false, systemDefault: true, honorAffinity: true, honorTaints: false, matches: sameOwner }));
+  // Pods of one controller share its namespace, so the per-node owner index counts them directly.
+  const countOn = (node: NodeInfo) => node.ownerCounts.get(owner.uid) ?? 0;
+  return SYSTEM_DEFAULTS.map((d) => ({ ...d, minDomains: 1, doNotSchedule: false, systemDefault: true, honorAffinity: true, honorTaints: false, matches: sameOwner, countOn }));
 }
 
 function eligible(c: Constraint, pod: Pod, node: NodeInfo): boolean {
@@ -89,7 +94,9 @@ function count(pod: Pod, constraints: Constraint[], snapshot: Snapshot): Counted
       if (labels[c.topologyKey] === undefined || !eligible(c, pod, node)) return;
       const value = labels[c.topologyKey]!;
       let n = counts[i]!.get(value) ?? 0;
-      for (const info of node.pods.values()) if (!info.pod.metadata.deletionTimestamp && c.matches(info.pod)) n++;
+      const indexed = c.countOn?.(node);
+      if (indexed !== undefined) n += indexed;
+      else for (const info of node.pods.values()) if (!info.pod.metadata.deletionTimestamp && c.matches(info.pod)) n++;
       counts[i]!.set(value, n);
     });
   }

@@ -4,13 +4,13 @@
  * untolerated PreferNoSchedule taints.
  */
 import type { Toleration } from '../../../api/types.js';
-import { effectiveTaints, tolerates } from '../fit.js';
+import { tolerates } from '../fit.js';
 import { defaultNormalize, type Cycle, type FilterStatus, type NodeInfo, type Plugin } from '../framework.js';
 
 export const taintToleration: Plugin = {
   name: 'TaintToleration',
   filter(cycle: Cycle, node: NodeInfo): FilterStatus | undefined {
-    for (const taint of effectiveTaints(node.node)) {
+    for (const taint of node.taints) {
       if (taint.effect === 'PreferNoSchedule') continue;
       if (!tolerates(cycle.pod.spec.tolerations, taint)) return { reasons: [`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`], unresolvable: true };
     }
