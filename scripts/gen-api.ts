@@ -67,6 +67,7 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration' },
   { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
+  { group: 'scheduling.k8s.io', version: 'v1', kind: 'PriorityClass' },
   { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy' },
   { group: 'certificates.k8s.io', version: 'v1', kind: 'CertificateSigningRequest' },
   { group: 'rbac.authorization.k8s.io', version: 'v1', kind: 'Role' },

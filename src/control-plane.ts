@@ -15,6 +15,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
+import { priorityAdmission } from './admission/plugins/priority.js';
 import { denyServiceExternalIPs } from './admission/plugins/deny-service-external-ips.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
 import { protectedNamespaces } from './admission/plugins/protected-namespaces.js';
@@ -25,7 +26,8 @@ import { rbacEscalation } from './admission/plugins/rbac-escalation.js';
 import { sidecarInjector } from './admission/plugins/sidecar-injector.js';
 import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ApiError } from './api/errors.js';
-import type { KubeObject } from './api/types.js';
+import type { KubeObject, PriorityClass } from './api/types.js';
+import { SYSTEM_PRIORITY_CLASSES } from './api/validation/scheduling.js';
 import { bootstrapClusterSecrets } from './auth/cluster-bootstrap.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { kubeconfigText } from './kubeconfig-text.js';
@@ -49,6 +51,7 @@ import { DEFAULT_CLUSTER_DOMAIN, DEFAULT_SERVICE_CLUSTER_IP_RANGE, DEFAULT_SERVI
 import { kubernetesServiceIP } from './controllers/system-services/system-services.js';
 import { builtinStrategies } from './registry/kinds/index.js';
 import { SERVICE_INFO } from './registry/kinds/services.js';
+import { PRIORITYCLASS_INFO } from './registry/kinds/scheduling.js';
 import { parsePortRange } from './registry/service-allocation.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
@@ -269,9 +272,14 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
+  admission.register(priorityAdmission({
+    getClass: (name) => getOrUndefined<PriorityClass>(registry, 'priorityclasses', '', name),
+    listClasses: async () => (await registry.list(PRIORITYCLASS_INFO, undefined)).items as PriorityClass[],
+  }));
   if (opts.denyServiceExternalIPs) admission.register(denyServiceExternalIPs());
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
+  await ensureSystemPriorityClasses(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
   await Promise.all([nodeGraph.start(), rbac.start()]);
   const staticTokens = opts.tokenAuthFile ? StaticTokenAuthenticator.fromFile({ file: opts.tokenAuthFile }) : undefined;
@@ -464,6 +472,18 @@ export async function ensureSystemNamespaces(registry: Registry): Promise<void> 
   }
 }
 
+/** system-cluster-critical and system-node-critical, as kube-apiserver keeps them. */
+export async function ensureSystemPriorityClasses(registry: Registry): Promise<void> {
+  for (const pc of SYSTEM_PRIORITY_CLASSES) {
+    if (await getOrUndefined(registry, 'priorityclasses', '', pc.metadata.name!)) continue;
+    try {
+      await registry.create(PRIORITYCLASS_INFO, undefined, structuredClone(pc) as KubeObject);
+    } catch (e) {
+      // Another replica starting on the same store made it first.
+      if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+    }
+  }
+}
 
 /**
  * The address pods reach the API server at when --advertise-address is not given: a specific bind

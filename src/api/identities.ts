@@ -97,6 +97,9 @@ export const LEASES = identity('coordination.k8s.io', 'v1', 'Lease', 'leases', '
 // policy/v1
 export const PODDISRUPTIONBUDGETS = identity('policy', 'v1', 'PodDisruptionBudget', 'poddisruptionbudgets', 'Namespaced');
 
+// scheduling.k8s.io/v1
+export const PRIORITYCLASSES = identity('scheduling.k8s.io', 'v1', 'PriorityClass', 'priorityclasses', 'Cluster');
+
 // networking.k8s.io/v1
 export const NETWORKPOLICIES = identity('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', 'Namespaced');
 
@@ -149,6 +152,7 @@ export const BUILTIN_KINDS: readonly KindIdentity[] = [
   HORIZONTALPODAUTOSCALERS,
   LEASES,
   PODDISRUPTIONBUDGETS,
+  PRIORITYCLASSES,
   NETWORKPOLICIES,
   CERTIFICATESIGNINGREQUESTS,
   ROLES,
