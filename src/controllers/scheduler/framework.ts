@@ -6,7 +6,7 @@
  * best node), and the "0/N nodes are available: …" message built from the filter reasons.
  */
 import { labelSelectorFromObject, matchesLabels, type LabelSelector } from '../../api/selectors.js';
-import type { LabelSelector as LabelSelectorObject, Node, Pod, Taint } from '../../api/types.js';
+import type { LabelSelector as LabelSelectorObject, Node, Pod, PodAffinityTerm, Taint } from '../../api/types.js';
 import { allocatableOf, effectiveTaints, nonZeroRequests, podRequests, type NodeAllocatable, type Requests } from './fit.js';
 
 /** kube-scheduler's score range: every plugin's normalized score lies in [0, MAX_NODE_SCORE]. */
@@ -29,6 +29,8 @@ export interface PodInfo {
   priority: number;
   /** the controller owner's uid, for the default topology spreading */
   ownerUid?: string;
+  /** its required anti-affinity terms, each with a signature shared by identical terms of the same namespace */
+  antiTerms: { signature: string; term: PodAffinityTerm }[];
   hasAffinity: boolean;
   hasRequiredAntiAffinity: boolean;
 }
@@ -50,6 +52,11 @@ export function podInfoOf(key: string, pod: Pod): PodInfo {
     ports,
     priority: pod.spec.priority ?? 0,
     ownerUid: pod.metadata.deletionTimestamp ? undefined : pod.metadata.ownerReferences?.find((r) => r.controller)?.uid,
+    antiTerms: (a?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map((term) => ({
+      // Terms whose meaning depends on the owner's labels are the owner's alone.
+      signature: term.matchLabelKeys?.length || term.mismatchLabelKeys?.length ? `${key}\u0000${JSON.stringify(term)}` : `${pod.metadata.namespace}\u0000${JSON.stringify(term)}`,
+      term,
+    })),
     hasAffinity,
     hasRequiredAntiAffinity: Boolean(a?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.length),
   };
@@ -69,6 +76,10 @@ export class NodeInfo {
   readonly labelCounts = new Map<string, number>();
   /** controller uid → its live pods here */
   readonly ownerCounts = new Map<string, number>();
+  /** `namespace\0key\0value` → pods of that namespace with that label */
+  readonly namespacedLabelCounts = new Map<string, number>();
+  /** required anti-affinity terms of the pods here, one entry per signature: the term, a pod that has it, how many do */
+  readonly antiTerms = new Map<string, { term: PodAffinityTerm; owner: Pod; count: number }>();
   private current: Node;
   private derived?: { allocatable: NodeAllocatable; taints: Taint[]; images: Map<string, number> };
 
@@ -114,12 +125,27 @@ export class NodeInfo {
     return (this.labelCounts.get(`${key}\u0000${value}`) ?? 0) > 0;
   }
 
+  /** How many pods of `namespace` here carry `key=value`. */
+  countLabel(namespace: string, key: string, value: string): number {
+    return this.namespacedLabelCounts.get(`${namespace}\u0000${key}\u0000${value}`) ?? 0;
+  }
+
   private index(info: PodInfo, by: number): void {
+    const bumpIn = (m: Map<string, number>, key: string) => {
+      const n = (m.get(key) ?? 0) + by;
+      if (n) m.set(key, n);
+      else m.delete(key);
+    };
     for (const [k, v] of Object.entries(info.pod.metadata.labels ?? {})) {
-      const key = `${k}\u0000${v}`;
-      const n = (this.labelCounts.get(key) ?? 0) + by;
-      if (n) this.labelCounts.set(key, n);
-      else this.labelCounts.delete(key);
+      bumpIn(this.labelCounts, `${k}\u0000${v}`);
+      bumpIn(this.namespacedLabelCounts, `${info.pod.metadata.namespace}\u0000${k}\u0000${v}`);
+    }
+    for (const { signature, term } of info.antiTerms) {
+      const e = this.antiTerms.get(signature);
+      if (e) {
+        e.count += by;
+        if (!e.count) this.antiTerms.delete(signature);
+      } else if (by > 0) this.antiTerms.set(signature, { term, owner: info.pod, count: by });
     }
     if (info.ownerUid) {
       const n = (this.ownerCounts.get(info.ownerUid) ?? 0) + by;

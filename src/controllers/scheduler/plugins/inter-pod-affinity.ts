@@ -43,6 +43,20 @@ export function termMatches(term: PodAffinityTerm, owner: Pod, target: Pod, snap
   return nsOk && selects(selectorOfTerm(term, owner), target.metadata.labels);
 }
 
+/**
+ * Pods on the node a plain term selects (one matchLabels pair, the owner's namespace), read from the
+ * node's label index; undefined when the term needs each pod looked at.
+ */
+function simpleCount(term: PodAffinityTerm, ownNamespace: string, node: NodeInfo): number | undefined {
+  const sel = term.labelSelector;
+  if (!sel) return 0;
+  if (sel.matchExpressions?.length || term.namespaceSelector || term.matchLabelKeys?.length || term.mismatchLabelKeys?.length) return undefined;
+  if (term.namespaces?.length && !(term.namespaces.length === 1 && term.namespaces[0] === ownNamespace)) return undefined;
+  const pairs = Object.entries(sel.matchLabels ?? {});
+  if (pairs.length !== 1) return undefined;
+  return node.countLabel(ownNamespace, pairs[0]![0], pairs[0]![1]);
+}
+
 type Counts = Map<string, number>;
 const pairKey = (key: string, value: string) => `${key}\u0000${value}`;
 const bump = (m: Counts, key: string, value: string, by: number) => m.set(pairKey(key, value), (m.get(pairKey(key, value)) ?? 0) + by);
@@ -75,29 +89,32 @@ function prepare(cycle: Cycle): State {
   const affinityTerms = pod.spec.affinity?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
   const antiAffinityTerms = pod.spec.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [];
   const state: State = { affinityTerms, antiAffinityTerms, existingAntiAffinity: new Map(), affinity: new Map(), antiAffinity: new Map() };
-  const ownTerms = affinityTerms.length + antiAffinityTerms.length > 0;
+  const ns = pod.metadata.namespace ?? '';
+  // Existing pods' terms are evaluated once per distinct term, not once per pod.
+  const existingMatches = new Map<string, boolean>();
   for (const node of snapshot.nodes) {
     const labels = node.node.metadata.labels ?? {};
-    // Without required terms of its own, the pod only meets existing pods' anti-affinity: nodes without such pods are skipped.
-    if (!ownTerms && node.podsWithAffinity === 0) continue;
-    // Neither the pod's terms nor the pods here can match: nothing to count on this node.
-    const ownMayMatch = [...affinityTerms, ...antiAffinityTerms].some((t) => mayMatchOn(t.labelSelector, node));
-    if (!ownMayMatch && node.podsWithAffinity === 0) continue;
-    for (const info of node.pods.values()) {
-      if (!ownMayMatch && !info.hasAffinity) continue;
-      if (info.key === cycle.info.key) continue;
-      const existing = info.pod;
-      if (info.hasRequiredAntiAffinity) {
-        for (const term of existing.spec.affinity!.podAntiAffinity!.requiredDuringSchedulingIgnoredDuringExecution!) {
-          const value = labels[term.topologyKey];
-          if (value !== undefined && termMatches(term, existing, pod, snapshot)) bump(state.existingAntiAffinity, term.topologyKey, value, 1);
-        }
+    for (const [signature, e] of node.antiTerms) {
+      const value = labels[e.term.topologyKey];
+      if (value === undefined) continue;
+      let matches = existingMatches.get(signature);
+      if (matches === undefined) existingMatches.set(signature, (matches = termMatches(e.term, e.owner, pod, snapshot)));
+      if (matches) bump(state.existingAntiAffinity, e.term.topologyKey, value, e.count);
+    }
+    for (const t of antiAffinityTerms) {
+      const value = labels[t.topologyKey];
+      if (value === undefined) continue;
+      let n = simpleCount(t, ns, node);
+      if (n === undefined) {
+        n = 0;
+        if (mayMatchOn(t.labelSelector, node)) for (const info of node.pods.values()) if (info.key !== cycle.info.key && termMatches(t, pod, info.pod, snapshot)) n++;
       }
-      if (affinityTerms.length && affinityTerms.every((t) => termMatches(t, pod, existing, snapshot))) {
+      if (n) bump(state.antiAffinity, t.topologyKey, value, n);
+    }
+    if (affinityTerms.length && affinityTerms.every((t) => mayMatchOn(t.labelSelector, node))) {
+      for (const info of node.pods.values()) {
+        if (info.key === cycle.info.key || !affinityTerms.every((t) => termMatches(t, pod, info.pod, snapshot))) continue;
         for (const t of affinityTerms) if (labels[t.topologyKey] !== undefined) bump(state.affinity, t.topologyKey, labels[t.topologyKey]!, 1);
-      }
-      for (const t of antiAffinityTerms) {
-        if (labels[t.topologyKey] !== undefined && termMatches(t, pod, existing, snapshot)) bump(state.antiAffinity, t.topologyKey, labels[t.topologyKey]!, 1);
       }
     }
   }
