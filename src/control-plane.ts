@@ -273,7 +273,7 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
   admission.register(priorityAdmission({
-    getClass: (name) => getOrUndefined<PriorityClass>(registry, 'priorityclasses', '', name),
+    getClass: (name) => getPriorityClass(registry, name),
     listClasses: async () => (await registry.list(PRIORITYCLASS_INFO, undefined)).items as PriorityClass[],
   }));
   if (opts.denyServiceExternalIPs) admission.register(denyServiceExternalIPs());
@@ -472,10 +472,19 @@ export async function ensureSystemNamespaces(registry: Registry): Promise<void> 
   }
 }
 
+async function getPriorityClass(registry: Registry, name: string): Promise<PriorityClass | undefined> {
+  try {
+    return (await registry.get(PRIORITYCLASS_INFO, undefined, name)) as PriorityClass;
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 404) return undefined;
+    throw e;
+  }
+}
+
 /** system-cluster-critical and system-node-critical, as kube-apiserver keeps them. */
 export async function ensureSystemPriorityClasses(registry: Registry): Promise<void> {
   for (const pc of SYSTEM_PRIORITY_CLASSES) {
-    if (await getOrUndefined(registry, 'priorityclasses', '', pc.metadata.name!)) continue;
+    if (await getPriorityClass(registry, pc.metadata.name!)) continue;
     try {
       await registry.create(PRIORITYCLASS_INFO, undefined, structuredClone(pc) as KubeObject);
     } catch (e) {
