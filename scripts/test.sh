@@ -47,6 +47,7 @@ E2E_ALONE=(
   dist/test/e2e/multihost/multihost.test.js
   dist/test/e2e/multihost/pod-network.test.js
   dist/test/e2e/multihost/services.test.js
+  dist/test/e2e/multihost/scheduling.test.js
 )
 
 # Started first in the three-at-a-time phase: files that spend minutes mostly waiting (a soak), so
