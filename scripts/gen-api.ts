@@ -71,6 +71,7 @@ export const SERVED_KINDS: readonly ServedKindEntry[] = [
   { group: 'admissionregistration.k8s.io', version: 'v1', kind: 'ValidatingWebhookConfiguration' },
   { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition' },
   { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget' },
+  { group: 'scheduling.k8s.io', version: 'v1', kind: 'PriorityClass' },
   { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy' },
   { group: 'networking.k8s.io', version: 'v1', kind: 'Ingress' },
   { group: 'networking.k8s.io', version: 'v1', kind: 'IngressClass' },

@@ -15,6 +15,7 @@ import { isIP, type AddressInfo } from 'node:net';
 import pino, { type Logger } from 'pino';
 import { AdmissionChain } from './admission/chain.js';
 import { defaultTolerationSeconds } from './admission/plugins/default-toleration-seconds.js';
+import { priorityAdmission } from './admission/plugins/priority.js';
 import { denyServiceExternalIPs } from './admission/plugins/deny-service-external-ips.js';
 import { defaultIngressClassAdmission } from './admission/plugins/default-ingress-class.js';
 import { podSecurityAdmission, type PodSecurityDefaults } from './admission/plugins/pod-security.js';
@@ -30,7 +31,8 @@ import { webhookAdmission } from './admission/plugins/webhooks.js';
 import { ANN_DEFAULT_CLASS, LOCAL_PATH_CLASS, LOCAL_PATH_PROVISIONER } from './api/storage.js';
 import { defaultStorageClassAdmission, persistentVolumeClaimResize, storageObjectInUseProtection } from './admission/plugins/storage.js';
 import { ApiError } from './api/errors.js';
-import type { KubeObject, LimitRange } from './api/types.js';
+import type { KubeObject, LimitRange, PriorityClass } from './api/types.js';
+import { SYSTEM_PRIORITY_CLASSES } from './api/validation/scheduling.js';
 import { bootstrapClusterSecrets } from './auth/cluster-bootstrap.js';
 import { ensurePki, kubernetesServiceNames, writeSecret } from './auth/pki.js';
 import { kubeconfigText } from './kubeconfig-text.js';
@@ -55,6 +57,7 @@ import { kubernetesServiceIP } from './controllers/system-services/system-servic
 import { builtinStrategies } from './registry/kinds/index.js';
 import { SERVICE_INFO } from './registry/kinds/services.js';
 import { LIMITRANGE_INFO } from './registry/kinds/core-policy.js';
+import { PRIORITYCLASS_INFO } from './registry/kinds/scheduling.js';
 import { parsePortRange } from './registry/service-allocation.js';
 import { Registry } from './registry/registry.js';
 import { BUILTIN_RESOURCES } from './registry/resource-info.js';
@@ -291,12 +294,17 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   admission.register(podSecurityAdmission({ registry, log: log.child({ component: 'pod-security' }), defaults: opts.podSecurityDefaults, exemptNamespaces: opts.podSecurityExemptNamespaces }));
   admission.register(webhookAdmission('validating', { registry, log: log.child({ component: 'webhooks' }) }));
   if (opts.defaultTolerationSeconds !== undefined) admission.register(defaultTolerationSeconds({ seconds: opts.defaultTolerationSeconds }));
+  admission.register(priorityAdmission({
+    getClass: (name) => getPriorityClass(registry, name),
+    listClasses: async () => (await registry.list(PRIORITYCLASS_INFO, undefined)).items as PriorityClass[],
+  }));
   if (opts.denyServiceExternalIPs) admission.register(denyServiceExternalIPs());
   // ResourceQuota last, as upstream: it charges what every earlier plugin let through.
   admission.register(resourceQuotaAdmission({ quotas: registryQuotaStore(registry) }));
   registry.setAdmission(admission);
   await ensureSystemNamespaces(registry);
   await ensureLocalPathClass(registry);
+  await ensureSystemPriorityClasses(registry);
   await reconcileBootstrapPolicy({ registry, log: log.child({ component: 'rbac-bootstrap' }) });
   await Promise.all([nodeGraph.start(), rbac.start()]);
   const staticTokens = opts.tokenAuthFile ? StaticTokenAuthenticator.fromFile({ file: opts.tokenAuthFile }) : undefined;
@@ -517,6 +525,28 @@ export async function ensureLocalPathClass(registry: Registry): Promise<void> {
     await registry.create(info, undefined, sc as KubeObject);
   } catch (e) {
     if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+  }
+}
+
+async function getPriorityClass(registry: Registry, name: string): Promise<PriorityClass | undefined> {
+  try {
+    return (await registry.get(PRIORITYCLASS_INFO, undefined, name)) as PriorityClass;
+  } catch (e) {
+    if (e instanceof ApiError && e.code === 404) return undefined;
+    throw e;
+  }
+}
+
+/** system-cluster-critical and system-node-critical, as kube-apiserver keeps them. */
+export async function ensureSystemPriorityClasses(registry: Registry): Promise<void> {
+  for (const pc of SYSTEM_PRIORITY_CLASSES) {
+    if (await getPriorityClass(registry, pc.metadata.name!)) continue;
+    try {
+      await registry.create(PRIORITYCLASS_INFO, undefined, structuredClone(pc) as KubeObject);
+    } catch (e) {
+      // Another replica starting on the same store made it first.
+      if (!(e instanceof ApiError && e.reason === 'AlreadyExists')) throw e;
+    }
   }
 }
 

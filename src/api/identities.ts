@@ -102,6 +102,8 @@ export const PODDISRUPTIONBUDGETS = identity('policy', 'v1', 'PodDisruptionBudge
 
 // storage.k8s.io/v1
 export const STORAGECLASSES = identity('storage.k8s.io', 'v1', 'StorageClass', 'storageclasses', 'Cluster');
+// scheduling.k8s.io/v1
+export const PRIORITYCLASSES = identity('scheduling.k8s.io', 'v1', 'PriorityClass', 'priorityclasses', 'Cluster');
 
 // networking.k8s.io/v1
 export const NETWORKPOLICIES = identity('networking.k8s.io', 'v1', 'NetworkPolicy', 'networkpolicies', 'Namespaced');
@@ -163,6 +165,7 @@ export const BUILTIN_KINDS: readonly KindIdentity[] = [
   LEASES,
   PODDISRUPTIONBUDGETS,
   STORAGECLASSES,
+  PRIORITYCLASSES,
   NETWORKPOLICIES,
   INGRESSES,
   INGRESSCLASSES,

@@ -18,9 +18,10 @@ function requirementMatches(req: NodeSelectorRequirement, value: string | undefi
       return value === undefined;
     case 'Gt':
     case 'Lt': {
-      const n = Number(value);
-      const bound = Number(values[0]);
-      if (value === undefined || !Number.isInteger(n) || !Number.isInteger(bound)) return false;
+      // Both sides must be integers; a label that is not one never matches.
+      if (value === undefined || values.length !== 1 || !/^-?\d+$/.test(value) || !/^-?\d+$/.test(values[0]!)) return false;
+      const n = BigInt(value);
+      const bound = BigInt(values[0]!);
       return req.operator === 'Gt' ? n > bound : n < bound;
     }
     default:

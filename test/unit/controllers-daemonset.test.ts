@@ -6,7 +6,7 @@ import { describe, it } from 'node:test';
 import { errors } from '../../src/api/errors.js';
 import type { ControllerRevision, DaemonSet, KubeObject, Node, NodeSelectorTerm, Pod } from '../../src/api/types.js';
 import { DaemonSetController } from '../../src/controllers/daemonset/daemonset-controller.js';
-import { nodeMatchesPlacement, shouldRunOnNode } from '../../src/controllers/daemonset/eligibility.js';
+import { nodeMatchesPlacement, shouldContinueRunning, shouldRunOnNode, targetNodeOf, withDaemonTolerations } from '../../src/controllers/daemonset/eligibility.js';
 import { revisionData } from '../../src/controllers/daemonset/history.js';
 import { controllerEnv, template, type ControllerEnv } from './controllers-env.js';
 
@@ -71,14 +71,23 @@ describe('DaemonSet controller', () => {
     assert.equal(activePods(env).length, 0);
   });
 
-  it('creates one pod per eligible node, pinned by nodeName, with daemon tolerations and a revision', async () => {
+  it('creates one pod per eligible node, pinned by a node-name affinity for the scheduler to bind, with daemon tolerations and a revision', async () => {
     const { env, dsc } = await setup({
       nodes: [node('a', { disk: 'ssd' }), node('b', { disk: 'ssd' }), node('c', { disk: 'hdd' }), node('d', { disk: 'ssd' }, [{ key: 'dedicated', value: 'db', effect: 'NoSchedule' }])],
       spec: { template: { ...template({ app: 'agent' }), spec: { ...template({ app: 'agent' }).spec, nodeSelector: { disk: 'ssd' } } } },
     });
     await pass(env, dsc);
     const pods = activePods(env);
-    assert.deepEqual(pods.map((p) => p.spec.nodeName).sort(), ['a', 'b'], 'c fails the selector, d has an untolerated taint');
+    assert.deepEqual(pods.map((p) => targetNodeOf(p)).sort(), ['a', 'b'], 'c fails the selector, d has an untolerated taint');
+    for (const p of pods) {
+      assert.equal(p.spec.nodeName, undefined, 'the scheduler binds it');
+      assert.deepEqual(p.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution, { nodeSelectorTerms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: [targetNodeOf(p)!] }] }] }, 'the template nodeSelector stays; the required terms become the node name');
+      assert.deepEqual(p.spec.nodeSelector, { disk: 'ssd' });
+      assert.deepEqual(
+        p.spec.tolerations?.map((t) => `${t.key}:${t.effect}`).sort(),
+        ['node.kubernetes.io/disk-pressure:NoSchedule', 'node.kubernetes.io/memory-pressure:NoSchedule', 'node.kubernetes.io/not-ready:NoExecute', 'node.kubernetes.io/pid-pressure:NoSchedule', 'node.kubernetes.io/unreachable:NoExecute', 'node.kubernetes.io/unschedulable:NoSchedule'],
+      );
+    }
     const revisions = env.list<ControllerRevision>('apps', 'controllerrevisions');
     assert.equal(revisions.length, 1);
     assert.equal(revisions[0]!.revision, 1);
@@ -105,14 +114,14 @@ describe('DaemonSet controller', () => {
     await env.create('', 'nodes', node('c'));
     env.syncCaches();
     await pass(env, dsc);
-    assert.deepEqual(activePods(env).map((p) => p.spec.nodeName).sort(), ['a', 'b', 'c']);
+    assert.deepEqual(activePods(env).map((p) => targetNodeOf(p)).sort(), ['a', 'b', 'c']);
     await env.registry.delete(env.info('', 'nodes'), undefined, 'b', {});
     env.syncCaches();
     env.clearActions();
     await pass(env, dsc);
     const deletes = env.writes().filter((a) => a.verb === 'delete' && a.plural === 'pods');
     assert.equal(deletes.length, 1);
-    assert.deepEqual(activePods(env).map((p) => p.spec.nodeName).sort(), ['a', 'c']);
+    assert.deepEqual(activePods(env).map((p) => targetNodeOf(p)).sort(), ['a', 'c']);
   });
 
   it('keeps running on cordoned and not-ready nodes (daemon default tolerations)', () => {
@@ -121,6 +130,17 @@ describe('DaemonSet controller', () => {
     assert.ok(shouldRunOnNode(spec, node('a', {}, [{ key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' }])));
     assert.ok(!shouldRunOnNode(spec, node('a', {}, [{ key: 'gpu', effect: 'NoExecute' }])));
     assert.ok(shouldRunOnNode({ ...spec, tolerations: [{ key: 'gpu', operator: 'Exists' }] }, node('a', {}, [{ key: 'gpu', effect: 'NoExecute' }])));
+    // A node the lifecycle marks not-ready (NoSchedule and NoExecute) gets no new daemon pod, but keeps the one it has.
+    const notReady = node('a', {}, [{ key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' }, { key: 'node.kubernetes.io/not-ready', effect: 'NoExecute' }]);
+    assert.ok(!shouldRunOnNode(spec, notReady));
+    assert.ok(shouldContinueRunning(spec, notReady));
+    assert.ok(!shouldContinueRunning(spec, node('a', {}, [{ key: 'gpu', effect: 'NoExecute' }])));
+  });
+
+  it('adds the network-unavailable toleration to hostNetwork daemons only', () => {
+    const has = (ts: ReturnType<typeof withDaemonTolerations>) => ts.some((t) => t.key === 'node.kubernetes.io/network-unavailable' && t.effect === 'NoSchedule');
+    assert.ok(has(withDaemonTolerations([], true)));
+    assert.ok(!has(withDaemonTolerations([], false)));
   });
 
   it('honours required node affinity (terms ORed, expressions ANDed, matchFields on metadata.name)', () => {

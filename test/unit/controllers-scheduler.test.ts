@@ -3,7 +3,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { Node, Pod, Taint } from '../../src/api/types.js';
+import type { KubeObject, Node, Pod, Taint } from '../../src/api/types.js';
 import { Scheduler } from '../../src/controllers/scheduler/scheduler.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';
 
@@ -17,7 +17,7 @@ async function addNode(env: ControllerEnv, name: string, o: { labels?: Record<st
   }, 'status');
 }
 
-async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Record<string, string>; cpu?: string; tolerations?: Pod['spec']['tolerations']; schedulerName?: string } = {}) {
+async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Record<string, string>; cpu?: string; tolerations?: Pod['spec']['tolerations']; schedulerName?: string; priority?: number } = {}) {
   return env.create<Pod>('', 'pods', {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -27,8 +27,15 @@ async function addPod(env: ControllerEnv, name: string, o: { nodeSelector?: Reco
       ...(o.nodeSelector ? { nodeSelector: o.nodeSelector } : {}),
       ...(o.tolerations ? { tolerations: o.tolerations } : {}),
       ...(o.schedulerName ? { schedulerName: o.schedulerName } : {}),
+      ...(o.priority !== undefined ? { priority: o.priority } : {}),
     },
   });
+}
+
+/** The bench fills the informers without events: the scheduler's cache is refilled from them. */
+function sync(env: ControllerEnv, scheduler: Scheduler) {
+  env.syncCaches();
+  scheduler.resync();
 }
 
 async function setup() {
@@ -48,7 +55,7 @@ describe('Scheduler', () => {
     await addPod(env, 'old', { cpu: '1' });
     await env.modify<Pod>('', 'pods', 'old', (p) => void (p.spec.nodeName = 'busy'));
     await addPod(env, 'web', { cpu: '500m' });
-    env.syncCaches();
+    sync(env, scheduler);
     env.clearActions();
     await scheduler.reconcile('default/web');
     assert.deepEqual(env.writes().map((a) => `${a.verb} ${a.plural}/${a.subresource}`), ['create pods/binding']);
@@ -62,14 +69,14 @@ describe('Scheduler', () => {
     await addNode(env, 'c', { labels: { disk: 'ssd' }, ready: 'False' });
     await addPod(env, 'plain', { nodeSelector: { disk: 'ssd' } });
     await addPod(env, 'tolerant', { nodeSelector: { disk: 'ssd' }, tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' }] });
-    env.syncCaches();
+    sync(env, scheduler);
     await scheduler.reconcile('default/plain');
     await scheduler.reconcile('default/tolerant');
     assert.equal(nodeOf(env, 'plain'), undefined);
     const cond = scheduledCondition(env, 'plain');
     assert.equal(cond?.status, 'False');
     assert.equal(cond?.reason, 'Unschedulable');
-    assert.equal(cond?.message, "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }.");
+    assert.equal(cond?.message, "0/3 nodes are available: 1 node(s) didn't match Pod's node affinity/selector, 1 node(s) had untolerated taint {dedicated: db}, 1 node(s) had untolerated taint {node.kubernetes.io/not-ready: }. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.", 'kube-scheduler\'s wording, preemption\'s verdict included');
     assert.equal(cond?.lastTransitionTime, '2026-01-01T00:00:00Z', 'stamped with the injected clock');
     assert.equal(nodeOf(env, 'tolerant'), 'b');
   });
@@ -79,16 +86,16 @@ describe('Scheduler', () => {
     await addNode(env, 'small', { cpu: '1' });
     await addPod(env, 'first', { cpu: '600m' });
     await addPod(env, 'second', { cpu: '600m' });
-    env.syncCaches();
+    sync(env, scheduler);
     await scheduler.reconcile('default/first');
     assert.equal(nodeOf(env, 'first'), 'small');
     // The cache still shows "first" unbound: its binding must count anyway ("assumed").
     await scheduler.reconcile('default/second');
     assert.equal(nodeOf(env, 'second'), undefined);
-    assert.equal(scheduledCondition(env, 'second')?.message, '0/1 nodes are available: 1 Insufficient cpu.');
+    assert.equal(scheduledCondition(env, 'second')?.message, '0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod.');
     // Once "first" is gone, the retry binds "second".
     await env.registry.delete(env.info('', 'pods'), 'default', 'first', { gracePeriodSeconds: 0 });
-    env.syncCaches();
+    sync(env, scheduler);
     assert.equal(env.tryGet('', 'pods', 'first'), undefined);
     await scheduler.reconcile('default/second');
     assert.equal(nodeOf(env, 'second'), 'small');
@@ -98,21 +105,58 @@ describe('Scheduler', () => {
     const { env, scheduler } = await setup();
     await addPod(env, 'lonely');
     await addPod(env, 'custom', { schedulerName: 'my-scheduler' });
-    env.syncCaches();
+    sync(env, scheduler);
     await scheduler.reconcile('default/lonely');
     assert.equal(scheduledCondition(env, 'lonely')?.message, 'no nodes available to schedule pods');
     await addNode(env, 'n1');
-    env.syncCaches();
+    sync(env, scheduler);
     env.clearActions();
     await scheduler.reconcile('default/custom');
     await scheduler.reconcile('default/missing');
     assert.deepEqual(env.writes(), []);
     await scheduler.reconcile('default/lonely');
     assert.equal(nodeOf(env, 'lonely'), 'n1');
-    env.syncCaches();
+    sync(env, scheduler);
     env.clearActions();
     await scheduler.reconcile('default/lonely');
     assert.deepEqual(env.writes(), [], 'already bound: nothing to do');
+  });
+
+  it('preempts a lower-priority pod: nominates the node, deletes the victim with a Preempted event naming the preemptor, then binds', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'n1', { cpu: '1' });
+    await addPod(env, 'low', { cpu: '1' });
+    await env.modify<Pod>('', 'pods', 'low', (p) => void (p.spec.nodeName = 'n1'));
+    await addPod(env, 'high', { cpu: '1', priority: 1000 });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/high');
+    const high = env.get<Pod>('', 'pods', 'high');
+    assert.equal(high.status?.nominatedNodeName, 'n1');
+    assert.equal(high.spec.nodeName, undefined, 'bound only once the victim is gone');
+    assert.equal(scheduledCondition(env, 'high')?.message, '0/1 nodes are available: 1 Insufficient cpu.', 'no preemption suffix when preemption found a node');
+    const low = env.tryGet<Pod>('', 'pods', 'low');
+    assert.ok(!low || low.metadata.deletionTimestamp, 'the victim is deleted');
+    await new Promise((r) => setImmediate(r));
+    const preempted = env.list<KubeObject & { reason?: string; message?: string; involvedObject?: { name?: string } }>('', 'events').find((e) => e.reason === 'Preempted');
+    assert.equal(preempted?.involvedObject?.name, 'low');
+    assert.equal(preempted?.message, `Preempted by pod ${high.metadata.uid} on node n1`);
+    if (low) await env.registry.delete(env.info('', 'pods'), 'default', 'low', { gracePeriodSeconds: 0 });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/high');
+    assert.equal(nodeOf(env, 'high'), 'n1');
+  });
+
+  it('a lower-priority pod does not take the room preemption made for a nominated pod', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'n1', { cpu: '1' });
+    await addPod(env, 'nominated', { cpu: '1', priority: 100 });
+    await env.modify<Pod>('', 'pods', 'nominated', (p) => void (p.status = { ...(p.status ?? {}), nominatedNodeName: 'n1' }), 'status');
+    await addPod(env, 'late', { cpu: '1' });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/late');
+    assert.equal(nodeOf(env, 'late'), undefined);
+    await scheduler.reconcile('default/nominated');
+    assert.equal(nodeOf(env, 'nominated'), 'n1');
   });
 
   it('reads the same pod and node caches as the other controllers', async () => {

@@ -2575,6 +2575,24 @@ export type PreferredSchedulingTerm = {
   weight: number;
 };
 
+/** io.k8s.api.scheduling.v1.PriorityClass (scheduling.k8s.io/v1 PriorityClass) */
+export type PriorityClass = {
+  apiVersion?: string;
+  globalDefault?: boolean;
+  kind?: string;
+  metadata: ObjectMeta;
+  preemptionPolicy?: string;
+  value?: number;
+};
+
+/** io.k8s.api.scheduling.v1.PriorityClassList (scheduling.k8s.io/v1 PriorityClassList) */
+export type PriorityClassList = {
+  apiVersion?: string;
+  items: PriorityClass[];
+  kind?: string;
+  metadata?: ListMeta;
+};
+
 /** io.k8s.api.core.v1.Probe */
 export type Probe = {
   exec?: ExecAction;

@@ -1,8 +1,8 @@
 /**
  * Owns the DaemonSet controller: which events queue a DaemonSet, the plan of one pass (planDaemonSet:
  * which nodes get a pod, which pods go, the status) and carrying it out. Which nodes qualify is
- * eligibility.ts's and ControllerRevisions are history.ts's; daemon pods are pinned by nodeName here,
- * not placed by the scheduler.
+ * eligibility.ts's and ControllerRevisions are history.ts's; daemon pods are pinned to their node by
+ * a node-name affinity and bound by the scheduler, as in Kubernetes.
  */
 import type { Logger } from 'pino';
 import type { ControllerRevision, DaemonSet, DaemonSetStatus, Node, OwnerReference, Pod } from '../../api/types.js';
@@ -15,7 +15,7 @@ import { controllerRefOf, isNotFound, newControllerRef } from '../runtime/contro
 import { Expectations } from '../runtime/expectations.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
 import { isPodActive, isPodAvailable, isPodReady } from '../runtime/pod-util.js';
-import { shouldRunOnNode, withDaemonTolerations } from './eligibility.js';
+import { shouldContinueRunning, shouldRunOnNode, targetNodeOf, withDaemonTolerations, withNodeNameAffinity } from './eligibility.js';
 import { ensureRevision } from './history.js';
 import { CONTROLLERREVISIONS, DAEMONSETS } from '../../api/identities.js';
 import { CONTROLLER_REVISION_HASH_LABEL } from '../../api/apps.js';
@@ -43,11 +43,11 @@ export interface DaemonSetPlan {
 /**
  * Runs one pod of a DaemonSet on every eligible node.
  *
- * Pods are pinned by setting `spec.nodeName` directly (the scheduler is bypassed; Kubernetes
- * instead sets a node-affinity term on metadata.name — both bind the pod to exactly one node, and
- * nodeName keeps daemons independent of the scheduler running). Eligibility is nodeSelector,
- * required node affinity and the node's taints against the template's tolerations plus the daemon
- * defaults (see eligibility.ts).
+ * Each pod is created for one node: its required node affinity becomes `metadata.name In [node]`,
+ * it gets the daemon tolerations, and `spec.nodeName` stays empty, so the scheduler binds it (and
+ * checks resources and host ports on the way). Eligibility is nodeSelector, required node affinity
+ * and the node's taints against the template's tolerations plus the daemon defaults (see
+ * eligibility.ts); a pod already on a node stays while the node's NoExecute taints are tolerated.
  *
  * One pass: ensure a ControllerRevision for the current template (hash in the
  * `controller-revision-hash` label of revision and pods); per node, create the missing pod,
@@ -158,7 +158,7 @@ export class DaemonSetController {
           this.expectations.creationObserved(key);
           throw e;
         })),
-        ...plan.delete.map((pod) => this.deletePod(ds, pod, !nodeNames.has(pod.spec.nodeName ?? '')).catch((e: unknown) => {
+        ...plan.delete.map((pod) => this.deletePod(ds, pod, !nodeNames.has(targetNodeOf(pod) ?? '')).catch((e: unknown) => {
           this.expectations.deletionObserved(key, keyOf(pod));
           if (!isNotFound(e)) throw e;
         })),
@@ -176,8 +176,9 @@ export class DaemonSetController {
   private async createPod(ds: DaemonSet, nodeName: string, hash: string): Promise<void> {
     const meta = ds.spec.template.metadata ?? {};
     const spec = structuredClone(ds.spec.template.spec);
-    spec.nodeName = nodeName;
-    spec.tolerations = withDaemonTolerations(spec.tolerations);
+    delete spec.nodeName;
+    spec.affinity = withNodeNameAffinity(spec.affinity, nodeName);
+    spec.tolerations = withDaemonTolerations(spec.tolerations, spec.hostNetwork);
     const pod: Pod = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -237,9 +238,10 @@ export function planDaemonSet(opts: { ds: DaemonSet; pods: readonly Pod[]; nodes
   const byNode = new Map<string, Pod[]>();
   for (const p of opts.pods) {
     if (!isPodActive(p) && p.status?.phase !== 'Failed') continue;
-    const list = byNode.get(p.spec.nodeName ?? '') ?? [];
+    const target = targetNodeOf(p) ?? '';
+    const list = byNode.get(target) ?? [];
     list.push(p);
-    byNode.set(p.spec.nodeName ?? '', list);
+    byNode.set(target, list);
   }
   const createOn: string[] = [];
   const toDelete: Pod[] = [];
@@ -250,7 +252,8 @@ export function planDaemonSet(opts: { ds: DaemonSet; pods: readonly Pod[]; nodes
     const name = node.metadata.name ?? '';
     knownNodes.add(name);
     const here = [...(byNode.get(name) ?? [])].sort(byAge);
-    const run = shouldRunOnNode(ds.spec.template.spec, node);
+    // A node that stopped qualifying only through a NoSchedule taint (cordon, not-ready) keeps its pod.
+    const run = shouldRunOnNode(ds.spec.template.spec, node) || (here.length > 0 && shouldContinueRunning(ds.spec.template.spec, node));
     if (!run) {
       if (here.length) misscheduled++;
       toDelete.push(...here);

@@ -1,8 +1,8 @@
 /**
- * Owns the scheduler's arithmetic, pure: a pod's requests, a node's allocatable and effective taints,
- * whether a pod fits a node (nodeSelector, taints, pod count, cpu, memory) with the reasons in
- * kube-scheduler's words, the spreading score, and the FailedScheduling message. Node affinity, pod
- * (anti-)affinity and topology spread are not considered.
+ * Owns the scheduler's arithmetic, pure: a pod's requests (as counted for fit, and with kube-scheduler's
+ * non-zero defaults for scoring), a node's allocatable and effective taints, and toleration matching.
+ * The filters and scores that use them are the plugins' (plugins/, run by framework.ts);
+ * unfitReasons/score/unschedulableMessage are the older single-function view kept for callers of it.
  */
 import { milliValue, parseQuantity, value } from '../../api/quantity.js';
 import type { Container, Node, Pod, Taint, Toleration } from '../../api/types.js';
@@ -30,6 +30,32 @@ export function podRequests(pod: Pod): Requests {
   }
   for (const c of pod.spec.initContainers ?? []) {
     const r = containerRequests(c);
+    if (r.cpuMilli > sum.cpuMilli) sum.cpuMilli = r.cpuMilli;
+    if (r.memory > sum.memory) sum.memory = r.memory;
+  }
+  return sum;
+}
+
+/** kube-scheduler's defaults for a container without requests, so scoring still sees it. */
+const DEFAULT_MILLI_CPU = 100n;
+const DEFAULT_MEMORY = 200n * 1024n * 1024n;
+
+/** Requests as scoring counts them: an unset cpu or memory request of a container counts as 100m / 200Mi. */
+export function nonZeroRequests(pod: Pod): Requests {
+  const sum: Requests = { cpuMilli: 0n, memory: 0n };
+  const nonZero = (c: Container): Requests => {
+    const r = containerRequests(c);
+    const hasCpu = c.resources?.requests?.cpu !== undefined || c.resources?.limits?.cpu !== undefined;
+    const hasMem = c.resources?.requests?.memory !== undefined || c.resources?.limits?.memory !== undefined;
+    return { cpuMilli: hasCpu ? r.cpuMilli : DEFAULT_MILLI_CPU, memory: hasMem ? r.memory : DEFAULT_MEMORY };
+  };
+  for (const c of pod.spec.containers ?? []) {
+    const r = nonZero(c);
+    sum.cpuMilli += r.cpuMilli;
+    sum.memory += r.memory;
+  }
+  for (const c of pod.spec.initContainers ?? []) {
+    const r = nonZero(c);
     if (r.cpuMilli > sum.cpuMilli) sum.cpuMilli = r.cpuMilli;
     if (r.memory > sum.memory) sum.memory = r.memory;
   }

@@ -1,23 +1,28 @@
 /**
- * Owns the scheduler loop: which pods need a node, the usage view that counts pods it bound before
- * their binding came back ("assumed"), binding each pod to the best-scoring node, PodScheduled=False
- * and FailedScheduling for pods that fit nowhere, and retrying those when nodes or pods change. The
- * fit and score rules are fit.ts's.
+ * Owns the scheduler loop: feeding the scheduling queue from pod events (and requeueing unschedulable
+ * pods on the cluster events that may make them fit), keeping the cache current, one attempt per
+ * popped pod (the default profile's plugins over a snapshot of the cache), binding through the
+ * binding subresource, PodScheduled=False and FailedScheduling with kube-scheduler's reasons when the
+ * pod fits nowhere, and preemption (nominatedNodeName, victims deleted with a Preempted event).
+ * Plugins are in plugins/, the framework in framework.ts, preemption's choice in preemption.ts;
+ * volume topology (VolumeBinding's filter and pre-bind) in volume-binding.ts.
  */
 import type { Logger } from 'pino';
 import { ApiError } from '../../api/errors.js';
-import type { Node, Pod, PodCondition } from '../../api/types.js';
+import { PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, PODDISRUPTIONBUDGETS, STORAGECLASSES } from '../../api/identities.js';
+import { ANN_SELECTED_NODE } from '../../api/storage.js';
+import type { Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, PodCondition, PodDisruptionBudget, StorageClass } from '../../api/types.js';
 import { CORE, type Client } from '../../client/client.js';
 import { EventRecorder } from '../../client/events.js';
 import { keyOf, type Informer } from '../../client/informer.js';
-import { Controller } from '../runtime/controller.js';
 import { controllerMetricsInScope, type ScheduleResult } from '../runtime/metrics.js';
 import type { SharedInformers } from '../runtime/informer-factory.js';
-import { podRequests, score, unfitReasons, unschedulableMessage, type NodeUsage } from './fit.js';
-import { unboundDelayedClaims, volumeBindingFilter, type VolumeBindingContext } from './volume-binding.js';
-import { ANN_SELECTED_NODE } from '../../api/storage.js';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../api/types.js';
-import { PERSISTENTVOLUMECLAIMS, PERSISTENTVOLUMES, STORAGECLASSES } from '../../api/identities.js';
+import { SchedulerCache } from './cache.js';
+import { Cycle, fitErrorMessage, schedulePod, type WeightedPlugin } from './framework.js';
+import { preempt } from './preemption.js';
+import { defaultProfile } from './profile.js';
+import { SchedulingQueue } from './queue.js';
+import { unboundDelayedClaims, volumeBindingPlugin, type VolumeBindingContext } from './volume-binding.js';
 import { controllerNow } from '../runtime/clock.js';
 
 export interface SchedulerOptions {
@@ -25,147 +30,181 @@ export interface SchedulerOptions {
   informers: SharedInformers;
   log: Logger;
   now?: () => number;
+  /** the profile's plugins (default: kube-scheduler's default profile) */
+  plugins?: WeightedPlugin[];
+  /** backoff of unschedulable pods (kube-scheduler: 1 s initial, 10 s max) */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
 }
 
-const SCHEDULER_NAME = 'default-scheduler';
+export const SCHEDULER_NAME = 'default-scheduler';
 
 /**
- * Binds pods without `spec.nodeName` to a node that fits (nodeSelector, taints, readiness,
- * resource requests against allocatable minus what is bound there). One worker, so its view of
- * each node's usage is never raced; pods it has bound but whose update has not come back through
- * the informer yet are counted as "assumed". Pods that fit nowhere get PodScheduled=False with the
- * reason, and are retried whenever a node or pod changes.
+ * Binds pods without `spec.nodeName` to the best node that fits. One worker, so the cache it reads
+ * is never raced; pods it has bound whose update has not come back through the informer yet are
+ * counted as "assumed". Pods are taken highest priority first; a pod that fits nowhere may preempt
+ * lower-priority pods, and waits (with backoff) for a node or pod change before its next attempt.
  */
 export class Scheduler {
   readonly pods: Informer<Pod>;
   readonly nodes: Informer<Node>;
-  private readonly controller: Controller;
-  private readonly unschedulable = new Set<string>();
-  /** pod key → node it was bound to, until the informer shows the binding */
-  private readonly assumed = new Map<string, { node: string; uid: string }>();
+  readonly namespaces: Informer<Namespace>;
+  readonly pdbs: Informer<PodDisruptionBudget>;
+  readonly queue: SchedulingQueue;
+  readonly cache: SchedulerCache;
+  private readonly plugins: WeightedPlugin[];
   private readonly events: EventRecorder;
   private readonly now: () => number;
   private readonly metrics = controllerMetricsInScope();
+  private startIndex = 0;
+  private loop?: Promise<void>;
   /** what volume-binding.ts reads: claims, volumes and classes */
   private readonly volumeInformers: { claims: Informer<PersistentVolumeClaim>; volumes: Informer<PersistentVolume>; classes: Informer<StorageClass> };
   private readonly volumeContext: VolumeBindingContext;
 
   constructor(private readonly opts: SchedulerOptions) {
     this.now = opts.now ?? controllerNow();
-    this.pods = opts.informers.informerFor<Pod>(CORE.pods);
-    this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
-    this.events = new EventRecorder({ client: opts.client, component: SCHEDULER_NAME, log: opts.log, now: this.now });
-    this.controller = new Controller({ name: 'scheduler', reconcile: (key) => this.reconcile(key), log: opts.log, workers: 1 });
-
-    this.pods.addHandlers({
-      onAdd: (pod) => this.maybeQueue(pod),
-      onUpdate: (pod) => {
-        const a = this.assumed.get(keyOf(pod));
-        if (a && (pod.spec.nodeName || a.uid !== pod.metadata.uid)) this.assumed.delete(keyOf(pod));
-        this.maybeQueue(pod);
-      },
-      onDelete: (pod) => {
-        this.assumed.delete(keyOf(pod));
-        this.unschedulable.delete(keyOf(pod));
-        this.retryUnschedulable();
-      },
-    });
-    const nodeChanged = () => this.retryUnschedulable();
     const claims = opts.informers.informerFor<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS);
     const volumes = opts.informers.informerFor<PersistentVolume>(PERSISTENTVOLUMES);
     const classes = opts.informers.informerFor<StorageClass>(STORAGECLASSES);
     this.volumeInformers = { claims, volumes, classes };
     this.volumeContext = { claim: (ns, name) => claims.get(`${ns}/${name}`), volume: (name) => volumes.get(name), volumes: () => volumes.list(), storageClass: (name) => classes.get(name) };
+    this.plugins = opts.plugins ?? defaultProfile({ volumePlugins: [{ plugin: volumeBindingPlugin(this.volumeContext), weight: 0 }] });
+    this.pods = opts.informers.informerFor<Pod>(CORE.pods);
+    this.nodes = opts.informers.informerFor<Node>(CORE.nodes);
+    this.namespaces = opts.informers.informerFor<Namespace>(CORE.namespaces);
+    this.pdbs = opts.informers.informerFor<PodDisruptionBudget>(PODDISRUPTIONBUDGETS);
+    this.events = new EventRecorder({ client: opts.client, component: SCHEDULER_NAME, log: opts.log, now: this.now });
+    this.queue = new SchedulingQueue({ initialBackoffMs: opts.initialBackoffMs, maxBackoffMs: opts.maxBackoffMs, now: this.now });
+    this.cache = new SchedulerCache((ns) => this.namespaces.get(ns)?.metadata.labels);
+
+    this.pods.addHandlers({
+      onAdd: (pod) => {
+        this.cache.setPod(keyOf(pod), pod);
+        this.maybeQueue(pod);
+        // A pod bound elsewhere may satisfy a waiting pod's affinity.
+        if (pod.spec.nodeName) this.queue.moveAllToActiveOrBackoff();
+      },
+      onUpdate: (pod, old) => {
+        this.cache.setPod(keyOf(pod), pod);
+        if (!needsScheduling(pod)) {
+          this.queue.delete(keyOf(pod));
+          // A bound pod that finished frees its node, as a deleted one does.
+          if (pod.spec.nodeName && isTerminal(pod) && !isTerminal(old)) this.queue.moveAllToActiveOrBackoff();
+          return;
+        }
+        // Only a change the pod's placement depends on retries it; status writes (ours included) do not.
+        if (JSON.stringify([pod.spec, pod.metadata.labels]) === JSON.stringify([old.spec, old.metadata.labels])) return;
+        this.maybeQueue(pod);
+      },
+      onDelete: (pod) => {
+        this.cache.deletePod(keyOf(pod));
+        this.queue.delete(keyOf(pod));
+        this.queue.moveAllToActiveOrBackoff();
+      },
+    });
+    this.nodes.addHandlers({
+      onAdd: (n) => {
+        this.cache.setNode(n);
+        this.queue.moveAllToActiveOrBackoff();
+      },
+      onUpdate: (n, old) => {
+        this.cache.setNode(n);
+        if (placementRelevant(n) !== placementRelevant(old)) this.queue.moveAllToActiveOrBackoff();
+      },
+      onDelete: (n) => {
+        this.cache.deleteNode(n.metadata.name ?? '');
+        this.queue.moveAllToActiveOrBackoff();
+      },
+    });
+
     // A claim made or bound, a volume made or gone, a class changed: a waiting pod may go on.
-    claims.addHandlers({ onAdd: nodeChanged, onDelete: nodeChanged, onUpdate: (pvc, old) => (pvc.status?.phase !== old.status?.phase || pvc.spec?.volumeName !== old.spec?.volumeName) && nodeChanged() });
-    volumes.addHandlers({ onAdd: nodeChanged, onDelete: nodeChanged });
-    classes.addHandlers({ onAdd: nodeChanged, onUpdate: nodeChanged, onDelete: nodeChanged });
-    this.nodes.addHandlers({ onAdd: nodeChanged, onUpdate: (n, old) => (JSON.stringify(n.spec) !== JSON.stringify(old.spec) || readyOf(n) !== readyOf(old) || JSON.stringify(n.status?.allocatable) !== JSON.stringify(old.status?.allocatable) || JSON.stringify(n.metadata.labels) !== JSON.stringify(old.metadata.labels)) && nodeChanged(), onDelete: nodeChanged });
+    const volumesChanged = () => this.queue.moveAllToActiveOrBackoff();
+    claims.addHandlers({ onAdd: volumesChanged, onDelete: volumesChanged, onUpdate: (pvc, old) => { if (pvc.status?.phase !== old.status?.phase || pvc.spec?.volumeName !== old.spec?.volumeName) volumesChanged(); } });
+    volumes.addHandlers({ onAdd: volumesChanged, onDelete: volumesChanged });
+    classes.addHandlers({ onAdd: volumesChanged, onUpdate: volumesChanged, onDelete: volumesChanged });
   }
 
   async start(): Promise<void> {
-    await Promise.all([this.nodes.start(), this.pods.start(), this.volumeInformers.claims.start(), this.volumeInformers.volumes.start(), this.volumeInformers.classes.start()]);
-    this.controller.start();
+    const { claims, volumes, classes } = this.volumeInformers;
+    await Promise.all([this.nodes.start(), this.pods.start(), this.namespaces.start(), this.pdbs.start(), claims.start(), volumes.start(), classes.start()]);
+    this.resync();
+    for (const pod of this.pods.list()) this.maybeQueue(pod);
+    this.loop = this.run();
+  }
+
+  /** Refill the cache from the informers' contents (they may have been filled without events). */
+  resync(): void {
+    this.cache.rebuild(this.nodes.list(), this.pods.list().map((pod) => ({ key: keyOf(pod), pod })));
   }
 
   async stop(): Promise<void> {
-    await this.controller.stop();
+    this.queue.close();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    for (;;) {
+      const key = await this.queue.pop();
+      if (key === undefined) return;
+      try {
+        await this.reconcile(key);
+      } catch (e) {
+        this.opts.log.warn({ err: e, pod: key }, 'scheduling attempt failed');
+        this.queue.errorAttempt(key);
+      }
+    }
   }
 
   private maybeQueue(pod: Pod): void {
-    if (needsScheduling(pod)) this.controller.queue.add(keyOf(pod));
+    if (!needsScheduling(pod)) return;
+    this.queue.add(keyOf(pod), pod.spec.priority ?? 0, Date.parse(pod.metadata.creationTimestamp ?? '') || 0);
   }
 
-  private retryUnschedulable(): void {
-    for (const key of this.unschedulable) this.controller.queue.add(key);
-  }
-
-  private usageByNode(): Map<string, NodeUsage> {
-    const usage = new Map<string, NodeUsage>();
-    const add = (nodeName: string, pod: Pod) => {
-      const u = usage.get(nodeName) ?? { requested: { cpuMilli: 0n, memory: 0n }, pods: 0n };
-      const r = podRequests(pod);
-      u.requested.cpuMilli += r.cpuMilli;
-      u.requested.memory += r.memory;
-      u.pods += 1n;
-      usage.set(nodeName, u);
-    };
-    for (const pod of this.pods.list()) {
-      const phase = pod.status?.phase;
-      if (phase === 'Succeeded' || phase === 'Failed') continue;
-      const nodeName = pod.spec.nodeName ?? this.assumed.get(keyOf(pod))?.node;
-      if (nodeName) add(nodeName, pod);
-    }
-    return usage;
-  }
-
-  /** Schedule one pod (`namespace/name`) from the caches: bind it, or record why it fits nowhere. */
+  /** Schedule one pod (`namespace/name`) from the cache: bind it, preempt for it, or record why it fits nowhere. */
   async reconcile(key: string): Promise<void> {
     const pod = this.pods.get(key);
-    if (!pod || !needsScheduling(pod) || this.assumed.has(key)) {
-      this.unschedulable.delete(key);
+    if (!pod || !needsScheduling(pod) || this.cache.isAssumed(key)) {
+      this.queue.done(key);
       return;
     }
-    if (!this.metrics) return void (await this.attempt(key, pod));
     const started = performance.now();
     let result: ScheduleResult = 'error';
     try {
       result = await this.attempt(key, pod);
     } finally {
-      this.metrics.schedulingAttempt(result, (performance.now() - started) / 1000);
+      this.metrics?.schedulingAttempt(result, (performance.now() - started) / 1000);
+      if (result === 'unschedulable') this.queue.unschedulableAttempt(key);
+      else if (result === 'scheduled') this.queue.done(key);
     }
+    if (result === 'error') this.queue.errorAttempt(key);
+  }
+
+  /** The pure part of an attempt: which node the pod would go to (or why none), against the current cache. */
+  findNode(key: string, pod: Pod) {
+    const snapshot = this.cache.snapshotFor(key, pod.spec.priority ?? 0);
+    const cycle = new Cycle(pod, snapshot);
+    const result = schedulePod(this.plugins, cycle, { startIndex: this.startIndex });
+    this.startIndex = result.nextStartIndex;
+    return { cycle, result };
   }
 
   private async attempt(key: string, pod: Pod): Promise<ScheduleResult> {
-    const nodes = this.nodes.list();
-    const usage = this.usageByNode();
-    const want = podRequests(pod);
-    const rejected: string[][] = [];
-    let best: { node: Node; score: number } | undefined;
-    for (const node of nodes) {
-      const u = usage.get(node.metadata.name!) ?? { requested: { cpuMilli: 0n, memory: 0n }, pods: 0n };
-      const reasons = unfitReasons(pod, node, u, want);
-      const volumeReason = volumeBindingFilter(pod, node, this.volumeContext);
-      if (volumeReason) reasons.push(volumeReason);
-      if (reasons.length) {
-        rejected.push(reasons);
-        continue;
+    const { cycle, result } = this.findNode(key, pod);
+    if (!result.node) {
+      let postFilter: string | undefined;
+      if (!result.preFilterReject && result.total > 0) {
+        const outcome = preempt(this.plugins, cycle, result.rejected, this.pdbs.list());
+        postFilter = outcome.message;
+        if (outcome.candidate) await this.evict(pod, outcome.candidate.node, outcome.candidate.victims.map((v) => v.pod));
       }
-      const s = score(node, u, want);
-      if (!best || s < best.score || (s === best.score && node.metadata.name! < best.node.metadata.name!)) best = { node, score: s };
-    }
-    if (!best) {
-      this.unschedulable.add(key);
-      await this.markUnschedulable(pod, unschedulableMessage(nodes.length, rejected));
+      await this.markUnschedulable(pod, fitErrorMessage(result.total, result, postFilter));
       return 'unschedulable';
     }
-    this.unschedulable.delete(key);
-    const nodeName = best.node.metadata.name!;
-    if (this.claimsNeedNode(key, pod, nodeName)) {
-      // Retried when the claims are bound (a claim event), then bound to the only node that fits.
-      this.unschedulable.add(key);
-      return 'unschedulable';
-    }
+    const nodeName = result.node.name;
+    // Retried when the claims are bound (a claim event), then bound to the only node that fits.
+    if (this.claimsNeedNode(pod, nodeName)) return 'unschedulable';
+    this.cache.assume(key, pod, nodeName);
     try {
       await this.opts.client.create(
         CORE.pods,
@@ -173,12 +212,12 @@ export class Scheduler {
         { namespace: pod.metadata.namespace, name: pod.metadata.name, subresource: 'binding' },
       );
     } catch (e) {
+      this.cache.forget(key);
       // Already bound, or deleted meanwhile: the informer will tell us the outcome.
       // Counted as upstream counts a failed binding: an error.
       if (e instanceof ApiError && (e.reason === 'Conflict' || e.reason === 'NotFound')) return 'error';
       throw e;
     }
-    this.assumed.set(key, { node: nodeName, uid: pod.metadata.uid ?? '' });
     void this.events.record({ about: pod, type: 'Normal', reason: 'Scheduled', message: `Successfully assigned ${key} to ${nodeName}` });
     return 'scheduled';
   }
@@ -186,45 +225,77 @@ export class Scheduler {
   /**
    * VolumeBinding's pre-bind: the pod's unbound WaitForFirstConsumer claims get the chosen node; true
    * while any of them is unbound, so the pod waits for the PV controller to bind them there. The
-   * writes are not awaited, so one worker keeps scheduling other pods meanwhile; a failed one puts
-   * the pod back in the queue (with backoff).
+   * writes are not awaited, so the worker keeps scheduling other pods meanwhile; a failed one sends
+   * the waiting pods round again.
    */
-  private claimsNeedNode(key: string, pod: Pod, nodeName: string): boolean {
+  private claimsNeedNode(pod: Pod, nodeName: string): boolean {
     const unbound = unboundDelayedClaims(pod, this.volumeContext);
     for (const pvc of unbound) {
       if (pvc.metadata.annotations?.[ANN_SELECTED_NODE] === nodeName) continue;
       const annotated = { ...pvc, metadata: { ...pvc.metadata, annotations: { ...(pvc.metadata.annotations ?? {}), [ANN_SELECTED_NODE]: nodeName } } };
       this.opts.client.update(PERSISTENTVOLUMECLAIMS, annotated).catch((e: unknown) => {
-        if (!(e instanceof ApiError && e.reason === 'NotFound')) this.controller.queue.addRateLimited(key);
+        if (!(e instanceof ApiError && e.reason === 'NotFound')) this.queue.moveAllToActiveOrBackoff();
       });
     }
     return unbound.length > 0;
   }
 
+  /** Preemption's effect: the preemptor nominated to the node, the victims deleted, each told by whom. */
+  private async evict(preemptor: Pod, nodeName: string, victims: Pod[]): Promise<void> {
+    await this.updateStatus(preemptor, (status) => {
+      if (status.nominatedNodeName === nodeName) return false;
+      status.nominatedNodeName = nodeName;
+      return true;
+    });
+    await Promise.all(victims.map(async (victim) => {
+      try {
+        await this.opts.client.delete(CORE.pods, { namespace: victim.metadata.namespace, name: victim.metadata.name ?? '', preconditions: { uid: victim.metadata.uid } });
+      } catch (e) {
+        if (e instanceof ApiError && (e.reason === 'NotFound' || e.reason === 'Conflict')) return;
+        throw e;
+      }
+      void this.events.record({ about: victim, type: 'Normal', reason: 'Preempted', message: `Preempted by pod ${preemptor.metadata.uid} on node ${nodeName}` });
+    }));
+  }
+
   private async markUnschedulable(pod: Pod, message: string): Promise<void> {
     const current = pod.status?.conditions?.find((c) => c.type === 'PodScheduled');
-    if (current?.status === 'False' && current.message === message) return;
-    const condition: PodCondition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+    if (!(current?.status === 'False' && current.message === message)) {
+      const condition: PodCondition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastProbeTime: null, lastTransitionTime: new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+      const written = await this.updateStatus(pod, (status) => {
+        status.conditions = [...(status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), condition];
+        return true;
+      });
+      if (!written) return;
+    }
+    void this.events.record({ about: pod, type: 'Warning', reason: 'FailedScheduling', message });
+  }
+
+  /** Read-modify-write of a still-unscheduled pod's status, retried on conflicts; false when there was nothing to write. */
+  private async updateStatus(pod: Pod, change: (status: NonNullable<Pod['status']>) => boolean): Promise<boolean> {
     for (let attempt = 0; attempt < 5; attempt++) {
       const fresh = await this.opts.client.get<Pod>(CORE.pods, { namespace: pod.metadata.namespace, name: pod.metadata.name! });
-      if (!needsScheduling(fresh)) return;
+      if (!needsScheduling(fresh)) return false;
       fresh.status ??= {};
-      fresh.status.conditions = [...(fresh.status.conditions ?? []).filter((c) => c.type !== 'PodScheduled'), condition];
+      if (!change(fresh.status)) return false;
       try {
         await this.opts.client.update(CORE.pods, fresh, { subresource: 'status' });
-        break;
+        return true;
       } catch (e) {
         if (!(e instanceof ApiError && e.reason === 'Conflict')) throw e;
       }
     }
-    void this.events.record({ about: pod, type: 'Warning', reason: 'FailedScheduling', message });
+    return false;
   }
 }
+
+const isTerminal = (pod: Pod) => pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed';
 
 function needsScheduling(pod: Pod): boolean {
   return !pod.spec.nodeName && !pod.metadata.deletionTimestamp && (pod.spec.schedulerName ?? SCHEDULER_NAME) === SCHEDULER_NAME;
 }
 
-function readyOf(n: Node): string | undefined {
-  return n.status?.conditions?.find((c) => c.type === 'Ready')?.status;
+/** What of a node can change where pods fit (heartbeats alone do not). */
+function placementRelevant(n: Node): string {
+  return JSON.stringify([n.spec, n.metadata.labels, n.status?.allocatable, n.status?.conditions?.map((c) => [c.type, c.status])]);
 }

@@ -1,8 +1,9 @@
 /**
  * Owns volume topology in scheduling, as kube-scheduler's VolumeBinding plugin: which nodes a pod's
  * PersistentVolumeClaims let it run on, and what must happen to its unbound WaitForFirstConsumer
- * claims once a node is chosen. Self-contained: the scheduler asks `volumeBindingFilter` about each
- * node (null: fits, else the reason in kube-scheduler's words) and, for the chosen node,
+ * claims once a node is chosen. The profile runs it as a plugin (`volumeBindingPlugin`: a preFilter
+ * and `volumeBindingFilter` for each node, null: fits, else the reason in kube-scheduler's words)
+ * and the scheduler asks, for the chosen node,
  * `claimsToSelectNode` for the claims to annotate with `volume.kubernetes.io/selected-node` before
  * the pod may be bound; the PV controller then binds or provisions them on that node and the pod
  * is scheduled once they are Bound.
@@ -16,6 +17,7 @@
  */
 import { ANN_SELECTED_NODE, findMatchingVolume, storageClassOf, volumeFitsNode } from '../../api/storage.js';
 import type { Node, PersistentVolume, PersistentVolumeClaim, Pod, StorageClass } from '../../api/types.js';
+import type { Cycle, NodeInfo, Plugin } from './framework.js';
 
 /** What the plugin reads, from the scheduler's caches. */
 export interface VolumeBindingContext {
@@ -90,4 +92,35 @@ export function unboundDelayedClaims(pod: Pod, ctx: VolumeBindingContext): Persi
     if (pvc && !pvc.spec?.volumeName && delaysBinding(pvc, ctx)) out.push(pvc);
   }
   return out;
+}
+
+/** Why the pod's claims keep it off every node whatever the node (missing, being deleted, unbound Immediate), or null. */
+function podLevelReason(pod: Pod, ctx: VolumeBindingContext): string | null {
+  const namespace = pod.metadata.namespace ?? '';
+  for (const name of podClaimNames(pod)) {
+    const pvc = ctx.claim(namespace, name);
+    if (!pvc) return `persistentvolumeclaim ${JSON.stringify(name)} not found`;
+    if (pvc.metadata.deletionTimestamp) return `persistentvolumeclaim ${JSON.stringify(name)} is being deleted`;
+    if (!pvc.spec?.volumeName && !delaysBinding(pvc, ctx)) return REASON_UNBOUND_IMMEDIATE;
+  }
+  return null;
+}
+
+/**
+ * VolumeBinding as a profile plugin: what holds for the pod on any node is a preFilter rejection
+ * (reported once, as kube-scheduler does), a node's conflict is its filter reason; both are
+ * unresolvable, since evicting pods frees no volume.
+ */
+export function volumeBindingPlugin(ctx: VolumeBindingContext): Plugin {
+  return {
+    name: 'VolumeBinding',
+    preFilter(cycle: Cycle) {
+      const reason = podLevelReason(cycle.pod, ctx);
+      return reason ? { reject: { reasons: [reason], unresolvable: true } } : undefined;
+    },
+    filter(cycle: Cycle, node: NodeInfo) {
+      const reason = volumeBindingFilter(cycle.pod, node.node, ctx);
+      return reason ? { reasons: [reason], unresolvable: true } : undefined;
+    },
+  };
 }

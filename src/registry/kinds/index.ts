@@ -15,6 +15,7 @@ import { ADMISSIONREGISTRATION_STRATEGIES } from './admissionregistration.js';
 import { crdStrategy } from './apiextensions.js';
 import { COORDINATION_STRATEGIES } from './coordination.js';
 import { POLICY_STRATEGIES } from './policy.js';
+import { SCHEDULING_STRATEGIES } from './scheduling.js';
 import { NETWORKING_STRATEGIES } from './networking.js';
 import { INGRESS_STRATEGIES } from './ingress.js';
 import { serviceStrategies, type ServiceStrategyOptions } from './services.js';
@@ -33,7 +34,7 @@ import { STORAGE_STRATEGIES } from './storage.js';
  * control plane's flags (the Service ranges) take them here.
  */
 export function builtinStrategies(opts: { services?: ServiceStrategyOptions } = {}): KindStrategy<KubeObject>[] {
-  return [...CORE_STRATEGIES, ...CORE_POLICY_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...STORAGE_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...NETWORKING_STRATEGIES, ...INGRESS_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...CERTIFICATES_STRATEGIES, ...RBAC_STRATEGIES, ...AUTOSCALING_STRATEGIES, ...REPLICATION_STRATEGIES, ...APIREGISTRATION_STRATEGIES];
+  return [...CORE_STRATEGIES, ...CORE_POLICY_STRATEGIES, ...CONFIG_STRATEGIES, ...APPS_STRATEGIES, ...APPS_SETS_STRATEGIES, ...STORAGE_STRATEGIES, ...ADMISSIONREGISTRATION_STRATEGIES, crdStrategy, ...COORDINATION_STRATEGIES, ...BATCH_STRATEGIES, ...POLICY_STRATEGIES, ...SCHEDULING_STRATEGIES, ...NETWORKING_STRATEGIES, ...INGRESS_STRATEGIES, ...serviceStrategies(opts.services), ...ENDPOINTSLICE_STRATEGIES, ...SERVICEACCOUNT_STRATEGIES, ...CERTIFICATES_STRATEGIES, ...RBAC_STRATEGIES, ...AUTOSCALING_STRATEGIES, ...REPLICATION_STRATEGIES, ...APIREGISTRATION_STRATEGIES];
 }
 
 /** The built-in kinds with their default configuration (Services allocate from the default ranges). */
