@@ -82,11 +82,11 @@ printf '[berth] e2e kubectl binaries: %s\n' "${BERTH_KUBECTLS:-none}" >&2
 patterns=()
 if [ "${1:-}" = "--unit-only" ]; then
   shift
-  patterns=('dist/test/unit/*.test.js')
+  patterns=('dist/test/unit/*.test.js' 'dist/test/unit/*/*.test.js')
 elif [ $# -gt 0 ]; then
   patterns=("$@")
 else
-  patterns=('dist/test/unit/*.test.js' 'dist/test/e2e/*.test.js' 'dist/test/e2e/*/*.test.js')
+  patterns=('dist/test/unit/*.test.js' 'dist/test/unit/*/*.test.js' 'dist/test/e2e/*.test.js' 'dist/test/e2e/*/*.test.js')
 fi
 requested=()
 for pattern in "${patterns[@]}"; do
