@@ -1,6 +1,7 @@
 /**
  * Owns the `berth` command line: each subcommand (server, agent, up, kubeconfig, token, migrate,
- * down), its flags, help text and defaults, and turning flags into options for the code that does the
+ * down), its flags (one table, FLAGS, from which parsing, value types and help lists all come), help
+ * pages and defaults, and turning flags into options for the code that does the
  * work (startControlPlane, startAgent, …), which is loaded only when its command runs. `berth up` also
  * supervises its local agent as a child process. Shutdown on signals and exit codes are decided here;
  * what a command does is not.
@@ -18,8 +19,7 @@ import { followNodeStartup, UpProgress } from './up-progress.js';
 import { NODE_FLAGS } from './node-flags.js';
 import type { SandboxNetworkMode } from '../agent/options.js';
 
-const HELP: Record<string, string> = {
-  main: `berth — a Kubernetes-style control plane and Docker node agent
+const MAIN_HELP = `berth — a Kubernetes-style control plane and Docker node agent
 
 Usage:
   berth server [flags]   run the control plane (API server, store, scheduler, controllers)
@@ -30,219 +30,65 @@ Usage:
   berth down   [flags]   stop a 'berth up' and remove its containers, networks and nftables table
   berth migrate --etcd-servers URL[,URL...]   copy a stopped server's SQLite store into etcd
 
-Run 'berth <command> --help' for the flags of each command.`,
-  server: `berth server — run the control plane
+Run 'berth <command> --help' for the flags of each command.`;
 
-Flags:
-  --data-dir DIR          state, certificates and credentials (default: /var/lib/berth as root, else ~/.berth)
-  --port PORT             HTTPS port (default 6443)
-  --bind-address ADDR     listen address (default 0.0.0.0)
-  --insecure-http         serve plain HTTP (only allowed with a loopback --bind-address)
-  --disable-controllers L comma-separated controllers to leave off ({controllers})
-  --node-grace-period S   seconds without heartbeat before a node is Ready=Unknown (default 40)
-  --node-monitor-period S how often node heartbeats are checked (default 5)
-  --cluster-cidr CIDR     pod addresses of the cluster; each node gets a subnet (default 10.244.0.0/16)
-  --node-cidr-mask-size N prefix length of each node's pod subnet (default 24)
-  --default-toleration-seconds S  how long new pods tolerate a not-ready/unreachable node (default 300)
-  --deny-service-external-ips     refuse every new Service externalIP (kube-apiserver's DenyServiceExternalIPs
-                          admission plugin); without it, externalIPs in the service or pod range are refused
-  --compact-interval-seconds S   how often old revisions are compacted (default 300)
-  --compact-keep-revisions N     recent revisions compaction always keeps (default 1000)
-  --watch-bookmark-interval-seconds S  how often watches with allowWatchBookmarks get a BOOKMARK (default 60)
-  --metric-resolution D   how often the Metrics API (kubectl top) scrapes each node's usage, e.g. 15s
-                          (default 15s, as metrics-server)
-  --cluster-signing-duration D  longest client certificate the CSR signers issue, e.g. 720h (default 8760h)
-  --job-backoff-base-ms N first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)
-  --horizontal-pod-autoscaler-sync-period D  how often each HPA is reconciled, e.g. 15s (default 15s)
-  --horizontal-pod-autoscaler-tolerance F    usage ratios this close to 1 leave replicas alone (default 0.1)
-  --horizontal-pod-autoscaler-downscale-stabilization D  scale-down window of HPAs that set none (default 5m)
-  --resource-quota-sync-period D  how often every ResourceQuota's usage is recounted in full (default 5m)
-  --max-requests-inflight N            reads one client may have in flight, then 429 (default 400;
-                                       0 = no limit, here and in the six flags below)
-  --max-mutating-requests-inflight N   mutations one client may have in flight, then 429 (default 200)
-  --max-objects-inflight N             objects all lists and watches' initial events may carry at once,
-                                       each charged by the objects it returns, then 429 (default 40000)
-  --max-objects-inflight-per-user N    the same for one user's lists and watches (default 20000)
-  --max-connections N     open connections beyond this are closed at once (default 4096)
-  --read-header-timeout-ms N   a connection's time to send a request's headers (default 32000)
-  --idle-timeout-ms N     how long a kept-alive connection may wait for its next request (default 90000)
-  --pod-security-default-enforce LEVEL  Pod Security level enforced in namespaces without a
-                          pod-security.kubernetes.io/enforce label: privileged, baseline or restricted (default baseline)
-  --pod-security-default-audit LEVEL    the same for audit (logged); default: the enforce default
-  --pod-security-default-warn LEVEL     the same for warn (Warning headers); default: the enforce default
-  --pod-security-exempt-namespaces L    comma-separated namespaces Pod Security never evaluates (default kube-system)
-  --encryption-provider-config FILE     EncryptionConfiguration (apiserver.config.k8s.io/v1) for data at rest;
-                          default: DIR/encryption-config.yaml, generated on first start (AES-GCM for Secrets)
-  --storage-reserve-bytes N   space kept in DIR/state.db.reserve and released when the disk fills,
-                          so reads and deletes still work (default 16777216)
-  --etcd-servers URL[,URL...]  store everything in etcd v3 at these client URLs instead of DIR/state.db
-  --etcd-prefix P         root of every key in etcd: P/<resource>/<namespace>/<name> (default /registry)
-  --etcd-cafile FILE      CA bundle verifying the etcd servers (https:// URLs)
-  --etcd-certfile FILE    client certificate presented to etcd
-  --etcd-keyfile FILE     key of --etcd-certfile
-  --token T               with --etcd-servers: the cluster token, i.e. the node token (DIR/node-token) of a
-                          server already on this etcd; this server takes the cluster's CA, keys and tokens
-                          from etcd with it (default: DIR/join-secret; the first server makes one)
-  --token-file FILE       --token read from FILE (e.g. a copy of the first server's DIR/node-token)
-  --service-cluster-ip-range CIDR  Service ClusterIPs; the first address is the kubernetes Service's,
-                          the tenth kube-dns's (default 10.96.0.0/12)
-  --service-node-port-range A-B    Service NodePorts (default 30000-32767)
-  --advertise-address IP  the address pods reach the API server at, the kubernetes Service's endpoint
-                          (default: --bind-address if specific, else the default-route interface's address)
-  --cluster-domain DOMAIN the cluster's DNS domain, named in the serving certificate (default cluster.local)
-  --service-account-issuer URL  iss of service-account tokens (default https://kubernetes.default.svc.<cluster domain>)
-  --api-audiences L       comma-separated audiences the API accepts in service-account tokens (default: the issuer)
-  --service-account-max-token-expiration D  longest token a TokenRequest gets, e.g. 48h (default: no limit)
-  --service-account-min-token-expiration D  shortest expirationSeconds a TokenRequest may ask for (default 10m;
-                          Berth-only, so tests can use short-lived tokens)
-  --service-account-token-leeway D  clock skew allowed on tokens' exp and nbf (default 1m, as kube-apiserver; Berth-only)
-  --token-auth-file FILE  static bearer tokens, as kube-apiserver's: CSV lines token,user,uid,"group1,group2"
-                          (what they may do is RBAC's to say)
-  --leader-elect[=BOOL]   run controllers, the scheduler and cron timers only while this server holds the
-                          kube-system/berth-controller-manager Lease, so several servers on one store
-                          have one active set (default: on with --etcd-servers, off otherwise)
-  --leader-elect-lease-duration D  how long other servers wait after the Lease last changed before
-                          taking it (default 15s)
-  --leader-elect-renew-deadline D  how long the leader keeps leading without renewing; less than the
-                          lease duration (default 10s)
-  --leader-elect-retry-period D    how often the leader renews and the others retry; less than the
-                          renew deadline (default 2s)
-  --log-level LEVEL       pino level (default info)
-  --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)
+/** A command's help page around its Flags list, which comes from FLAGS. */
+const HELP_PAGES: Record<Command, { intro: string; outro?: string }> = {
+  server: {
+    intro: `berth server — run the control plane
 
-Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
-  agent: `berth agent — run a node agent
+Flags:`,
+    outro: `Writes DIR/kubeconfig.yaml (admin, 0600) for kubectl and DIR/node-token (0600) for agents to join.`,
+  },
+  agent: {
+    intro: `berth agent — run a node agent
 
-Flags:
-  --server URL[,URL…]     control plane URL, e.g. https://10.0.0.1:6443 (required); with several replicas,
-                          all of them in order of preference: the agent uses one and moves to the next
-                          when a connection to it fails or its /readyz fails, resuming its watches there
-  --node-name NAME        this node's name (default: the host name)
-  --token-file FILE       file with the node token from the server's DIR/node-token (required unless
-                          --data-dir already holds credentials from an earlier join)
-  --data-dir DIR          agent state (default: /var/lib/berth/agent as root, else ~/.berth/agent)
-  --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
-  --node-ip ADDR          address other hosts reach this node on (default: an IPv4 address of the
-                          default route's interface, never link-local, as the kubelet chooses)
-  --agent-port PORT       HTTPS port of the agent's endpoint for logs and exec, which only the control
-                          plane may call (default 10250, or a free port if taken; 0 = any free port)
-  --cluster-dns IP[,IP]   nameservers of ClusterFirst pods; the node-local resolver answers on the first
-                          (default: the kube-dns Service's address, 10.96.0.10)
-  --cluster-domain NAME   the cluster's DNS domain (default cluster.local)
-  --resolv-conf FILE      the node's resolvers: Default pods inherit them, the node-local resolver forwards
-                          other names to them (default /etc/resolv.conf)
-  --heartbeat-interval-ms N   node status heartbeat period (default 10000, as the kubelet)
-  --relist-interval-ms N      safety-net resync of all pods against Docker (default 10000)
-  --claim-sweep-interval-ms N how often volumes of deleted PersistentVolumeClaims, and directories of
-                              local-path volumes deleted under reclaim policy Delete, are removed (default 60000)
-  --local-path-dir DIR    where the local-path provisioner's volumes of this node live, one directory
-                          each (default DATA_DIR/storage)
-  --crash-backoff-base-ms N   first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)
-  --runtime-check-interval-ms N  how often Docker is asked whether it is up (default 5000, as the kubelet)
-  --runtime-down-after-ms N      no answer from Docker for this long: node NotReady (default 30000, as the kubelet)
-  --runtime-event-retry-max-ms N cap of the doubling delay between Docker event stream reconnects (default 30000)
-  --token-check-interval-ms N    how often projected service account tokens are checked for a refresh
-                                 (default 60000, the kubelet's sync period)
-  --server-check-interval-ms N   with several --server URLs: how often the one in use is asked for /readyz
-                                 (default 2000)
-  --metrics-sample-interval D  how often pod and node CPU and memory are read from cgroups for the
-                          Metrics API (kubectl top), e.g. 15s (default 15s, as the kubelet; 0 = off)
-  --server-check-timeout-ms N    with several --server URLs: a /readyz not answered 200 within this long
-                                 makes the agent move to the next server (default 3000)
-  --service-proxy-table NAME     the nftables table (family ip) the service proxy owns (default berth)
-  --ingress true|false           run the built-in ingress controller (nginx) on this node (default true)
-  --ingress-http-port PORT       its host port for HTTP (default 80; 0 turns the ingress off)
-  --ingress-https-port PORT      its host port for HTTPS (default 443; 0 turns the ingress off)
-  --registries-config FILE       the node's registry mirrors and logins, in k3s's registries.yaml shape
-                                 (default DATA_DIR/registries.yaml; re-read before a pull when it changed)
-  --images-dir DIR               docker save tarballs (.tar, .tar.gz, .tar.zst) loaded at start and when added
-                                 (default DATA_DIR/images)
-  --images-poll-interval-ms N    how often --images-dir is looked at for new tarballs (default 5000)
-  --registry-mirror-timeout-ms N  how long one mirror may take before the next (or the registry itself) is
-                                 tried (default 30000)
-  --image-gc-high-threshold N    percent of the image filesystem used that starts image garbage collection
-                                 (default 85); unused images go, least recently used first, until usage is
-  --image-gc-low-threshold N     under this percent (default 80)
-  --image-minimum-gc-age D       an image first seen less than this long ago is kept (default 2m)
-  --image-gc-period D            how often image GC and DiskPressure measure the disks (default 5m)
-  --serialize-image-pulls true|false  pull one image at a time (default true, as the kubelet)
-  --max-parallel-image-pulls N   with --serialize-image-pulls=false: at most N pulls at once (default no limit)
-  --sandbox-network agent|runtime  who wires pods into the node's pod bridge: the agent, with a veth pair
-                                 per pod (default, faster), or Docker, attaching each pause container to
-                                 its bridge network
-  --log-level LEVEL       pino level (default info)
-  --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)`,
-  up: `berth up — control plane plus one local agent on this host
+Flags:`,
+  },
+  up: {
+    intro: `berth up — control plane plus one local agent on this host
 
-Flags:
-  --data-dir DIR          as for 'berth server'; the agent keeps its state in DIR/agent
-  --port PORT             HTTPS port (default 6443)
-  --node-name NAME        the local node's name (default: the host name)
-  --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)
-  --pod-security-default-enforce/-audit/-warn LEVEL, --pod-security-exempt-namespaces L
-                          as for 'berth server'
-  --encryption-provider-config FILE     as for 'berth server'
-  --bind-address ADDR, --cluster-cidr CIDR         as for 'berth server'
-  --service-cluster-ip-range CIDR                  as for 'berth server'
-  --deny-service-external-ips                      as for 'berth server'
-  --agent-port PORT, --cluster-dns IP, --service-proxy-table NAME   as for 'berth agent'
-  --ingress true|false, --ingress-http-port PORT, --ingress-https-port PORT   as for 'berth agent'
-
-Several clusters on one host: give each its own --data-dir, --port, --cluster-cidr and
+Flags:`,
+    outro: `Several clusters on one host: give each its own --data-dir, --port, --cluster-cidr and
 --service-cluster-ip-range. The cluster DNS address (the 10th of the Service range) and the
 nftables table (named for the pod range) follow from them. A cluster whose pod range, DNS address
 or table another cluster on the host holds stops at start, naming it. Ctrl-C stops the processes
 (the node resolver too); pods keep running until 'berth up' runs again or 'berth down' removes them.
-  --log-level LEVEL       pino level (default info)
-  --log-format text|json  log lines for people or JSON lines (default: text when stdout is a terminal, else json)
 
 Progress goes to stderr as each step completes (store, CA, API, agent, node Ready), then the
 commands to use the cluster; the logs of both processes go to stdout.
 
 The agent runs as a separate process and talks to the control plane over HTTPS, as a remote agent would.`,
-  down: `berth down — remove one cluster's node from this host
+  },
+  down: {
+    intro: `berth down — remove one cluster's node from this host
 
 Stops the 'berth up' running on the data dir (its agent and node resolver with it), then removes
 the containers, pod bridge networks (and their iptables rules) and nftables tables of that cluster,
 found by the cluster id its agent recorded. Nothing of another cluster on the host is touched. The
 data dir and claim volumes stay: 'berth up' on the same data dir brings the cluster back.
 
-Flags:
-  --data-dir DIR          the data dir 'berth up' ran with (default: /var/lib/berth as root, else ~/.berth)
-  --docker-socket PATH    Docker Engine socket (default /var/run/docker.sock)`,
-  migrate: `berth migrate — copy a stopped server's SQLite store (DIR/state.db) into etcd
+Flags:`,
+  },
+  migrate: {
+    intro: `berth migrate — copy a stopped server's SQLite store (DIR/state.db) into etcd
 
 Then start the server on the same data dir with the same --etcd-* flags; other servers join it with
 --token (its DIR/node-token). Every copied object keeps its uid and content, with a resourceVersion
 above any the SQLite server gave out; older resourceVersions answer 410 Gone, so watching clients relist.
 
-Flags:
-  --data-dir DIR          the stopped server's data dir (default: /var/lib/berth as root, else ~/.berth)
-  --from-sqlite FILE      the SQLite store to copy (default: DIR/state.db); refused while a server holds it
-  --etcd-servers URL[,URL...]  client URLs of the etcd members (required)
-  --etcd-prefix P         root of every key in etcd (default /registry), as for berth server
-  --etcd-cafile FILE      CA bundle verifying the etcd servers (https:// URLs)
-  --etcd-certfile FILE    client certificate presented to etcd
-  --etcd-keyfile FILE     key of --etcd-certfile
-  --force                 delete every key under the prefix first, instead of refusing a non-empty prefix
-                          (running the same migration again resumes an interrupted one without --force)`,
-  kubeconfig: `berth kubeconfig — a kubeconfig for a user authenticated by a client certificate, or the
+Flags:`,
+  },
+  kubeconfig: {
+    intro: `berth kubeconfig — a kubeconfig for a user authenticated by a client certificate, or the
 admin kubeconfig naming another control-plane replica
 
-Flags:
-  --user NAME             the user (the certificate's CN) (required unless --server is given)
-  --server URL            the server the kubeconfig names, and the one this command talks to (default:
-                          the admin kubeconfig's); without --user, writes the admin kubeconfig with this
-                          server, e.g. another replica of an HA control plane
-  --group G               a group (the certificate's O); repeat for more
-  --expiration DURATION   requested validity, e.g. 24h, 30m (default: the signer's maximum, one year)
-  --out FILE              write here (mode 0600) instead of stdout
-  --data-dir DIR          where the admin kubeconfig is (default: /var/lib/berth as root, else ~/.berth)
-  --kubeconfig FILE       the admin kubeconfig to use (default DIR/kubeconfig.yaml)
-
-Makes a key here, creates a CertificateSigningRequest (signer kubernetes.io/kube-apiserver-client) with
+Flags:`,
+    outro: `Makes a key here, creates a CertificateSigningRequest (signer kubernetes.io/kube-apiserver-client) with
 the admin credential, approves it and waits for the certificate: the same path as any user's request.`,
-  token: `berth token — join tokens for agents, stored as Kubernetes bootstrap tokens
+  },
+  token: {
+    intro: `berth token — join tokens for agents, stored as Kubernetes bootstrap tokens
 (Secrets kube-system/bootstrap-token-<id>, type bootstrap.kubernetes.io/token)
 
 Usage:
@@ -252,14 +98,177 @@ Usage:
   berth token list        ID, TTL, EXPIRES and DESCRIPTION of every token (never the secret)
   berth token delete ID   revoke a token: joins with it are refused from then on
 
-Flags:
-  --ttl DURATION          how long the token admits joins, e.g. 24h, 30m; 0 = never expires (default 24h)
-  --data-dir DIR          where the admin kubeconfig is (default: /var/lib/berth as root, else ~/.berth)
-  --kubeconfig FILE       the admin kubeconfig to use (default DIR/kubeconfig.yaml)
-
-A token admits new nodes only. A node that joined keeps its own credential when the token expires or
+Flags:`,
+    outro: `A token admits new nodes only. A node that joined keeps its own credential when the token expires or
 is deleted, and a joined node name stays that node's (its node password) until its Node is deleted.`,
+  },
 };
+
+/** The commands that take flags. */
+type Command = 'server' | 'agent' | 'up' | 'down' | 'migrate' | 'kubeconfig' | 'token';
+
+/** One flag of the command line: how it parses, the help it shows, and the commands that take it. */
+interface FlagSpec {
+  type: 'string' | 'boolean';
+  /** the value's placeholder in the help (`--port PORT`); `[=BOOL]` for a switch that also takes =true|=false */
+  value?: string;
+  /** repeatable: the values come as a list */
+  multiple?: true;
+  commands: readonly Command[];
+  /** the help words; a newline starts a continuation line */
+  help: string;
+  /** a command's own words (and placeholder) for the flag where they differ from `help` */
+  helpFor?: Partial<Record<Command, { value?: string; help: string }>>;
+  /** commands whose help names the flag in its usage lines rather than in the Flags list */
+  inUsageOf?: readonly Command[];
+}
+
+/**
+ * Every flag, declared once: parseFlags builds each command's parseArgs options from it, FlagValues
+ * the type of what it returns, and helpText each command's Flags list (in this order).
+ */
+const FLAGS = {
+  'data-dir': { type: 'string', value: 'DIR', commands: ['server', 'agent', 'up', 'down', 'migrate', 'kubeconfig', 'token'], help: 'state, certificates and credentials (default: /var/lib/berth as root, else ~/.berth)', helpFor: { agent: { help: 'agent state (default: /var/lib/berth/agent as root, else ~/.berth/agent)' }, up: { help: "as for 'berth server'; the agent keeps its state in DIR/agent" }, down: { help: "the data dir 'berth up' ran with (default: /var/lib/berth as root, else ~/.berth)" }, migrate: { help: "the stopped server's data dir (default: /var/lib/berth as root, else ~/.berth)" }, kubeconfig: { help: 'where the admin kubeconfig is (default: /var/lib/berth as root, else ~/.berth)' }, token: { help: 'where the admin kubeconfig is (default: /var/lib/berth as root, else ~/.berth)' } } },
+  port: { type: 'string', value: 'PORT', commands: ['server', 'up'], help: 'HTTPS port (default 6443)' },
+  'bind-address': { type: 'string', value: 'ADDR', commands: ['server', 'up'], help: 'listen address (default 0.0.0.0)', helpFor: { up: { help: "as for 'berth server'" } } },
+  'insecure-http': { type: 'boolean', commands: ['server'], help: 'serve plain HTTP (only allowed with a loopback --bind-address)' },
+  'disable-controllers': { type: 'string', value: 'L', commands: ['server'], help: 'comma-separated controllers to leave off ({controllers})' },
+  'node-grace-period': { type: 'string', value: 'S', commands: ['server'], help: 'seconds without heartbeat before a node is Ready=Unknown (default 40)' },
+  'node-monitor-period': { type: 'string', value: 'S', commands: ['server'], help: 'how often node heartbeats are checked (default 5)' },
+  'cluster-cidr': { type: 'string', value: 'CIDR', commands: ['server', 'up'], help: 'pod addresses of the cluster; each node gets a subnet (default 10.244.0.0/16)', helpFor: { up: { help: "as for 'berth server'" } } },
+  'node-cidr-mask-size': { type: 'string', value: 'N', commands: ['server'], help: "prefix length of each node's pod subnet (default 24)" },
+  'default-toleration-seconds': { type: 'string', value: 'S', commands: ['server'], help: 'how long new pods tolerate a not-ready/unreachable node (default 300)' },
+  'deny-service-external-ips': { type: 'boolean', commands: ['server', 'up'], help: "refuse every new Service externalIP (kube-apiserver's DenyServiceExternalIPs\nadmission plugin); without it, externalIPs in the service or pod range are refused", helpFor: { up: { help: "as for 'berth server'" } } },
+  'compact-interval-seconds': { type: 'string', value: 'S', commands: ['server'], help: 'how often old revisions are compacted (default 300)' },
+  'compact-keep-revisions': { type: 'string', value: 'N', commands: ['server'], help: 'recent revisions compaction always keeps (default 1000)' },
+  'watch-bookmark-interval-seconds': { type: 'string', value: 'S', commands: ['server'], help: 'how often watches with allowWatchBookmarks get a BOOKMARK (default 60)' },
+  'metric-resolution': { type: 'string', value: 'D', commands: ['server'], help: "how often the Metrics API (kubectl top) scrapes each node's usage, e.g. 15s\n(default 15s, as metrics-server)" },
+  'cluster-signing-duration': { type: 'string', value: 'D', commands: ['server'], help: 'longest client certificate the CSR signers issue, e.g. 720h (default 8760h)' },
+  'job-backoff-base-ms': { type: 'string', value: 'N', commands: ['server'], help: 'first Job pod re-creation delay after a failure; doubles up to 6 min (default 10000)' },
+  'horizontal-pod-autoscaler-sync-period': { type: 'string', value: 'D', commands: ['server'], help: 'how often each HPA is reconciled, e.g. 15s (default 15s)' },
+  'horizontal-pod-autoscaler-tolerance': { type: 'string', value: 'F', commands: ['server'], help: 'usage ratios this close to 1 leave replicas alone (default 0.1)' },
+  'horizontal-pod-autoscaler-downscale-stabilization': { type: 'string', value: 'D', commands: ['server'], help: 'scale-down window of HPAs that set none (default 5m)' },
+  'resource-quota-sync-period': { type: 'string', value: 'D', commands: ['server'], help: "how often every ResourceQuota's usage is recounted in full (default 5m)" },
+  'max-requests-inflight': { type: 'string', value: 'N', commands: ['server'], help: 'reads one client may have in flight, then 429 (default 400;\n0 = no limit, here and in the six flags below)' },
+  'max-mutating-requests-inflight': { type: 'string', value: 'N', commands: ['server'], help: 'mutations one client may have in flight, then 429 (default 200)' },
+  'max-objects-inflight': { type: 'string', value: 'N', commands: ['server'], help: "objects all lists and watches' initial events may carry at once,\neach charged by the objects it returns, then 429 (default 40000)" },
+  'max-objects-inflight-per-user': { type: 'string', value: 'N', commands: ['server'], help: "the same for one user's lists and watches (default 20000)" },
+  'max-connections': { type: 'string', value: 'N', commands: ['server'], help: 'open connections beyond this are closed at once (default 4096)' },
+  'read-header-timeout-ms': { type: 'string', value: 'N', commands: ['server'], help: "a connection's time to send a request's headers (default 32000)" },
+  'idle-timeout-ms': { type: 'string', value: 'N', commands: ['server'], help: 'how long a kept-alive connection may wait for its next request (default 90000)' },
+  'pod-security-default-enforce': { type: 'string', value: 'LEVEL', commands: ['server', 'up'], help: 'Pod Security level enforced in namespaces without a\npod-security.kubernetes.io/enforce label: privileged, baseline or restricted (default baseline)', helpFor: { up: { help: "as for 'berth server'" } } },
+  'pod-security-default-audit': { type: 'string', value: 'LEVEL', commands: ['server', 'up'], help: 'the same for audit (logged); default: the enforce default', helpFor: { up: { help: "as for 'berth server'" } } },
+  'pod-security-default-warn': { type: 'string', value: 'LEVEL', commands: ['server', 'up'], help: 'the same for warn (Warning headers); default: the enforce default', helpFor: { up: { help: "as for 'berth server'" } } },
+  'pod-security-exempt-namespaces': { type: 'string', value: 'L', commands: ['server', 'up'], help: 'comma-separated namespaces Pod Security never evaluates (default kube-system)', helpFor: { up: { help: "as for 'berth server'" } } },
+  'encryption-provider-config': { type: 'string', value: 'FILE', commands: ['server', 'up'], help: 'EncryptionConfiguration (apiserver.config.k8s.io/v1) for data at rest;\ndefault: DIR/encryption-config.yaml, generated on first start (AES-GCM for Secrets)', helpFor: { up: { help: "as for 'berth server'" } } },
+  'storage-reserve-bytes': { type: 'string', value: 'N', commands: ['server'], help: 'space kept in DIR/state.db.reserve and released when the disk fills,\nso reads and deletes still work (default 16777216)' },
+  'etcd-servers': { type: 'string', value: 'URL[,URL...]', commands: ['server', 'migrate'], help: 'store everything in etcd v3 at these client URLs instead of DIR/state.db', helpFor: { migrate: { help: 'client URLs of the etcd members (required)' } } },
+  'etcd-prefix': { type: 'string', value: 'P', commands: ['server', 'migrate'], help: 'root of every key in etcd: P/<resource>/<namespace>/<name> (default /registry)', helpFor: { migrate: { help: 'root of every key in etcd (default /registry), as for berth server' } } },
+  'etcd-cafile': { type: 'string', value: 'FILE', commands: ['server', 'migrate'], help: 'CA bundle verifying the etcd servers (https:// URLs)' },
+  'etcd-certfile': { type: 'string', value: 'FILE', commands: ['server', 'migrate'], help: 'client certificate presented to etcd' },
+  'etcd-keyfile': { type: 'string', value: 'FILE', commands: ['server', 'migrate'], help: 'key of --etcd-certfile' },
+  token: { type: 'string', value: 'T', commands: ['server'], help: "with --etcd-servers: the cluster token, i.e. the node token (DIR/node-token) of a\nserver already on this etcd; this server takes the cluster's CA, keys and tokens\nfrom etcd with it (default: DIR/join-secret; the first server makes one)" },
+  'token-file': { type: 'string', value: 'FILE', commands: ['server', 'agent'], help: "--token read from FILE (e.g. a copy of the first server's DIR/node-token)", helpFor: { agent: { help: "file with the node token from the server's DIR/node-token (required unless\n--data-dir already holds credentials from an earlier join)" } } },
+  'service-cluster-ip-range': { type: 'string', value: 'CIDR', commands: ['server', 'up'], help: "Service ClusterIPs; the first address is the kubernetes Service's,\nthe tenth kube-dns's (default 10.96.0.0/12)", helpFor: { up: { help: "as for 'berth server'" } } },
+  'service-node-port-range': { type: 'string', value: 'A-B', commands: ['server'], help: 'Service NodePorts (default 30000-32767)' },
+  'advertise-address': { type: 'string', value: 'IP', commands: ['server'], help: "the address pods reach the API server at, the kubernetes Service's endpoint\n(default: --bind-address if specific, else the default-route interface's address)" },
+  'cluster-domain': { type: 'string', value: 'DOMAIN', commands: ['server', 'agent'], help: "the cluster's DNS domain, named in the serving certificate (default cluster.local)", helpFor: { agent: { value: 'NAME', help: "the cluster's DNS domain (default cluster.local)" } } },
+  'service-account-issuer': { type: 'string', value: 'URL', commands: ['server'], help: 'iss of service-account tokens (default https://kubernetes.default.svc.<cluster domain>)' },
+  'api-audiences': { type: 'string', value: 'L', commands: ['server'], help: 'comma-separated audiences the API accepts in service-account tokens (default: the issuer)' },
+  'service-account-max-token-expiration': { type: 'string', value: 'D', commands: ['server'], help: 'longest token a TokenRequest gets, e.g. 48h (default: no limit)' },
+  'service-account-min-token-expiration': { type: 'string', value: 'D', commands: ['server'], help: 'shortest expirationSeconds a TokenRequest may ask for (default 10m;\nBerth-only, so tests can use short-lived tokens)' },
+  'service-account-token-leeway': { type: 'string', value: 'D', commands: ['server'], help: "clock skew allowed on tokens' exp and nbf (default 1m, as kube-apiserver; Berth-only)" },
+  'token-auth-file': { type: 'string', value: 'FILE', commands: ['server'], help: "static bearer tokens, as kube-apiserver's: CSV lines token,user,uid,\"group1,group2\"\n(what they may do is RBAC's to say)" },
+  'leader-elect': { type: 'boolean', value: '[=BOOL]', commands: ['server'], help: 'run controllers, the scheduler and cron timers only while this server holds the\nkube-system/berth-controller-manager Lease, so several servers on one store\nhave one active set (default: on with --etcd-servers, off otherwise)' },
+  'leader-elect-lease-duration': { type: 'string', value: 'D', commands: ['server'], help: 'how long other servers wait after the Lease last changed before\ntaking it (default 15s)' },
+  'leader-elect-renew-deadline': { type: 'string', value: 'D', commands: ['server'], help: 'how long the leader keeps leading without renewing; less than the\nlease duration (default 10s)' },
+  'leader-elect-retry-period': { type: 'string', value: 'D', commands: ['server'], help: 'how often the leader renews and the others retry; less than the\nrenew deadline (default 2s)' },
+  'log-level': { type: 'string', value: 'LEVEL', commands: ['server', 'agent', 'up'], help: 'pino level (default info)' },
+  'log-format': { type: 'string', value: 'text|json', commands: ['server', 'agent', 'up'], help: 'log lines for people or JSON lines (default: text when stdout is a terminal, else json)' },
+  server: { type: 'string', value: 'URL[,URL…]', commands: ['agent', 'kubeconfig'], help: 'control plane URL, e.g. https://10.0.0.1:6443 (required); with several replicas,\nall of them in order of preference: the agent uses one and moves to the next\nwhen a connection to it fails or its /readyz fails, resuming its watches there', helpFor: { kubeconfig: { value: 'URL', help: "the server the kubeconfig names, and the one this command talks to (default:\nthe admin kubeconfig's); without --user, writes the admin kubeconfig with this\nserver, e.g. another replica of an HA control plane" } } },
+  'node-name': { type: 'string', value: 'NAME', commands: ['agent', 'up'], help: "this node's name (default: the host name)", helpFor: { up: { help: "the local node's name (default: the host name)" } } },
+  'docker-socket': { type: 'string', value: 'PATH', commands: ['agent', 'up', 'down'], help: 'Docker Engine socket (default /var/run/docker.sock)' },
+  'node-ip': { type: 'string', value: 'ADDR', commands: ['agent'], help: "address other hosts reach this node on (default: an IPv4 address of the\ndefault route's interface, never link-local, as the kubelet chooses)" },
+  'agent-port': { type: 'string', value: 'PORT', commands: ['agent', 'up'], help: "HTTPS port of the agent's endpoint for logs and exec, which only the control\nplane may call (default 10250, or a free port if taken; 0 = any free port)", helpFor: { up: { help: "as for 'berth agent'" } } },
+  'cluster-dns': { type: 'string', value: 'IP[,IP]', commands: ['agent', 'up'], help: "nameservers of ClusterFirst pods; the node-local resolver answers on the first\n(default: the kube-dns Service's address, 10.96.0.10)", helpFor: { up: { value: 'IP', help: "as for 'berth agent'" } } },
+  'resolv-conf': { type: 'string', value: 'FILE', commands: ['agent'], help: "the node's resolvers: Default pods inherit them, the node-local resolver forwards\nother names to them (default /etc/resolv.conf)" },
+  'heartbeat-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'node status heartbeat period (default 10000, as the kubelet)' },
+  'relist-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'safety-net resync of all pods against Docker (default 10000)' },
+  'claim-sweep-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'how often volumes of deleted PersistentVolumeClaims, and directories of\nlocal-path volumes deleted under reclaim policy Delete, are removed (default 60000)' },
+  'local-path-dir': { type: 'string', value: 'DIR', commands: ['agent'], help: "where the local-path provisioner's volumes of this node live, one directory\neach (default DATA_DIR/storage)" },
+  'crash-backoff-base-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'first crash-loop backoff; doubles up to 300 s (default 10000, as the kubelet)' },
+  'runtime-check-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'how often Docker is asked whether it is up (default 5000, as the kubelet)' },
+  'runtime-down-after-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'no answer from Docker for this long: node NotReady (default 30000, as the kubelet)' },
+  'runtime-event-retry-max-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'cap of the doubling delay between Docker event stream reconnects (default 30000)' },
+  'token-check-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: "how often projected service account tokens are checked for a refresh\n(default 60000, the kubelet's sync period)" },
+  'server-check-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'with several --server URLs: how often the one in use is asked for /readyz\n(default 2000)' },
+  'metrics-sample-interval': { type: 'string', value: 'D', commands: ['agent'], help: 'how often pod and node CPU and memory are read from cgroups for the\nMetrics API (kubectl top), e.g. 15s (default 15s, as the kubelet; 0 = off)' },
+  'server-check-timeout-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'with several --server URLs: a /readyz not answered 200 within this long\nmakes the agent move to the next server (default 3000)' },
+  'service-proxy-table': { type: 'string', value: 'NAME', commands: ['agent', 'up'], help: 'the nftables table (family ip) the service proxy owns (default berth)', helpFor: { up: { help: "as for 'berth agent'" } } },
+  ingress: { type: 'string', value: 'true|false', commands: ['agent', 'up'], help: 'run the built-in ingress controller (nginx) on this node (default true)', helpFor: { up: { help: "as for 'berth agent'" } } },
+  'ingress-http-port': { type: 'string', value: 'PORT', commands: ['agent', 'up'], help: 'its host port for HTTP (default 80; 0 turns the ingress off)', helpFor: { up: { help: "as for 'berth agent'" } } },
+  'ingress-https-port': { type: 'string', value: 'PORT', commands: ['agent', 'up'], help: 'its host port for HTTPS (default 443; 0 turns the ingress off)', helpFor: { up: { help: "as for 'berth agent'" } } },
+  'registries-config': { type: 'string', value: 'FILE', commands: ['agent'], help: "the node's registry mirrors and logins, in k3s's registries.yaml shape\n(default DATA_DIR/registries.yaml; re-read before a pull when it changed)" },
+  'images-dir': { type: 'string', value: 'DIR', commands: ['agent'], help: 'docker save tarballs (.tar, .tar.gz, .tar.zst) loaded at start and when added\n(default DATA_DIR/images)' },
+  'images-poll-interval-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'how often --images-dir is looked at for new tarballs (default 5000)' },
+  'registry-mirror-timeout-ms': { type: 'string', value: 'N', commands: ['agent'], help: 'how long one mirror may take before the next (or the registry itself) is\ntried (default 30000)' },
+  'image-gc-high-threshold': { type: 'string', value: 'N', commands: ['agent'], help: 'percent of the image filesystem used that starts image garbage collection\n(default 85); unused images go, least recently used first, until usage is' },
+  'image-gc-low-threshold': { type: 'string', value: 'N', commands: ['agent'], help: 'under this percent (default 80)' },
+  'image-minimum-gc-age': { type: 'string', value: 'D', commands: ['agent'], help: 'an image first seen less than this long ago is kept (default 2m)' },
+  'image-gc-period': { type: 'string', value: 'D', commands: ['agent'], help: 'how often image GC and DiskPressure measure the disks (default 5m)' },
+  'serialize-image-pulls': { type: 'string', value: 'true|false', commands: ['agent'], help: 'pull one image at a time (default true, as the kubelet)' },
+  'max-parallel-image-pulls': { type: 'string', value: 'N', commands: ['agent'], help: 'with --serialize-image-pulls=false: at most N pulls at once (default no limit)' },
+  'sandbox-network': { type: 'string', value: 'agent|runtime', commands: ['agent'], help: "who wires pods into the node's pod bridge: the agent, with a veth pair\nper pod (default, faster), or Docker, attaching each pause container to\nits bridge network" },
+  'from-sqlite': { type: 'string', value: 'FILE', commands: ['migrate'], help: 'the SQLite store to copy (default: DIR/state.db); refused while a server holds it' },
+  force: { type: 'boolean', commands: ['migrate'], help: 'delete every key under the prefix first, instead of refusing a non-empty prefix\n(running the same migration again resumes an interrupted one without --force)' },
+  user: { type: 'string', value: 'NAME', commands: ['kubeconfig'], help: "the user (the certificate's CN) (required unless --server is given)" },
+  group: { type: 'string', value: 'G', multiple: true, commands: ['kubeconfig'], help: "a group (the certificate's O); repeat for more" },
+  expiration: { type: 'string', value: 'DURATION', commands: ['kubeconfig'], help: "requested validity, e.g. 24h, 30m (default: the signer's maximum, one year)" },
+  out: { type: 'string', value: 'FILE', commands: ['kubeconfig', 'token'], help: 'write here (mode 0600) instead of stdout', inUsageOf: ['token'] },
+  kubeconfig: { type: 'string', value: 'FILE', commands: ['kubeconfig', 'token'], help: 'the admin kubeconfig to use (default DIR/kubeconfig.yaml)' },
+  ttl: { type: 'string', value: 'DURATION', commands: ['token'], help: 'how long the token admits joins, e.g. 24h, 30m; 0 = never expires (default 24h)' },
+  description: { type: 'string', value: 'TEXT', commands: ['token'], help: 'what the token is for, shown by berth token list', inUsageOf: ['token'] },
+} as const satisfies Record<string, FlagSpec>;
+
+type FlagName = keyof typeof FLAGS;
+/** The flags `command` takes. */
+type FlagOf<C extends Command> = { [K in FlagName]: C extends (typeof FLAGS)[K]['commands'][number] ? K : never }[FlagName];
+type FlagValue<K extends FlagName> = (typeof FLAGS)[K] extends { type: 'boolean' } ? boolean : (typeof FLAGS)[K] extends { multiple: true } ? string[] : string;
+/** What parseFlags returns for `command`: each of its flags' value, when given, and --help. */
+type FlagValues<C extends Command> = { [K in FlagOf<C>]?: FlagValue<K> } & { help?: boolean };
+
+function flagEntries(command: Command): Array<[FlagName, FlagSpec]> {
+  return (Object.entries(FLAGS) as Array<[FlagName, FlagSpec]>).filter(([, spec]) => spec.commands.includes(command));
+}
+
+/** `command`'s flags (and -h/--help) parsed from argv; an unknown flag fails as parseArgs fails it. */
+function parseFlags<C extends Command>(command: C, argv: string[], opts: { allowPositionals?: boolean } = {}): { values: FlagValues<C>; positionals: string[] } {
+  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }> = {};
+  for (const [name, spec] of flagEntries(command)) options[name] = { type: spec.type, ...(spec.multiple ? { multiple: true } : {}) };
+  options.help = { type: 'boolean', short: 'h' };
+  const { values, positionals } = parseArgs({ args: argv, options, allowPositionals: opts.allowPositionals ?? false });
+  // parseArgs types its result from a literal options object; these options are built from FLAGS, whose types FlagValues states.
+  return { values: values as FlagValues<C>, positionals };
+}
+
+/** The column the help words start at, after the `--flag VALUE` part. */
+const HELP_WORDS_COLUMN = 26;
+
+/** `command`'s help page: its intro, one line (and continuation lines) per flag from FLAGS, its outro. */
+function helpText(command: Command): string {
+  const lines: string[] = [];
+  for (const [name, spec] of flagEntries(command)) {
+    if (spec.inUsageOf?.includes(command)) continue;
+    const own = spec.helpFor?.[command];
+    const value = own?.value ?? spec.value;
+    const usage = `  --${name}${value === undefined ? '' : value.startsWith('[') ? value : ` ${value}`}`;
+    const [first = '', ...more] = (own?.help ?? spec.help).split('\n');
+    lines.push(`${usage.length < HELP_WORDS_COLUMN ? usage.padEnd(HELP_WORDS_COLUMN) : `${usage}  `}${first}`);
+    for (const line of more) lines.push(`${' '.repeat(HELP_WORDS_COLUMN)}${line}`);
+  }
+  const page = HELP_PAGES[command];
+  return [`${page.intro}\n${lines.join('\n')}`, ...(page.outro === undefined ? [] : [page.outro])].join('\n\n');
+}
 
 function defaultDataDir(): string {
   return process.getuid?.() === 0 ? '/var/lib/berth' : path.join(os.homedir(), '.berth');
@@ -325,68 +334,9 @@ function parsePort(s: string | undefined, fallback: number): number {
 
 async function runServer(rawArgv: string[]): Promise<void> {
   const { argv, value: leaderElectFlag } = explicitBoolean(rawArgv, 'leader-elect');
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      'data-dir': { type: 'string' },
-      port: { type: 'string' },
-      'bind-address': { type: 'string' },
-      'insecure-http': { type: 'boolean' },
-      'disable-controllers': { type: 'string' },
-      'node-grace-period': { type: 'string' },
-      'node-monitor-period': { type: 'string' },
-      'cluster-cidr': { type: 'string' },
-      'node-cidr-mask-size': { type: 'string' },
-      'default-toleration-seconds': { type: 'string' },
-      'deny-service-external-ips': { type: 'boolean' },
-      'compact-interval-seconds': { type: 'string' },
-      'compact-keep-revisions': { type: 'string' },
-      'watch-bookmark-interval-seconds': { type: 'string' },
-      'metric-resolution': { type: 'string' },
-      'job-backoff-base-ms': { type: 'string' },
-      'cluster-signing-duration': { type: 'string' },
-      'horizontal-pod-autoscaler-sync-period': { type: 'string' },
-      'resource-quota-sync-period': { type: 'string' },
-      'horizontal-pod-autoscaler-tolerance': { type: 'string' },
-      'horizontal-pod-autoscaler-downscale-stabilization': { type: 'string' },
-      'max-requests-inflight': { type: 'string' },
-      'max-mutating-requests-inflight': { type: 'string' },
-      'max-objects-inflight': { type: 'string' },
-      'max-objects-inflight-per-user': { type: 'string' },
-      'max-connections': { type: 'string' },
-      'read-header-timeout-ms': { type: 'string' },
-      'idle-timeout-ms': { type: 'string' },
-      'encryption-provider-config': { type: 'string' },
-      'storage-reserve-bytes': { type: 'string' },
-      'etcd-servers': { type: 'string' },
-      'etcd-prefix': { type: 'string' },
-      'etcd-cafile': { type: 'string' },
-      'etcd-certfile': { type: 'string' },
-      'etcd-keyfile': { type: 'string' },
-      token: { type: 'string' },
-      'token-file': { type: 'string' },
-      'service-cluster-ip-range': { type: 'string' },
-      'service-node-port-range': { type: 'string' },
-      'advertise-address': { type: 'string' },
-      'cluster-domain': { type: 'string' },
-      'service-account-issuer': { type: 'string' },
-      'api-audiences': { type: 'string' },
-      'service-account-max-token-expiration': { type: 'string' },
-      'service-account-min-token-expiration': { type: 'string' },
-      'service-account-token-leeway': { type: 'string' },
-      'token-auth-file': { type: 'string' },
-      'leader-elect': { type: 'boolean' },
-      'leader-elect-lease-duration': { type: 'string' },
-      'leader-elect-renew-deadline': { type: 'string' },
-      'leader-elect-retry-period': { type: 'string' },
-      ...POD_SECURITY_FLAGS,
-      'log-level': { type: 'string' },
-      'log-format': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values } = parseFlags('server', argv);
   // The names come from the controller registrations, which load every controller: only for this help.
-  if (values.help) return void console.log(HELP.server!.replace('{controllers}', (await import('./controller-names.js')).CONTROLLER_NAMES.join(', ')));
+  if (values.help) return void console.log(helpText('server').replace('{controllers}', (await import('./controller-names.js')).CONTROLLER_NAMES.join(', ')));
   const num = (s: string | undefined, flag: string) => {
     if (s === undefined) return undefined;
     const n = Number(s);
@@ -396,7 +346,7 @@ async function runServer(rawArgv: string[]): Promise<void> {
   const leaderElection = await leaderElectionFlags({
     // Several servers share a store only through etcd; on SQLite a crashed server restarted with
     // election would sit a lease duration without controllers, waiting out its own old Lease.
-    enabled: leaderElectFlag ?? (values['leader-elect'] || Boolean((values as Record<string, unknown>)['etcd-servers'])),
+    enabled: leaderElectFlag ?? (values['leader-elect'] || Boolean(values['etcd-servers'])),
     leaseDuration: values['leader-elect-lease-duration'],
     renewDeadline: values['leader-elect-renew-deadline'],
     retryPeriod: values['leader-elect-retry-period'],
@@ -535,52 +485,8 @@ export function durationSeconds(s: string | undefined, flag: string): number | u
 }
 
 async function runAgent(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      server: { type: 'string' },
-      'node-name': { type: 'string' },
-      'token-file': { type: 'string' },
-      'data-dir': { type: 'string' },
-      'docker-socket': { type: 'string' },
-      'node-ip': { type: 'string' },
-      'agent-port': { type: 'string' },
-      'cluster-dns': { type: 'string' },
-      'cluster-domain': { type: 'string' },
-      'resolv-conf': { type: 'string' },
-      'heartbeat-interval-ms': { type: 'string' },
-      'relist-interval-ms': { type: 'string' },
-      'claim-sweep-interval-ms': { type: 'string' },
-      'local-path-dir': { type: 'string' },
-      'crash-backoff-base-ms': { type: 'string' },
-      'runtime-check-interval-ms': { type: 'string' },
-      'runtime-down-after-ms': { type: 'string' },
-      'runtime-event-retry-max-ms': { type: 'string' },
-      'token-check-interval-ms': { type: 'string' },
-      'server-check-interval-ms': { type: 'string' },
-      'server-check-timeout-ms': { type: 'string' },
-      'metrics-sample-interval': { type: 'string' },
-      'service-proxy-table': { type: 'string' },
-      'sandbox-network': { type: 'string' },
-      ingress: { type: 'string' },
-      'ingress-http-port': { type: 'string' },
-      'ingress-https-port': { type: 'string' },
-      'registries-config': { type: 'string' },
-      'images-dir': { type: 'string' },
-      'images-poll-interval-ms': { type: 'string' },
-      'registry-mirror-timeout-ms': { type: 'string' },
-      'image-gc-high-threshold': { type: 'string' },
-      'image-gc-low-threshold': { type: 'string' },
-      'image-minimum-gc-age': { type: 'string' },
-      'image-gc-period': { type: 'string' },
-      'serialize-image-pulls': { type: 'string' },
-      'max-parallel-image-pulls': { type: 'string' },
-      'log-level': { type: 'string' },
-      'log-format': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) return void console.log(HELP.agent);
+  const { values } = parseFlags('agent', argv);
+  if (values.help) return void console.log(helpText('agent'));
   const maxParallelImagePulls = imagePullLimit(values['serialize-image-pulls'], values['max-parallel-image-pulls']);
   type MsFlag =
     | 'heartbeat-interval-ms'
@@ -721,31 +627,8 @@ function clusterDnsFlag(value: string | undefined): string[] | undefined {
 const NODE_READY_HINT_MS = 60_000;
 
 async function runUp(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      'data-dir': { type: 'string' },
-      port: { type: 'string' },
-      'node-name': { type: 'string' },
-      'docker-socket': { type: 'string' },
-      'encryption-provider-config': { type: 'string' },
-      ...POD_SECURITY_FLAGS,
-      'bind-address': { type: 'string' },
-      'cluster-cidr': { type: 'string' },
-      'service-cluster-ip-range': { type: 'string' },
-      'deny-service-external-ips': { type: 'boolean' },
-      'agent-port': { type: 'string' },
-      'cluster-dns': { type: 'string' },
-      'service-proxy-table': { type: 'string' },
-      ingress: { type: 'string' },
-      'ingress-http-port': { type: 'string' },
-      'ingress-https-port': { type: 'string' },
-      'log-level': { type: 'string' },
-      'log-format': { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) return void console.log(HELP.up);
+  const { values } = parseFlags('up', argv);
+  if (values.help) return void console.log(helpText('up'));
   const dataDir = values['data-dir'] ?? defaultDataDir();
   const level = values['log-level'] ?? 'info';
   // Resolved here and handed to the agent, so both processes on this terminal write the same way.
@@ -851,21 +734,17 @@ function upPidFile(dataDir: string): string {
 /** `berth agent`'s exit status when another cluster on the host holds what it would take (agent/node/host-conflicts.ts). */
 const EXIT_HOST_CONFLICT_CODE = 4;
 
-const POD_SECURITY_FLAGS = {
-  'pod-security-default-enforce': { type: 'string' },
-  'pod-security-default-audit': { type: 'string' },
-  'pod-security-default-warn': { type: 'string' },
-  'pod-security-exempt-namespaces': { type: 'string' },
-} as const;
+/** The Pod Security flags, as `berth server` and `berth up` take them. */
+type PodSecurityFlag = 'pod-security-default-enforce' | 'pod-security-default-audit' | 'pod-security-default-warn' | 'pod-security-exempt-namespaces';
 
 type PodSecurityLevel = 'privileged' | 'baseline' | 'restricted';
 
 /** The Pod Security flags as control-plane options; audit and warn follow enforce unless given. */
-function podSecurityOptions(values: Partial<Record<keyof typeof POD_SECURITY_FLAGS, string>>): {
+function podSecurityOptions(values: Partial<Record<PodSecurityFlag, string>>): {
   podSecurityDefaults: { enforce: PodSecurityLevel; audit: PodSecurityLevel; warn: PodSecurityLevel };
   podSecurityExemptNamespaces?: string[];
 } {
-  const level = (flag: keyof typeof POD_SECURITY_FLAGS, fallback: PodSecurityLevel): PodSecurityLevel => {
+  const level = (flag: PodSecurityFlag, fallback: PodSecurityLevel): PodSecurityLevel => {
     const v = values[flag];
     if (v === undefined) return fallback;
     if (v !== 'privileged' && v !== 'baseline' && v !== 'restricted') fail(`invalid --${flag} "${v}": must be one of privileged, baseline, restricted`);
@@ -932,21 +811,9 @@ async function durationFlagMs(flag: string, text: string | undefined): Promise<n
 }
 
 async function runKubeconfig(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      user: { type: 'string' },
-      group: { type: 'string', multiple: true },
-      expiration: { type: 'string' },
-      out: { type: 'string' },
-      'data-dir': { type: 'string' },
-      kubeconfig: { type: 'string' },
-      server: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values } = parseFlags('kubeconfig', argv);
   if (values.help) {
-    console.log(HELP.kubeconfig);
+    console.log(helpText('kubeconfig'));
     return;
   }
   if (!values.user && values.server === undefined) fail('--user is required (or --server, for the admin kubeconfig naming that server)');
@@ -986,20 +853,9 @@ async function runKubeconfig(argv: string[]): Promise<void> {
 }
 
 async function runToken(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      ttl: { type: 'string' },
-      description: { type: 'string' },
-      out: { type: 'string' },
-      'data-dir': { type: 'string' },
-      kubeconfig: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values, positionals } = parseFlags('token', argv, { allowPositionals: true });
   const [action, id, ...extra] = positionals;
-  if (values.help || action === undefined) return void console.log(HELP.token);
+  if (values.help || action === undefined) return void console.log(helpText('token'));
   if (extra.length) fail(`unexpected arguments: ${extra.join(' ')}`);
   const adminKubeconfig = fs.readFileSync(values.kubeconfig ?? path.join(values['data-dir'] ?? defaultDataDir(), 'kubeconfig.yaml'), 'utf8');
   const { createJoinToken, deleteJoinToken, listJoinTokens } = await import('./join-tokens.js');
@@ -1036,27 +892,14 @@ async function runToken(argv: string[]): Promise<void> {
       console.error(`berth: join token ${id} deleted`);
       return;
     default:
-      fail(`unknown action "${action}"\n\n${HELP.token}`);
+      fail(`unknown action "${action}"\n\n${helpText('token')}`);
   }
 }
 
 async function runMigrate(argv: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      'data-dir': { type: 'string' },
-      'from-sqlite': { type: 'string' },
-      'etcd-servers': { type: 'string' },
-      'etcd-prefix': { type: 'string' },
-      'etcd-cafile': { type: 'string' },
-      'etcd-certfile': { type: 'string' },
-      'etcd-keyfile': { type: 'string' },
-      force: { type: 'boolean' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
+  const { values } = parseFlags('migrate', argv);
   if (values.help) {
-    console.log(HELP.migrate);
+    console.log(helpText('migrate'));
     return;
   }
   const etcd = etcdFlags(values);
@@ -1085,8 +928,8 @@ async function runMigrate(argv: string[]): Promise<void> {
 }
 
 async function runDown(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { 'data-dir': { type: 'string' }, 'docker-socket': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
-  if (values.help) return void console.log(HELP.down);
+  const { values } = parseFlags('down', argv);
+  if (values.help) return void console.log(helpText('down'));
   const { down } = await import('../agent/node/down.js');
   const report = await down({ dataDir: values['data-dir'] ?? defaultDataDir(), dockerSocket: values['docker-socket'], log: (line) => process.stderr.write(`berth down: ${line}\n`) });
   process.stderr.write(
@@ -1116,10 +959,10 @@ export async function main(argv: string[]): Promise<void> {
     case '-h':
     case '--help':
     case 'help':
-      console.log(HELP.main);
+      console.log(MAIN_HELP);
       return;
     default:
-      fail(`unknown command "${cmd}"\n\n${HELP.main}`);
+      fail(`unknown command "${cmd}"\n\n${MAIN_HELP}`);
   }
 }
 

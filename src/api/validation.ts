@@ -70,4 +70,5 @@ export { POD_UPDATE_FORBIDDEN_MESSAGE, validatePodSpecUpdate, validatePodUpdate 
 export { validateNode, validateNodeUpdate, validateTaints } from './validation/node.js';
 export { STANDARD_FINALIZERS, validateNamespace } from './validation/namespace.js';
 export { validateLabelSelectorObject } from './validation/selector.js';
+export { domainPrefixedPathErrors, validateIngressClass, validateIngressClassUpdate } from './validation/networking-ingressclass.js';
 export { LEGACY_INGRESS_CLASS_ANNOTATION, PATH_TYPES, validateIngressBackend, validateIngressClassAnnotation, validateIngressSpec, validateIngressStatus, wildcardSubdomainErrors } from './validation/networking-ingress.js';

@@ -8,7 +8,7 @@ import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 import { StorageError, type Backend, type WatchOptions as StoreWatchOptions } from '../../src/storage/backend.js';
 import { LocalClient } from '../../src/client/local-client.js';
-import { allocatableOf, podRequests, tolerates, unfitReasons, unschedulableMessage } from '../../src/controllers/scheduler/fit.js';
+import { allocatableOf, podRequests, tolerates } from '../../src/controllers/scheduler/fit.js';
 import { defaultPullPolicy, qosClassOf } from '../../src/registry/kinds/core.js';
 
 const info = (plural: string) => BUILTIN_RESOURCES.find((r) => r.plural === plural)!;
@@ -213,7 +213,6 @@ describe('scheduler fit', () => {
     status: { allocatable: { cpu: '2', memory: '1Gi', pods: '3' }, conditions: [{ type: 'Ready', status: 'True' }] },
     ...extra,
   });
-  const empty = { requested: { cpuMilli: 0n, memory: 0n }, pods: 0n };
 
   it('counts requests exactly, defaulting requests to limits', () => {
     const p = pod('p', { containers: [{ name: 'a', image: 'i:1', resources: { requests: { cpu: '250m', memory: '1.5Gi' } } }, { name: 'b', image: 'i:1', resources: { limits: { cpu: '0.5', memory: '512Mi' } } }] });
@@ -221,23 +220,8 @@ describe('scheduler fit', () => {
     assert.deepEqual(allocatableOf(node('n')), { cpuMilli: 2000n, memory: 1024n * 1024n * 1024n, pods: 3n });
   });
 
-  it('explains why nothing fits, counted per reason', () => {
-    const big = pod('big', { containers: [{ name: 'a', image: 'i:1', resources: { requests: { memory: '2Gi' } } }] });
-    const want = podRequests(big);
-    const reasons = [node('a'), node('b')].map((n) => unfitReasons(big, n, empty, want));
-    assert.equal(unschedulableMessage(2, reasons), '0/2 nodes are available: 2 Insufficient memory.');
-    const full = unfitReasons(pod('x'), node('a'), { requested: { cpuMilli: 0n, memory: 0n }, pods: 3n }, podRequests(pod('x')));
-    assert.deepEqual(full, ['Too many pods']);
-    const notReady = node('c', { status: { allocatable: { cpu: '2', memory: '1Gi', pods: '3' }, conditions: [{ type: 'Ready', status: 'Unknown' }] } });
-    assert.deepEqual(unfitReasons(pod('y'), notReady, empty, podRequests(pod('y'))), ['node(s) had untolerated taint {node.kubernetes.io/unreachable: }']);
-    assert.equal(unschedulableMessage(0, []), 'no nodes available to schedule pods');
-  });
-
-  it('honours nodeSelector and tolerations', () => {
-    const sel = pod('s', { nodeSelector: { disk: 'ssd' } });
-    assert.deepEqual(unfitReasons(sel, node('a'), empty, podRequests(sel)), ["node(s) didn't match Pod's node affinity/selector"]);
-    const tainted = node('t', { spec: { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] } });
-    assert.equal(unfitReasons(pod('p'), tainted, empty, podRequests(pod('p'))).length, 1);
+  // Why a node rejects a pod, and the 0/N message, are the scheduler plugins' and framework's (test/unit/scheduler/).
+  it('matches tolerations to taints', () => {
     assert.ok(tolerates([{ key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }], { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }));
     assert.ok(tolerates([{ operator: 'Exists' }], { key: 'anything', effect: 'NoExecute' }));
     assert.ok(!tolerates([{ key: 'dedicated', operator: 'Equal', value: 'cpu' }], { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }));

@@ -433,7 +433,7 @@ describe('columns live with their kind', () => {
     assert.deepEqual(withColumns, [
       '/ConfigMap', '/Endpoints', '/Event', '/LimitRange', '/Namespace', '/Node', '/PersistentVolume', '/PersistentVolumeClaim', '/Pod', '/PodTemplate', '/ReplicationController', '/ResourceQuota', '/Secret', '/Service', '/ServiceAccount',
       'apiregistration.k8s.io/APIService', 'apps/ControllerRevision', 'apps/DaemonSet', 'apps/Deployment', 'apps/ReplicaSet', 'apps/StatefulSet', 'autoscaling/HorizontalPodAutoscaler',
-      'batch/CronJob', 'batch/Job', 'certificates.k8s.io/CertificateSigningRequest', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'networking.k8s.io/Ingress', 'networking.k8s.io/NetworkPolicy', 'policy/PodDisruptionBudget',
+      'batch/CronJob', 'batch/Job', 'certificates.k8s.io/CertificateSigningRequest', 'coordination.k8s.io/Lease', 'discovery.k8s.io/EndpointSlice', 'networking.k8s.io/Ingress', 'networking.k8s.io/IngressClass', 'networking.k8s.io/NetworkPolicy', 'policy/PodDisruptionBudget',
       'rbac.authorization.k8s.io/ClusterRole', 'rbac.authorization.k8s.io/ClusterRoleBinding', 'rbac.authorization.k8s.io/Role', 'rbac.authorization.k8s.io/RoleBinding', 'scheduling.k8s.io/PriorityClass', 'storage.k8s.io/StorageClass',
     ]);
   });

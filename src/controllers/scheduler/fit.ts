@@ -1,8 +1,7 @@
 /**
  * Owns the scheduler's arithmetic, pure: a pod's requests (as counted for fit, and with kube-scheduler's
  * non-zero defaults for scoring), a node's allocatable and effective taints, and toleration matching.
- * The filters and scores that use them are the plugins' (plugins/, run by framework.ts);
- * unfitReasons/score/unschedulableMessage are the older single-function view kept for callers of it.
+ * The filters and scores that use them are the plugins' (plugins/, run by framework.ts).
  */
 import { milliValue, parseQuantity, value } from '../../api/quantity.js';
 import type { Container, Node, Pod, Taint, Toleration } from '../../api/types.js';
@@ -101,52 +100,4 @@ export function tolerates(tolerations: Toleration[] | undefined, taint: Taint): 
     if (t.key !== taint.key) return false;
     return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
   });
-}
-
-export interface NodeUsage {
-  requested: Requests;
-  pods: bigint;
-}
-
-/** Why a node cannot take a pod, in the words the scheduler reports, or undefined when it fits. */
-export function unfitReasons(pod: Pod, node: Node, usage: NodeUsage, want: Requests): string[] {
-  const reasons: string[] = [];
-  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) {
-    if (node.metadata.labels?.[k] !== v) {
-      reasons.push("node(s) didn't match Pod's node affinity/selector");
-      break;
-    }
-  }
-  for (const taint of effectiveTaints(node)) {
-    if (taint.effect === 'PreferNoSchedule') continue;
-    if (!tolerates(pod.spec.tolerations, taint)) {
-      reasons.push(`node(s) had untolerated taint {${taint.key}: ${taint.value ?? ''}}`);
-      break;
-    }
-  }
-  const alloc = allocatableOf(node);
-  if (usage.pods + 1n > alloc.pods) reasons.push('Too many pods');
-  if (want.cpuMilli > 0n && usage.requested.cpuMilli + want.cpuMilli > alloc.cpuMilli) reasons.push('Insufficient cpu');
-  if (want.memory > 0n && usage.requested.memory + want.memory > alloc.memory) reasons.push('Insufficient memory');
-  return reasons;
-}
-
-/** Lower is better: the mean of used fractions after placing the pod (spreads load, like LeastAllocated). */
-export function score(node: Node, usage: NodeUsage, want: Requests): number {
-  const alloc = allocatableOf(node);
-  const frac = (used: bigint, total: bigint) => (total > 0n ? Number((used * 10000n) / total) / 10000 : 1);
-  return (
-    frac(usage.requested.cpuMilli + want.cpuMilli, alloc.cpuMilli) +
-    frac(usage.requested.memory + want.memory, alloc.memory) +
-    frac(usage.pods + 1n, alloc.pods)
-  ) / 3;
-}
-
-/** `0/2 nodes are available: 2 Insufficient memory.` — counts per reason, sorted, as kube-scheduler words it. */
-export function unschedulableMessage(total: number, reasonsPerNode: string[][]): string {
-  if (total === 0) return 'no nodes available to schedule pods';
-  const counts = new Map<string, number>();
-  for (const reasons of reasonsPerNode) for (const r of reasons) counts.set(r, (counts.get(r) ?? 0) + 1);
-  const parts = [...counts.entries()].map(([r, n]) => `${n} ${r}`).sort();
-  return `0/${total} nodes are available: ${parts.join(', ')}.`;
 }

@@ -1,6 +1,7 @@
 /**
- * networking.k8s.io/v1 Ingress: its REST identity, validation hook-up and table columns. The rules
- * are in src/api/validation/networking-ingress.ts; the default-class admission fills
+ * networking.k8s.io/v1 Ingress and IngressClass: their REST identities, validation hook-up, defaults
+ * and table columns. The rules are in src/api/validation/networking-ingress.ts and
+ * networking-ingressclass.ts; the default-class admission fills
  * spec.ingressClassName (src/admission/plugins/default-ingress-class.ts); the ingress-status controller
  * keeps status.loadBalancer (src/controllers/ingress-status); the node agent's ingress controller serves it.
  *
@@ -9,8 +10,9 @@
  * annotation must agree with spec.ingressClassName on create only.
  */
 import type { FieldError } from '../../api/errors.js';
-import type { Ingress, KubeObject } from '../../api/types.js';
+import type { Ingress, IngressClass, KubeObject } from '../../api/types.js';
 import { validateIngressClassAnnotation, validateIngressSpec, validateIngressStatus, validateObjectMeta, validateObjectMetaUpdate } from '../../api/validation.js';
+import { validateIngressClass, validateIngressClassUpdate } from '../../api/validation/networking-ingressclass.js';
 import { protobufMessagesOf } from '../../api/protobuf/messages.js';
 import { AGE_COLUMN, NAME_COLUMN, ageSince, column, type ColumnProvider } from '../table-columns.js';
 import { INGRESSCLASSES, INGRESSES, type ResourceInfo, resourceInfo } from '../../api/identities.js';
@@ -73,12 +75,46 @@ export const ingressStrategy: KindStrategy<Ingress> = {
   validateUpdate: (ing, old) => [...validateIngress(ing), ...validateObjectMetaUpdate(ing.metadata, old.metadata), ...validateIngressStatus(ing.status ?? {})],
 };
 
-// TEMP: a bare IngressClass until the kind's own module lands (meta validation only, default columns).
-const ingressClassStrategy: KindStrategy<KubeObject> = {
-  info: resourceInfo(INGRESSCLASSES, { listKind: 'IngressClassList', singular: 'ingressclass', shortNames: [], verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'], subresources: [], categories: [] }),
+export const INGRESSCLASS_INFO: ResourceInfo = resourceInfo(INGRESSCLASSES, {
+  listKind: 'IngressClassList',
+  singular: 'ingressclass',
+  shortNames: [],
+  verbs: ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'],
+  subresources: [],
+  categories: [],
+});
+
+/** kubectl's PARAMETERS cell: `<none>`, or the referenced `Kind[.apiGroup]/name`. */
+export function ingressClassParametersCell(cls: IngressClass): string {
+  const params = cls.spec?.parameters;
+  if (!params) return '<none>';
+  return `${params.kind}${params.apiGroup !== undefined ? `.${params.apiGroup}` : ''}/${params.name}`;
+}
+
+const INGRESSCLASS_COLUMNS: ColumnProvider = {
+  columns: [
+    NAME_COLUMN,
+    column('Controller', 'Controller that is responsible for handling this class'),
+    column('Parameters', 'A reference to a resource with additional parameters'),
+    AGE_COLUMN,
+  ],
+  cells: (obj, { now }) => {
+    const cls = obj as IngressClass;
+    return [obj.metadata.name ?? '', cls.spec?.controller ?? '', ingressClassParametersCell(cls), ageSince(obj.metadata.creationTimestamp, now)];
+  },
+};
+
+export const ingressClassStrategy: KindStrategy<IngressClass> = {
+  info: INGRESSCLASS_INFO,
+  table: INGRESSCLASS_COLUMNS,
   hasStatus: false,
   generation: true,
-  validate: (c) => validateObjectMeta(c.metadata, { namespaced: false, nameRule: 'subdomain' }),
+  // networking/v1's only default: a parameters reference without a scope names a cluster-scoped object.
+  applyDefaults(cls) {
+    if (cls.spec?.parameters) cls.spec.parameters.scope ??= 'Cluster';
+  },
+  validate: validateIngressClass,
+  validateUpdate: validateIngressClassUpdate,
 };
 
 export const INGRESS_STRATEGIES: KindStrategy<KubeObject>[] = [ingressStrategy as unknown as KindStrategy<KubeObject>, ingressClassStrategy];

@@ -1,6 +1,8 @@
 /** NodeResourcesFit (filter and LeastAllocated), NodeResourcesBalancedAllocation, ImageLocality. */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { Cycle, fitErrorMessage, schedulePod } from '../../../src/controllers/scheduler/framework.js';
+import { defaultProfile } from '../../../src/controllers/scheduler/profile.js';
 import { imageLocality } from '../../../src/controllers/scheduler/plugins/image-locality.js';
 import { nodeResourcesBalancedAllocation, nodeResourcesFit } from '../../../src/controllers/scheduler/plugins/node-resources.js';
 import { filterAll, node, pod, scores, snapshot } from './helpers.js';
@@ -22,6 +24,23 @@ describe('NodeResourcesFit plugin', () => {
     assert.deepEqual(s, { busy: 25, idle: 75 });
     const none = scores(nodeResourcesFit, pod('p'), snapshot([node('n', { cpu: '1', memory: '1000Mi' })]));
     assert.deepEqual(none, { n: 85 }, 'cpu (1000-100)/1000 = 90, memory (1000-200)/1000 = 80');
+  });
+});
+
+describe('the framework\'s message when no node fits', () => {
+  it('counts the nodes per reason, and says when there are no nodes', () => {
+    const big = pod('big', { memory: '2Gi' });
+    const snap = snapshot([node('a', { memory: '1Gi' }), node('b', { memory: '1Gi' })]);
+    const result = schedulePod(defaultProfile(), new Cycle(big, snap));
+    assert.equal(result.node, undefined);
+    assert.equal(fitErrorMessage(result.total, result), '0/2 nodes are available: 2 Insufficient memory.');
+    const none = schedulePod(defaultProfile(), new Cycle(big, snapshot([])));
+    assert.equal(fitErrorMessage(none.total, none), 'no nodes available to schedule pods');
+  });
+
+  it('names a nodeSelector mismatch as kube-scheduler does', () => {
+    const result = schedulePod(defaultProfile(), new Cycle(pod('s', { spec: { nodeSelector: { disk: 'ssd' } } }), snapshot([node('a')])));
+    assert.equal(fitErrorMessage(result.total, result), "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.");
   });
 });
 

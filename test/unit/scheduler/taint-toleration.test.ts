@@ -12,6 +12,8 @@ describe('TaintToleration plugin', () => {
     assert.deepEqual(v.b?.reasons, ['node(s) had untolerated taint {gpu: }']);
     assert.equal(v.c, undefined, 'PreferNoSchedule never filters');
     assert.deepEqual(v.d?.reasons, ['node(s) had untolerated taint {node.kubernetes.io/not-ready: }']);
+    const unreachable = filterAll(taintToleration, pod('p'), snapshot([node('e', { ready: 'Unknown' })]));
+    assert.deepEqual(unreachable.e?.reasons, ['node(s) had untolerated taint {node.kubernetes.io/unreachable: }'], 'a node whose Ready is Unknown is unreachable');
     assert.deepEqual(fits(taintToleration, pod('p', { spec: { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoSchedule' }, { operator: 'Exists', effect: 'NoExecute' }] } }), snap), ['a', 'b', 'c']);
   });
 
