@@ -195,8 +195,11 @@ describe('pods on real Docker (two agents on one host)', () => {
   });
 
   it('schedules pods without nodeName onto Ready nodes, spreading them, and honours nodeSelector', async () => {
+    // Spread as kube-scheduler's LeastAllocated spreads: by requests, with 100m cpu and 200Mi memory
+    // counted for a pod that states none (nodeB has two such pods here, nodeA one), so each pod asks
+    // for as much cpu as one of those to tip the balance after the first.
     for (let i = 0; i < 4; i++) {
-      await c.client.create(CORE.pods, podManifest(`spread-${i}`, { terminationGracePeriodSeconds: 0, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'], resources: { requests: { cpu: '10m', memory: '8Mi' } } }] }), { namespace: 'default' });
+      await c.client.create(CORE.pods, podManifest(`spread-${i}`, { terminationGracePeriodSeconds: 0, containers: [{ name: 'main', image: TEST_IMAGE, command: ['sleep', '3600'], resources: { requests: { cpu: '100m', memory: '8Mi' } } }] }), { namespace: 'default' });
     }
     const nodes = new Set<string>();
     for (let i = 0; i < 4; i++) nodes.add((await waitForPod(c.client, 'default', `spread-${i}`, running)).spec.nodeName!);
@@ -210,7 +213,7 @@ describe('pods on real Docker (two agents on one host)', () => {
     const p = await waitForPod(c.client, 'default', 'huge', (x) => x.status?.conditions?.some((k) => k.type === 'PodScheduled' && k.status === 'False') ?? false);
     const cond = p.status!.conditions!.find((k) => k.type === 'PodScheduled')!;
     assert.equal(cond.reason, 'Unschedulable');
-    assert.equal(cond.message, '0/2 nodes are available: 2 Insufficient memory.');
+    assert.equal(cond.message, '0/2 nodes are available: 2 Insufficient memory. preemption: 0/2 nodes are available: 2 No preemption victims found for incoming pod.');
     assert.equal(p.spec.nodeName, undefined);
     await c.client.create(CORE.pods, podManifest('nowhere', { nodeSelector: { disk: 'ssd' }, containers: [{ name: 'main', image: TEST_IMAGE }] }), { namespace: 'default' });
     const q = await waitForPod(c.client, 'default', 'nowhere', (x) => x.status?.conditions?.some((k) => k.type === 'PodScheduled' && k.status === 'False') ?? false);
