@@ -19,20 +19,25 @@ function containerRequests(c: Container): Requests {
   return { cpuMilli: cpu ? milliValue(parseQuantity(cpu)) : 0n, memory: mem ? value(parseQuantity(mem)) : 0n };
 }
 
-/** Pod requests: the sum of app containers, or the largest init container if that is larger. */
-export function podRequests(pod: Pod): Requests {
+/** A pod's requests from each container's: the app containers summed, or an init container's if larger (init containers run one at a time). */
+function sumRequests(pod: Pod, perContainer: (c: Container) => Requests): Requests {
   const sum: Requests = { cpuMilli: 0n, memory: 0n };
   for (const c of pod.spec.containers ?? []) {
-    const r = containerRequests(c);
+    const r = perContainer(c);
     sum.cpuMilli += r.cpuMilli;
     sum.memory += r.memory;
   }
   for (const c of pod.spec.initContainers ?? []) {
-    const r = containerRequests(c);
+    const r = perContainer(c);
     if (r.cpuMilli > sum.cpuMilli) sum.cpuMilli = r.cpuMilli;
     if (r.memory > sum.memory) sum.memory = r.memory;
   }
   return sum;
+}
+
+/** Pod requests: the sum of app containers, or the largest init container if that is larger. */
+export function podRequests(pod: Pod): Requests {
+  return sumRequests(pod, containerRequests);
 }
 
 /** kube-scheduler's defaults for a container without requests, so scoring still sees it. */
@@ -41,24 +46,12 @@ const DEFAULT_MEMORY = 200n * 1024n * 1024n;
 
 /** Requests as scoring counts them: an unset cpu or memory request of a container counts as 100m / 200Mi. */
 export function nonZeroRequests(pod: Pod): Requests {
-  const sum: Requests = { cpuMilli: 0n, memory: 0n };
-  const nonZero = (c: Container): Requests => {
+  return sumRequests(pod, (c) => {
     const r = containerRequests(c);
     const hasCpu = c.resources?.requests?.cpu !== undefined || c.resources?.limits?.cpu !== undefined;
     const hasMem = c.resources?.requests?.memory !== undefined || c.resources?.limits?.memory !== undefined;
     return { cpuMilli: hasCpu ? r.cpuMilli : DEFAULT_MILLI_CPU, memory: hasMem ? r.memory : DEFAULT_MEMORY };
-  };
-  for (const c of pod.spec.containers ?? []) {
-    const r = nonZero(c);
-    sum.cpuMilli += r.cpuMilli;
-    sum.memory += r.memory;
-  }
-  for (const c of pod.spec.initContainers ?? []) {
-    const r = nonZero(c);
-    if (r.cpuMilli > sum.cpuMilli) sum.cpuMilli = r.cpuMilli;
-    if (r.memory > sum.memory) sum.memory = r.memory;
-  }
-  return sum;
+  });
 }
 
 export interface NodeAllocatable {
