@@ -106,6 +106,8 @@ if [ "$for_tests" -eq 1 ]; then
   /usr/bin/python3 -c 'import kubernetes' 2>/dev/null || packages+=(python3-kubernetes)
   # images.test.js starts its own private registry (Distribution 2.8, htpasswd auth) on a loopback port.
   [ -x /usr/bin/docker-registry ] || packages+=(docker-registry)
+  # ingress.test.js and the multi-host services and NetworkPolicy tests request with curl (--resolve, --cacert).
+  berth_have curl || packages+=(curl)
 fi
 if ! berth_have npm; then packages+=(npm); fi
 # The agent's ingress controller makes its default certificate with openssl.
