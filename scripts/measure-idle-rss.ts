@@ -8,12 +8,16 @@
  * timing), with VmHWM (the peak) and /proc/<pid>/smaps_rollup's anonymous / file-backed split.
  * The median over `--runs` servers is printed. Each server is stopped and its directory removed.
  *
+ * With `--agent`, the process measured is a node agent instead: a cluster as the e2e harness starts
+ * it (test/e2e/harness.ts: server, one agent on this machine's Docker engine, its node Ready, no pods
+ * of the user's), left alone for the settle time, then the agent's VmRSS read the same way.
+ *
  * With `--breakdown`, one more server is started the same way plus scripts/idle-rss-probe.ts
  * preloaded: after the settle time it gets SIGUSR2 and reports V8's heap spaces, code statistics and
  * a heap snapshot, which this script summarises (live bytes per V8 node type, largest groups by name).
  *
  * Usage: node dist/scripts/measure-idle-rss.js [--runs 3] [--settle-s 60] [--samples 9]
- *          [--interval-ms 500] [--warm-up [--kubectl PATH]] [--breakdown] [--node-flag FLAG]... [--env NAME=VALUE]... [--berth BIN] [--json]
+ *          [--interval-ms 500] [--warm-up [--kubectl PATH]] [--agent] [--breakdown] [--node-flag FLAG]... [--env NAME=VALUE]... [--berth BIN] [--json]
  * Bounded: each run lasts start-up + settle + samples × interval; every process started is killed
  * on exit (also on SIGINT), and the server listens on 127.0.0.1 only.
  */
@@ -26,6 +30,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { NODE_FLAGS } from '../src/node-flags.js';
 import { freePort } from '../test/e2e/ports.js';
+import { startCluster } from '../test/e2e/harness.js';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -39,6 +44,7 @@ const { values } = parseArgs({
     'node-flag': { type: 'string', multiple: true },
     env: { type: 'string', multiple: true },
     'warm-up': { type: 'boolean', default: false },
+    agent: { type: 'boolean', default: false },
     kubectl: { type: 'string', default: 'kubectl' },
     json: { type: 'boolean', default: false },
     // another build to compare against, e.g. a copy of bin/ and dist/ from before a change
@@ -172,10 +178,20 @@ interface RunResult {
   fileMb: number;
 }
 
-async function measureOnce(): Promise<RunResult> {
+/** The process whose memory one run measures: a fresh server, or with --agent a fresh cluster's agent. */
+async function startMeasured(): Promise<{ pid: number; stop(): Promise<void> }> {
+  if (values.agent) {
+    const cluster = await startCluster({ agents: ['idle-rss'] });
+    return { pid: cluster.agentPid(cluster.nodeNames[0]!), stop: () => cluster.stop() };
+  }
   const server = await startServer([]);
-  const pid = server.child.pid!;
   if (values['warm-up']) await warmUp(server);
+  return { pid: server.child.pid!, stop: () => server.stop() };
+}
+
+async function measureOnce(): Promise<RunResult> {
+  const measured = await startMeasured();
+  const pid = measured.pid;
   await new Promise((r) => setTimeout(r, settleMs));
   const readings: number[] = [];
   for (let i = 0; i < samples; i++) {
@@ -184,7 +200,7 @@ async function measureOnce(): Promise<RunResult> {
   }
   const hwm = statusKb(pid, 'VmHWM');
   const smaps = smapsRollupKb(pid);
-  await server.stop();
+  await measured.stop();
   return {
     rssMb: mb(median(readings)),
     hwmMb: mb(hwm),
@@ -287,7 +303,7 @@ async function main(): Promise<void> {
   }
   const summary = { nodeFlags, env: { ...Object.fromEntries((values.env ?? []).map((kv) => kv.split('=', 2))) }, settleS: settleMs / 1000, runs: results, medianRssMb: median(results.map((r) => r.rssMb)), medianHwmMb: median(results.map((r) => r.hwmMb)) };
   if (values.json) console.log(JSON.stringify(summary));
-  else console.log(`idle control plane (${[...Object.entries(summary.env).map(([k, v]) => `${k}=${v}`), ...nodeFlags].join(' ')}; ${settleMs / 1000} s settle): VmRSS median of ${runs} runs ${summary.medianRssMb} MB, VmHWM ${summary.medianHwmMb} MB`);
+  else console.log(`idle ${values.agent ? 'node agent' : 'control plane'} (${[...Object.entries(summary.env).map(([k, v]) => `${k}=${v}`), ...nodeFlags].join(' ')}; ${settleMs / 1000} s settle): VmRSS median of ${runs} runs ${summary.medianRssMb} MB, VmHWM ${summary.medianHwmMb} MB`);
   if (values.breakdown) await breakdown();
 }
 
