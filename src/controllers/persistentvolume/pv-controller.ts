@@ -129,7 +129,9 @@ export class PersistentVolumeController {
       onError: (e) => this.opts.log.warn({ err: e.message }, 'persistent volume pass failed'),
     });
     const kick = () => this.pass.kick();
-    for (const inf of [this.volumes, this.claims, this.classes] as unknown as Informer<KubeObject>[]) inf.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
+    this.volumes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
+    this.claims.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
+    this.classes.addHandlers({ onAdd: kick, onUpdate: kick, onDelete: kick });
     // Pods matter only to claims being deleted (pvc-protection): a pod's going may free one.
     this.pods.addHandlers({ onDelete: kick, onUpdate: (p, old) => p.status?.phase !== old.status?.phase && kick() });
   }

@@ -97,4 +97,4 @@ export const limitRangeStrategy: KindStrategy<LimitRange> = {
   validateUpdate: (range, old) => [...validateLimitRange(range), ...validateObjectMetaUpdate(range.metadata, old.metadata)],
 };
 
-export const CORE_POLICY_STRATEGIES = [resourceQuotaStrategy, limitRangeStrategy] as unknown as KindStrategy<KubeObject>[];
+export const CORE_POLICY_STRATEGIES = [resourceQuotaStrategy, limitRangeStrategy] as KindStrategy<KubeObject>[];

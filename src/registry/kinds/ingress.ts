@@ -117,4 +117,4 @@ export const ingressClassStrategy: KindStrategy<IngressClass> = {
   validateUpdate: validateIngressClassUpdate,
 };
 
-export const INGRESS_STRATEGIES: KindStrategy<KubeObject>[] = [ingressStrategy as unknown as KindStrategy<KubeObject>, ingressClassStrategy];
+export const INGRESS_STRATEGIES: KindStrategy<KubeObject>[] = [ingressStrategy, ingressClassStrategy] as KindStrategy<KubeObject>[];

@@ -157,4 +157,4 @@ export const networkPolicyStrategy: KindStrategy<NetworkPolicy> = {
   validateUpdate: (np, old) => [...validateNetworkPolicy(np), ...validateObjectMetaUpdate(np.metadata, old.metadata)],
 };
 
-export const NETWORKING_STRATEGIES: KindStrategy<KubeObject>[] = [networkPolicyStrategy as unknown as KindStrategy<KubeObject>];
+export const NETWORKING_STRATEGIES: KindStrategy<KubeObject>[] = [networkPolicyStrategy] as KindStrategy<KubeObject>[];
