@@ -95,6 +95,10 @@ interface Sample {
   etcdRssMb: number;
   hollowCpu: number;
   hollowRssMb: number;
+  /** cumulative CPU seconds of each */
+  serverCpuS: number;
+  etcdCpuS: number;
+  hollowCpuS: number;
 }
 
 function procTimes(pid: number | undefined): { cpuS: number; rssMb: number } {
@@ -133,6 +137,9 @@ class Sampler {
           etcdRssMb: etcd.reduce((a, e) => a + e.rssMb, 0),
           hollowCpu: (hollow.cpuS - this.last.hollow) / dt,
           hollowRssMb: hollow.rssMb,
+          serverCpuS: server.cpuS,
+          etcdCpuS: etcdCpu,
+          hollowCpuS: hollow.cpuS,
         });
       }
       this.last = { t: now, server: server.cpuS, etcd: etcdCpu, hollow: hollow.cpuS };
@@ -148,7 +155,11 @@ class Sampler {
     const s = this.samples.filter((x) => x.t >= from && x.t <= to);
     const mean = (f: (x: Sample) => number) => (s.length ? s.reduce((a, x) => a + f(x), 0) / s.length : NaN);
     const max = (f: (x: Sample) => number) => (s.length ? Math.max(...s.map(f)) : NaN);
+    const used = (f: (x: Sample) => number) => (s.length > 1 ? f(s[s.length - 1]!) - f(s[0]!) : NaN);
     return {
+      serverCpuSeconds: used((x) => x.serverCpuS),
+      etcdCpuSeconds: used((x) => x.etcdCpuS),
+      hollowCpuSeconds: used((x) => x.hollowCpuS),
       seconds: Math.round((to - from) / 1000),
       serverCpuMean: mean((x) => x.serverCpu),
       serverCpuMax: max((x) => x.serverCpu),
@@ -617,12 +628,14 @@ function printReport(r: Record<string, any>): void {
     console.log(`| latency pods, one by one | ${d.latencyStartupMs.n} | ${f(d.latencyStartupMs.p50)} ms | ${f(d.latencyStartupMs.p90)} ms | ${f(d.latencyStartupMs.p99)} ms | ≤ ${SLO.startupP99Ms} ms | ${d.latencyStartupMs.p99 <= SLO.startupP99Ms ? 'yes' : '**no**'} |`);
     api(r.densityApi, 'density');
     const res = r.densityResources;
+    console.log(`density CPU: server ${f(res.serverCpuSeconds, 1)} s (${f((res.serverCpuSeconds / (d.pods + d.latencyStartupMs.n)) * 1000, 1)} s per 1,000 pods created, run and deleted)${r.backend === 'etcd' ? `, etcd ${f(res.etcdCpuSeconds, 1)} s` : ''}, hollow nodes ${f(res.hollowCpuSeconds, 1)} s`);
     console.log(`density resources: server ${f(res.serverCpuMean, 2)} cores mean (${f(res.serverCpuMax, 2)} max), RSS max ${f(res.serverRssMaxMb)} MB (target ≤ ${SLO.serverRssMb})${r.backend === 'etcd' ? `; etcd ${f(res.etcdCpuMean, 2)} cores, ${f(res.etcdRssMaxMb)} MB` : ''}; hollow process ${f(res.hollowCpuMean, 2)} cores, ${f(res.hollowRssMaxMb)} MB`);
   }
   if (r.load) {
     console.log(`load: ${r.load.deployments} Deployments, ${r.load.pods} pods; steps (ops s + settle s): ${Object.entries(r.load.steps as Record<string, { opSeconds: number; settleSeconds: number }>).map(([k, v]) => `${k} ${f(v.opSeconds)}+${f(v.settleSeconds)}`).join(', ')}`);
     api(r.loadApi, 'load');
     const res = r.loadResources;
+    console.log(`load CPU: server ${f(res.serverCpuSeconds, 1)} s${r.backend === 'etcd' ? `, etcd ${f(res.etcdCpuSeconds, 1)} s` : ''}, hollow nodes ${f(res.hollowCpuSeconds, 1)} s`);
     console.log(`load resources: server ${f(res.serverCpuMean, 2)} cores mean (${f(res.serverCpuMax, 2)} max), RSS max ${f(res.serverRssMaxMb)} MB${r.backend === 'etcd' ? `; etcd ${f(res.etcdCpuMean, 2)} cores, ${f(res.etcdRssMaxMb)} MB` : ''}`);
   }
   const top = [...((r.densityApi as ApiRow[]) ?? []), ...((r.loadApi as ApiRow[]) ?? [])].sort((a, b) => b.p99Ms - a.p99Ms).slice(0, 8);
