@@ -174,12 +174,22 @@ class Sampler {
 
 // ---- API latency from the server's histogram ----
 
+const SCHEDULER_KEY = 'scheduling attempt';
 type Histograms = Map<string, { labels: Record<string, string>; buckets: Map<number, number>; count: number }>;
 
 async function scrapeHistograms(client: HttpClient, url: string): Promise<Histograms> {
   const text = await rawGet(client, url, '/metrics');
   const out: Histograms = new Map();
   for (const line of text.split('\n')) {
+    if (line.startsWith('scheduler_scheduling_attempt_duration_seconds_bucket{')) {
+      // One series for every attempt, whatever its result: the scheduler's per-pod cost.
+      const labels = Object.fromEntries([...line.slice(line.indexOf('{') + 1, line.lastIndexOf('}')).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
+      const le = labels.le === '+Inf' ? Infinity : Number(labels.le);
+      const h = out.get(SCHEDULER_KEY) ?? { labels: { verb: 'SCHEDULE' }, buckets: new Map(), count: 0 };
+      h.buckets.set(le, (h.buckets.get(le) ?? 0) + Number(line.slice(line.lastIndexOf('}') + 1).trim()));
+      out.set(SCHEDULER_KEY, h);
+      continue;
+    }
     if (!line.startsWith('apiserver_request_duration_seconds_bucket{')) continue;
     const close = line.lastIndexOf('}');
     const labels: Record<string, string> = {};
@@ -247,6 +257,7 @@ interface ApiRow {
 function apiLatency(before: Histograms, after: Histograms): ApiRow[] {
   const rows: ApiRow[] = [];
   for (const [key, h] of after) {
+    if (key === SCHEDULER_KEY) continue;
     const verb = h.labels.verb!;
     const scope = h.labels.scope!;
     const cls: ApiRow['class'] | undefined =
@@ -257,6 +268,13 @@ function apiLatency(before: Histograms, after: Histograms): ApiRow[] {
     rows.push({ call: key, class: cls, count: p50.count, p50Ms: p50.value * 1000, p99Ms: quantile(before, after, key, 0.99).value * 1000 });
   }
   return rows.sort((x, y) => y.p99Ms - x.p99Ms);
+}
+
+/** The scheduler's attempt duration (choosing a node and binding) over a phase. */
+function schedulingLatency(before: Histograms, after: Histograms) {
+  if (!after.has(SCHEDULER_KEY)) return undefined;
+  const p50 = quantile(before, after, SCHEDULER_KEY, 0.5);
+  return { attempts: p50.count, p50Ms: p50.value * 1000, p99Ms: quantile(before, after, SCHEDULER_KEY, 0.99).value * 1000 };
 }
 
 function worst(rows: ApiRow[], cls: ApiRow['class']): ApiRow | undefined {
@@ -270,6 +288,8 @@ class PodTracker {
   private readonly seen = new Map<string, number>();
   /** uid → when the watch first saw it Running */
   private readonly running = new Map<string, number>();
+  /** uid → when the watch first saw it bound to a node */
+  private readonly scheduled = new Map<string, number>();
   private readonly nameToUid = new Map<string, string>();
   private watch: WatchHandle | undefined;
   private stopped = false;
@@ -306,6 +326,7 @@ class PodTracker {
     const was = this.phase.get(uid);
     const phase = ev.type === 'DELETED' ? 'Deleted' : pod.status?.phase ?? 'Pending';
     if (phase === 'Running' && !this.running.has(uid)) this.running.set(uid, now);
+    if (pod.spec?.nodeName && !this.scheduled.has(uid)) this.scheduled.set(uid, now);
     if (was === 'Running' && phase !== 'Running') this.runningNow--;
     if (was !== 'Running' && phase === 'Running') this.runningNow++;
     if (ev.type === 'DELETED') this.phase.delete(uid);
@@ -329,6 +350,20 @@ class PodTracker {
       if (ran) out.push(ran - seen);
     }
     return out;
+  }
+
+  /** where the time went for pods first seen between two times: create → bound, bound → Running (p50, p99) */
+  stages(from: number, to: number) {
+    const toBound: number[] = [];
+    const toRunning: number[] = [];
+    for (const [uid, seen] of this.seen) {
+      if (seen < from || seen > to) continue;
+      const bound = this.scheduled.get(uid);
+      const ran = this.running.get(uid);
+      if (bound !== undefined) toBound.push(bound - seen);
+      if (bound !== undefined && ran !== undefined) toRunning.push(ran - bound);
+    }
+    return { createToBoundMs: { p50: pct(toBound, 50), p99: pct(toBound, 99) }, boundToRunningMs: { p50: pct(toRunning, 50), p99: pct(toRunning, 99) } };
   }
 
   stop(): void {
@@ -454,6 +489,7 @@ async function density(client: HttpClient, tracker: PodTracker) {
   await waitUntil(`${total} density pods Running`, () => tracker.runningNow - base >= total, Math.max(120_000, (total / CREATE_RATE) * 2000));
   const saturation = (Date.now() - t0) / 1000;
   const saturationLatency = tracker.startupLatencies({ from: t0, to: Date.now() });
+  const saturationStages = tracker.stages(t0, Date.now());
 
   // latency pods, one by one at LATENCY_RATE/s
   const lns = 'latency';
@@ -484,6 +520,7 @@ async function density(client: HttpClient, tracker: PodTracker) {
     createSeconds: createdIn,
     saturationSeconds: saturation,
     saturationStartupMs: { p50: pct(saturationLatency, 50), p90: pct(saturationLatency, 90), p99: pct(saturationLatency, 99), n: saturationLatency.length },
+    saturationStages,
     latencyStartupMs: { p50: pct(latency, 50), p90: pct(latency, 90), p99: pct(latency, 99), n: latency.length },
     latencySeconds,
     deleteSeconds,
@@ -579,7 +616,9 @@ async function runBackend(backend: 'sqlite' | 'etcd') {
       const before = await scrapeHistograms(s.server.client, s.server.url);
       const t0 = Date.now();
       report.density = await density(s.server.client, tracker);
-      report.densityApi = apiLatency(before, await scrapeHistograms(s.server.client, s.server.url));
+      const afterDensity = await scrapeHistograms(s.server.client, s.server.url);
+      report.densityApi = apiLatency(before, afterDensity);
+      report.densityScheduling = schedulingLatency(before, afterDensity);
       report.densityResources = sampler.window(t0, Date.now());
       console.error(`[${backend}] density done: ${JSON.stringify(report.density)}`);
     }
@@ -588,7 +627,9 @@ async function runBackend(backend: 'sqlite' | 'etcd') {
       const before = await scrapeHistograms(s.server.client, s.server.url);
       const t0 = Date.now();
       report.load = await load(s.server.client);
-      report.loadApi = apiLatency(before, await scrapeHistograms(s.server.client, s.server.url));
+      const afterLoad = await scrapeHistograms(s.server.client, s.server.url);
+      report.loadApi = apiLatency(before, afterLoad);
+      report.loadScheduling = schedulingLatency(before, afterLoad);
       report.loadResources = sampler.window(t0, Date.now());
       console.error(`[${backend}] load done: ${JSON.stringify(report.load)}`);
     }
@@ -625,8 +666,10 @@ function printReport(r: Record<string, any>): void {
     console.log(`| pod startup (create → Running, watch) | n | p50 | p90 | p99 | target p99 | met |`);
     console.log('|---|---|---|---|---|---|---|');
     console.log(`| Deployment pods at ${CREATE_RATE}/s | ${d.saturationStartupMs.n} | ${f(d.saturationStartupMs.p50)} ms | ${f(d.saturationStartupMs.p90)} ms | ${f(d.saturationStartupMs.p99)} ms | – | – |`);
+    console.log(`| (Deployment pods: create → bound p50/p99 ${f(d.saturationStages.createToBoundMs.p50)}/${f(d.saturationStages.createToBoundMs.p99)} ms, bound → Running ${f(d.saturationStages.boundToRunningMs.p50)}/${f(d.saturationStages.boundToRunningMs.p99)} ms) | | | | | | |`);
     console.log(`| latency pods, one by one | ${d.latencyStartupMs.n} | ${f(d.latencyStartupMs.p50)} ms | ${f(d.latencyStartupMs.p90)} ms | ${f(d.latencyStartupMs.p99)} ms | ≤ ${SLO.startupP99Ms} ms | ${d.latencyStartupMs.p99 <= SLO.startupP99Ms ? 'yes' : '**no**'} |`);
     api(r.densityApi, 'density');
+    if (r.densityScheduling) console.log(`scheduler: ${r.densityScheduling.attempts} attempts, p50 ${f(r.densityScheduling.p50Ms)} ms, p99 ${f(r.densityScheduling.p99Ms)} ms each (choosing a node and binding)`);
     const res = r.densityResources;
     console.log(`density CPU: server ${f(res.serverCpuSeconds, 1)} s (${f((res.serverCpuSeconds / (d.pods + d.latencyStartupMs.n)) * 1000, 1)} s per 1,000 pods created, run and deleted)${r.backend === 'etcd' ? `, etcd ${f(res.etcdCpuSeconds, 1)} s` : ''}, hollow nodes ${f(res.hollowCpuSeconds, 1)} s`);
     console.log(`density resources: server ${f(res.serverCpuMean, 2)} cores mean (${f(res.serverCpuMax, 2)} max), RSS max ${f(res.serverRssMaxMb)} MB (target ≤ ${SLO.serverRssMb})${r.backend === 'etcd' ? `; etcd ${f(res.etcdCpuMean, 2)} cores, ${f(res.etcdRssMaxMb)} MB` : ''}; hollow process ${f(res.hollowCpuMean, 2)} cores, ${f(res.hollowRssMaxMb)} MB`);
@@ -634,6 +677,7 @@ function printReport(r: Record<string, any>): void {
   if (r.load) {
     console.log(`load: ${r.load.deployments} Deployments, ${r.load.pods} pods; steps (ops s + settle s): ${Object.entries(r.load.steps as Record<string, { opSeconds: number; settleSeconds: number }>).map(([k, v]) => `${k} ${f(v.opSeconds)}+${f(v.settleSeconds)}`).join(', ')}`);
     api(r.loadApi, 'load');
+    if (r.loadScheduling) console.log(`scheduler: ${r.loadScheduling.attempts} attempts, p50 ${f(r.loadScheduling.p50Ms)} ms, p99 ${f(r.loadScheduling.p99Ms)} ms each`);
     const res = r.loadResources;
     console.log(`load CPU: server ${f(res.serverCpuSeconds, 1)} s${r.backend === 'etcd' ? `, etcd ${f(res.etcdCpuSeconds, 1)} s` : ''}, hollow nodes ${f(res.hollowCpuSeconds, 1)} s`);
     console.log(`load resources: server ${f(res.serverCpuMean, 2)} cores mean (${f(res.serverCpuMax, 2)} max), RSS max ${f(res.serverRssMaxMb)} MB${r.backend === 'etcd' ? `; etcd ${f(res.etcdCpuMean, 2)} cores, ${f(res.etcdRssMaxMb)} MB` : ''}`);
