@@ -29,6 +29,7 @@ Usage:
   berth token create|list|delete   join tokens for agents (expiring, revocable)
   berth down   [flags]   stop a 'berth up' and remove its containers, networks and nftables table
   berth migrate --etcd-servers URL[,URL...]   copy a stopped server's SQLite store into etcd
+  berth hollow-nodes --count N --server URL --token-file F   N simulated node agents in one process (scale tests)
 
 Run 'berth <command> --help' for the flags of each command.`;
 
@@ -955,6 +956,9 @@ export async function main(argv: string[]): Promise<void> {
       return runMigrate(rest);
     case 'down':
       return runDown(rest);
+    case 'hollow-nodes':
+      // Loaded only here: its own flags and help live with it (agent/hollow/command.ts).
+      return (await import('../agent/hollow/command.js')).runHollowNodes(rest);
     case undefined:
     case '-h':
     case '--help':

@@ -1,7 +1,9 @@
 /**
  * The node's heartbeat Lease (coordination.k8s.io/v1, kube-node-lease/<node>), renewed every
  * renewIntervalMs as the kubelet does: a small write the node lifecycle controller watches, cheaper
- * than a Node status update. The Lease is owned by the Node, so deleting the Node collects it.
+ * than a Node status update. The Lease is owned by the Node, so deleting the Node collects it. As the
+ * kubelet's lease controller, a renewal is one update of the Lease the last one returned; the Lease is
+ * read again only when that update conflicts or finds it gone.
  */
 import type { Logger } from 'pino';
 import { isApiError } from '../../src/api/errors.js';
@@ -27,6 +29,8 @@ export class NodeLease {
   private stopped = false;
   private renewing: Promise<void> | undefined;
   private readonly log: Logger;
+  /** the Lease as the last renewal left it */
+  private latest: Lease | undefined;
 
   constructor(private readonly opts: NodeLeaseOptions) {
     this.log = opts.log.child({ component: 'node-lease' });
@@ -36,10 +40,19 @@ export class NodeLease {
   async renew(): Promise<void> {
     const { client, nodeName, clock } = this.opts;
     const now = microTime(clock.now());
+    const renewed = (lease: Lease): Lease => ({ ...lease, spec: { ...(lease.spec ?? {}), holderIdentity: nodeName, leaseDurationSeconds: this.duration(), renewTime: now } });
+    if (this.latest) {
+      try {
+        this.latest = await client.update(LEASES, renewed(this.latest));
+        return;
+      } catch (err) {
+        this.latest = undefined;
+        if (!(isApiError(err) && (err.reason === 'Conflict' || err.reason === 'NotFound'))) throw err;
+      }
+    }
     try {
       const lease = await client.get<Lease>(LEASES, { namespace: NODE_LEASE_NAMESPACE, name: nodeName });
-      lease.spec = { ...(lease.spec ?? {}), holderIdentity: nodeName, leaseDurationSeconds: this.duration(), renewTime: now };
-      await client.update(LEASES, lease);
+      this.latest = await client.update(LEASES, renewed(lease));
       return;
     } catch (err) {
       if (!(isApiError(err) && err.reason === 'NotFound')) throw err;
@@ -55,7 +68,7 @@ export class NodeLease {
       },
       spec: { holderIdentity: nodeName, leaseDurationSeconds: this.duration(), acquireTime: now, renewTime: now },
     };
-    await client.create(LEASES, lease, { namespace: NODE_LEASE_NAMESPACE });
+    this.latest = await client.create(LEASES, lease, { namespace: NODE_LEASE_NAMESPACE });
     this.log.info('node lease created');
   }
 

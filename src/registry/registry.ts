@@ -650,8 +650,10 @@ export class Registry {
     const labelSel = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : undefined;
     const fieldSel = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : undefined;
     if (fieldSel) assertFieldsSupported(fieldSel, this.supportedFields(strategy), info.kind);
+    // Event objects are shared by every watcher (decodeShared), and so are their fields: one node's
+    // watch of its pods by spec.nodeName, times every node, otherwise computed them once per watcher.
     const matches = (o: KubeObject) =>
-      (!labelSel || matchesLabels(labelSel, o.metadata.labels)) && (!fieldSel || matchesFields(fieldSel, this.fieldsOf(strategy, o)));
+      (!labelSel || matchesLabels(labelSel, o.metadata.labels)) && (!fieldSel || matchesFields(fieldSel, this.sharedFieldsOf(strategy, o)));
 
     const prefix = prefixOf(info, namespace);
     const anyVersion = !opts.resourceVersion || opts.resourceVersion === '0';
@@ -725,6 +727,16 @@ export class Registry {
 
   private fieldsOf(strategy: KindStrategy, obj: KubeObject): Record<string, string> {
     return { ...baseSelectableFields(obj), ...(strategy.selectableFields?.(obj) ?? {}) };
+  }
+
+  /** fieldsOf for an object that is never changed (a watch event's, or the first list's of a watch), computed once. */
+  private sharedFieldsOf(strategy: KindStrategy, obj: KubeObject): Record<string, string> {
+    let fields = fieldsOnce.get(obj);
+    if (!fields) {
+      fields = this.fieldsOf(strategy, obj);
+      fieldsOnce.set(obj, fields);
+    }
+    return fields;
   }
 
   private validate(strategy: KindStrategy, obj: KubeObject, fieldErrors: FieldError[]): void {
@@ -833,6 +845,8 @@ function decode(info: ResourceInfo, kv: KeyValue): KubeObject {
  * Watch consumers treat event objects as read-only (LocalClient clones before handing them out).
  */
 const decodedOnce = new WeakMap<KeyValue, KubeObject>();
+/** the selectable fields of a shared event object, computed for the first watcher with a field selector */
+const fieldsOnce = new WeakMap<KubeObject, Record<string, string>>();
 function decodeShared(info: ResourceInfo, kv: KeyValue): KubeObject {
   let obj = decodedOnce.get(kv);
   if (!obj) {

@@ -103,6 +103,21 @@ describe('registry', () => {
     assert.deepEqual(events.map((e) => e.type), ['ADDED', 'DELETED']);
   });
 
+  it('watches of pods by spec.nodeName, one per node as agents keep them, each see only their own node\'s pods', async () => {
+    const { registry } = await fresh();
+    const seen: Record<string, string[]> = { a: [], b: [], c: [] };
+    const watches = await Promise.all(
+      Object.keys(seen).map((node) => registry.watch(PODS, undefined, { fieldSelector: `spec.nodeName=${node}`, onEvent: (e) => seen[node]!.push(`${e.type} ${e.object.metadata.name}`) })),
+    );
+    await registry.create(PODS, 'default', pod('on-a', { nodeName: 'a' }));
+    await registry.create(PODS, 'default', pod('on-b', { nodeName: 'b' }));
+    await registry.create(PODS, 'default', pod('unbound'));
+    await registry.delete(PODS, 'default', 'on-a', { gracePeriodSeconds: 0 });
+    await new Promise((r) => setTimeout(r, 10));
+    for (const w of watches) w.close();
+    assert.deepEqual(seen, { a: ['ADDED on-a', 'DELETED on-a'], b: ['ADDED on-b'], c: [] });
+  });
+
   it('dry-run validates without storing', async () => {
     const { registry } = await fresh();
     await registry.create(PODS, 'default', pod('dry'), { dryRun: true });

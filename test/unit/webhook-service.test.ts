@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { ENDPOINTSLICE_CONTROLLER_NAME, MANAGED_BY_LABEL, SERVICE_NAME_LABEL } from '../../src/api/services.js';
 import type { EndpointSlice, Pod, Service } from '../../src/api/types.js';
-import { resolveWebhookService, webhookAdmission } from '../../src/admission/plugins/webhooks.js';
+import { ConfigurationCache, resolveWebhookService, webhookAdmission } from '../../src/admission/plugins/webhooks.js';
 import { ensurePki } from '../../src/auth/pki.js';
 import { controllerEnv, type ControllerEnv } from './controllers-env.js';
 
@@ -120,5 +120,30 @@ describe('webhooks through clientConfig.service', () => {
     assert.deepEqual(seen.at(-1), { servername: 'hooks.default.svc', path: '/check' });
     await assert.rejects(Promise.resolve(plugin.admit(attrs({ hook: 'hooks', deny: 'yes' }))), /admission webhook "hooks.berth.dev" denied the request: denied by the service/);
     await assert.rejects(Promise.resolve(plugin.admit(attrs({ hook: 'other' }))), /failed calling webhook "other.berth.dev": .*(altnames|other\.default\.svc)/i);
+  });
+});
+
+describe('webhook configurations cache', () => {
+  it('lists the configurations once, and again after any change to them', async () => {
+    const env = await controllerEnv();
+    const info = env.info('admissionregistration.k8s.io', 'validatingwebhookconfigurations');
+    const cache = new ConfigurationCache(env.registry, info);
+    const flush = () => new Promise((r) => setImmediate(r));
+    const first = await cache.get();
+    assert.deepEqual(first, []);
+    assert.equal(await cache.get(), first, 'served from the cache while nothing changed');
+    const config = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'later' },
+      webhooks: [{ name: 'later.berth.dev', clientConfig: { url: 'https://127.0.0.1:1/x' }, sideEffects: 'None', admissionReviewVersions: ['v1'] }],
+    };
+    await env.create('admissionregistration.k8s.io', 'validatingwebhookconfigurations', config);
+    await flush();
+    const afterCreate = await cache.get();
+    assert.deepEqual(afterCreate.map((c) => c.metadata.name), ['later']);
+    await env.registry.delete(info, undefined, 'later');
+    await flush();
+    assert.deepEqual(await cache.get(), []);
   });
 });

@@ -13,7 +13,8 @@ import { applyJsonPatch } from '../../api/patch.js';
 import { labelSelectorFromObject, matchesLabels } from '../../api/selectors.js';
 import { SERVICE_NAME_LABEL } from '../../api/services.js';
 import type { EndpointSlice, KubeObject, Service, Webhook, WebhookConfiguration } from '../../api/types.js';
-import type { Registry } from '../../registry/registry.js';
+import type { Registry, RegistryWatcher } from '../../registry/registry.js';
+import type { ResourceInfo } from '../../api/identities.js';
 import { MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS } from '../../registry/kinds/admissionregistration.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
@@ -37,13 +38,14 @@ export interface WebhookPluginOptions {
  */
 export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookPluginOptions): AdmissionPlugin {
   const configInfo = kind === 'mutating' ? MUTATING_WEBHOOKS : VALIDATING_WEBHOOKS;
+  const configurations = new ConfigurationCache(opts.registry, configInfo);
   return {
     name: kind === 'mutating' ? 'MutatingAdmissionWebhook' : 'ValidatingAdmissionWebhook',
     kind,
     async admit(attrs) {
       if (attrs.info.group === 'admissionregistration.k8s.io') return;
       if (kind === 'mutating' && attrs.operation === 'DELETE') return;
-      const configs = (await opts.registry.list(configInfo, undefined)).items as WebhookConfiguration[];
+      const configs = [...(await configurations.get())];
       if (!configs.length) return;
       const hooks: Webhook[] = [];
       for (const hook of configs.sort((a, b) => (a.metadata.name ?? '').localeCompare(b.metadata.name ?? '')).flatMap((c) => c.webhooks ?? [])) {
@@ -57,6 +59,58 @@ export function webhookAdmission(kind: 'mutating' | 'validating', opts: WebhookP
       }
     },
   };
+}
+
+/**
+ * One kind's webhook configurations, listed once and kept until a watch of them reports any change or
+ * fails, as kube-apiserver keeps them in an informer: admission runs on every write (mutating and
+ * validating), and reading the configurations from the store each time cost two range reads per write.
+ * A change reaches the cache before the write that made it is acknowledged on SQLite (its watchers are
+ * told before the commit's fsync ends); on etcd, as in Kubernetes, as soon as the watch event arrives.
+ */
+export class ConfigurationCache {
+  private cached: Promise<readonly WebhookConfiguration[]> | undefined;
+  private watcher: RegistryWatcher | undefined;
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly info: ResourceInfo,
+  ) {}
+
+  get(): Promise<readonly WebhookConfiguration[]> {
+    const loading = (this.cached ??= this.load());
+    // A failed read is not kept: the next admission tries again.
+    loading.catch(() => {
+      if (this.cached === loading) this.cached = undefined;
+    });
+    return loading;
+  }
+
+  private invalidate(): void {
+    this.cached = undefined;
+  }
+
+  private async load(): Promise<readonly WebhookConfiguration[]> {
+    const list = await this.registry.list(this.info, undefined);
+    if (!this.watcher) {
+      try {
+        this.watcher = await this.registry.watch(this.info, undefined, {
+          resourceVersion: list.metadata.resourceVersion,
+          sendInitialEvents: false,
+          onEvent: () => this.invalidate(),
+          onError: () => {
+            this.watcher?.close();
+            this.watcher = undefined;
+            this.invalidate();
+          },
+        });
+      } catch {
+        // No watch (the list's revision already compacted away): this answer is not kept.
+        queueMicrotask(() => this.invalidate());
+      }
+    }
+    return list.items as WebhookConfiguration[];
+  }
 }
 
 async function callOne(hook: Webhook, attrs: AdmissionAttributes, kind: 'mutating' | 'validating', log: Logger, registry: Registry): Promise<void> {
