@@ -144,3 +144,20 @@ env_get() {
   done <"$file"
   return 1
 }
+
+# The Kubernetes API facts directory (shared/data/kubernetes-api) beside a checkout ($1): the
+# reference data the generated types and tables come from, kept outside the repository. A fresh
+# clone in a temporary directory has none beside it, so the checkout it was cloned from (its
+# origin, when that is a local path) is looked at too. Prints nothing and fails when neither has it.
+berth_api_facts_dir() {
+  local base candidate
+  for base in "$1" "$(git -C "$1" remote get-url origin 2>/dev/null || true)"; do
+    [ -n "$base" ] && [ -d "$base" ] || continue
+    candidate="$(cd "$base/.." && pwd)/shared/data/kubernetes-api"
+    if [ -f "$candidate/openapi-v2-facts.json" ]; then
+      printf '%s\n' "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
