@@ -168,6 +168,9 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<Cluster> 
       '--service-proxy-table', serviceProxyTable(nodeName),
       // The ingress takes host ports (80/443 by default): only clusters that ask for it run one.
       ...((opts.agentArgs ?? []).some((a) => a.startsWith('--ingress')) ? [] : ['--ingress=false']),
+      // Image GC sees the whole shared engine: on a nearly full disk one cluster's agent would remove
+      // images another test is about to run. At 100 % it never collects, as the kubelet's setting does.
+      ...((opts.agentArgs ?? []).some((a) => a.startsWith('--image-gc')) ? [] : ['--image-gc-high-threshold', '100', '--image-gc-low-threshold', '100']),
       ...(opts.agentArgs ?? []),
     ]);
     agents.set(nodeName, child);
