@@ -126,7 +126,7 @@ const namespaces = new Map(Array.from({ length: 10 }, (_, i) => [`ns${i}`, { 'ku
 function connectLatencies(n: number): number[] {
   const server = spawn('ip', ['netns', 'exec', NS.server, process.execPath, '-e', `require('net').createServer((s)=>s.destroy()).listen(${PORT},'${SERVER_IP}',()=>console.log('up'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
-    execFileSync('sh', ['-c', `for i in $(seq 50); do ip netns exec ${NS.server} ss -ltn | grep -q ':${PORT}' && exit 0; sleep 0.1; done; exit 1`]);
+    execFileSync('sh', ['-c', `for i in $(seq 50); do case "$(ip netns exec ${NS.server} ss -ltn)" in *':${PORT} '*) exit 0 ;; esac; sleep 0.1; done; exit 1`]);
     const client = `const net=require('net');const n=${n};const out=[];let i=0;function one(){const t=process.hrtime.bigint();const s=net.connect(${PORT},'${SERVER_IP}',()=>{out.push(Number(process.hrtime.bigint()-t)/1e6);s.destroy();if(++i<n)one();else console.log(JSON.stringify(out));});s.setTimeout(2000,()=>{console.error('timeout');process.exit(1);});}one();`;
     const outText = execFileSync('ip', ['netns', 'exec', NS.client, process.execPath, '-e', client], { maxBuffer: 16 * 1024 * 1024 }).toString();
     return JSON.parse(outText) as number[];
