@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import { isApiError } from '../src/api/errors.js';
 import type { Client } from '../src/client/client.js';
 import { EventRecorder } from '../src/client/events.js';
-import { fetchClusterId, recordClusterId, scopeRuntimeToCluster } from './node/cluster-scope.js';
+import { clusterFilter, fetchClusterId, LABEL_CLUSTER, recordClusterId, scopeRuntimeToCluster } from './node/cluster-scope.js';
 import { RESOLVER_ENTRY } from './dns/pid-file.js';
 import { checkDnsAddressFree, checkTableFree, nodeResolvers, stopOrphanResolvers, tableOwnerComment } from './node/host-conflicts.js';
 import { join, type Joined } from './node/join.js';
@@ -256,10 +256,14 @@ export async function startAgent(options: AgentOptions): Promise<RunningAgent> {
   // The service proxy's table: named for the cluster's pod range unless given, and refused if another cluster owns it.
   const proxyTable = o.serviceProxyTable ?? proxyTableFor(podNet?.clusterCidr ?? DEFAULT_CLUSTER_CIDR);
   const realNft = !o.nftExecutor && !o.runtime;
-  if (realNft) await checkTableFree({ table: proxyTable, clusterId });
+  // A cluster is still on this host while a container or a pod network carries its label.
+  const ownerPresent = async (owner: string) =>
+    (await unwrappedRuntime.list({ labels: [clusterFilter(owner)] })).length > 0 ||
+    ((await unwrappedRuntime.networks?.listNetworks()) ?? []).some((n) => n.labels[LABEL_CLUSTER] === owner);
+  if (realNft) await checkTableFree({ table: proxyTable, clusterId, ownerPresent, log });
   // NetworkPolicy's table beside it, named from it: each cluster on a host has its own.
   const policyTable = policyTableFor(proxyTable);
-  if (realNft) await checkTableFree({ table: policyTable, clusterId });
+  if (realNft) await checkTableFree({ table: policyTable, clusterId, ownerPresent, log });
 
   // One Services informer for the node: containers' service variables and the service proxy both read it.
   const services = servicesInformer({ client, log, retryMs: o.intervals.retryMs });

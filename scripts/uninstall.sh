@@ -145,11 +145,19 @@ if [ "$purge" -eq 1 ]; then
       removed+=("removed the containers of node $node_name")
     fi
   fi
-  # The service proxy's rules outlive the agent on purpose (traffic flows across restarts); with the
-  # pods gone they go too. Only Berth's own table.
-  if berth_have nft && nft list table ip berth >/dev/null 2>&1; then
-    nft delete table ip berth
-    removed+=("removed the service proxy's nftables table ip berth")
+  # The service proxy's and NetworkPolicy's rules outlive the agent on purpose (traffic flows across
+  # restarts); with the pods gone they go too. Only this cluster's tables: those whose owner comment
+  # names the cluster id the agent recorded, as `berth down` finds them.
+  cluster_id="$(cat "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)/cluster-id" 2>/dev/null || true)"
+  if [ -n "$cluster_id" ] && berth_have nft; then
+    for table in $(nft list tables ip 2>/dev/null | awk '$1 == "table" && $2 == "ip" { print $3 }'); do
+      # Read whole, not piped into grep -q: its early exit could kill nft and, under pipefail, miss a match.
+      listing="$(nft list table ip "$table" 2>/dev/null || true)"
+      if [[ "$listing" == *"comment \"berth-cluster=$cluster_id\""* ]]; then
+        nft delete table ip "$table"
+        removed+=("removed the nftables table ip $table")
+      fi
+    done
   fi
   for data in "$(env_get "$etc_dir/agent.env" BERTH_DATA_DIR || true)" "$(env_get "$etc_dir/server.env" BERTH_DATA_DIR || true)" "$log_dir" "$etc_dir"; do
     if [ -n "$data" ] && [ "$data" != / ] && [ -e "$data" ]; then

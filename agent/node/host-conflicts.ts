@@ -35,15 +35,29 @@ export async function nftTableOwner(table: string): Promise<string | undefined> 
   return /comment "berth-cluster=([^"]*)"/.exec(listing)?.[1] ?? '';
 }
 
-/** Refuses a table that another cluster's service proxy owns (a table without an owner is adopted). */
-export async function checkTableFree(p: { table: string; clusterId: string; ownerOf?: (table: string) => Promise<string | undefined> }): Promise<void> {
+/**
+ * Refuses a table that another cluster owns while that cluster still has something on this host
+ * (`ownerPresent`: a container or a pod network of it). A table without an owner, or whose owner left
+ * nothing behind (its agent was killed and its containers removed), is adopted: the next full sync
+ * rebuilds it under this cluster's comment, as a leftover pod network is removed.
+ */
+export async function checkTableFree(p: {
+  table: string;
+  clusterId: string;
+  ownerPresent: (clusterId: string) => Promise<boolean>;
+  ownerOf?: (table: string) => Promise<string | undefined>;
+  log?: { warn(o: object, msg: string): void };
+}): Promise<void> {
   const owner = await (p.ownerOf ?? nftTableOwner)(p.table);
-  if (owner && owner !== p.clusterId) {
-    throw new HostConflictError(
-      `the nftables table "ip ${p.table}" belongs to the service proxy of another Berth cluster on this host (cluster ${owner}). ` +
-        'Give this cluster a pod range of its own with --cluster-cidr (the table name follows from it), or name a table with --service-proxy-table',
-    );
+  if (!owner || owner === p.clusterId) return;
+  if (!(await p.ownerPresent(owner))) {
+    p.log?.warn({ table: p.table, owner }, 'adopting the nftables table of a cluster that has nothing left on this host');
+    return;
   }
+  throw new HostConflictError(
+    `the nftables table "ip ${p.table}" belongs to another Berth cluster on this host (cluster ${owner}). ` +
+      'Give this cluster a pod range of its own with --cluster-cidr (the table name follows from it), or name a table with --service-proxy-table',
+  );
 }
 
 export interface ResolverProcess {

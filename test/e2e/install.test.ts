@@ -7,16 +7,18 @@
  */
 import { NODE_FLAGS } from '../../src/node-flags.js';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { docker, REPO_ROOT, removeNodeContainers, runKubectl, TEST_IMAGE, waitFor } from './harness.js';
 import { unmountAllUnder } from '../../agent/volumes/mounts.js';
 import { freePort } from './ports.js';
 
+const execFileP = promisify(execFile);
 const INSTALL_TIMEOUT_MS = 15 * 60_000; // a cold `npm ci --omit=dev` compiles better-sqlite3 (minutes here)
 const READY_TIMEOUT_MS = 60_000;
 const hasSystemd = fs.existsSync('/run/systemd/system');
@@ -117,6 +119,9 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     for (const pid of root ? berthProcesses(dirs.prefix) : []) process.kill(pid, 'SIGKILL');
     for (const pid of [pids.server, pids.agent]) if (pid && alive(pid)) process.kill(pid, 'SIGKILL');
     await removeNodeContainers([nodeName]);
+    // The tables a test stopped before the purge leaves behind.
+    const clusterId = root && fs.existsSync(path.join(dirs.agentData, 'cluster-id')) ? fs.readFileSync(path.join(dirs.agentData, 'cluster-id'), 'utf8').trim() : '';
+    for (const t of clusterId ? await tablesOfCluster(clusterId).catch(() => []) : []) await execFileP('nft', ['delete', 'table', 'ip', t]).catch(() => undefined);
     // A pod's in-memory volumes (its ServiceAccount token) stay mounted when a test stops before the purge.
     if (root) await unmountAllUnder(root).catch(() => undefined);
     if (root && !process.env.BERTH_KEEP_E2E) fs.rmSync(root, { recursive: true, force: true });
@@ -270,7 +275,11 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
   it('uninstall --purge removes the node\'s containers and the data, the pods\' mounted in-memory volumes included', async () => {
     const mountsUnder = (dir: string) => fs.readFileSync('/proc/self/mounts', 'utf8').split('\n').filter((l) => l.split(' ')[1]?.startsWith(`${dir}/`));
     assert.ok(mountsUnder(dirs.agentData).length > 0, 'the pod has a mounted token volume');
+    // The service proxy's and NetworkPolicy's tables, which outlive the agent, name their cluster.
+    const clusterId = fs.readFileSync(path.join(dirs.agentData, 'cluster-id'), 'utf8').trim();
+    assert.deepEqual(await tablesOfCluster(clusterId), ['berth', 'berth-np']);
     assertOk(await run('bash', [path.join(src, 'scripts', 'uninstall.sh'), '--purge', '--etc-dir', dirs.etc], 120_000), 'uninstall.sh --purge');
+    assert.deepEqual(await tablesOfCluster(clusterId), [], 'the cluster\'s nftables tables are removed');
     assert.equal(await docker(['ps', '-aq', '--filter', `label=berth.dev/node-name=${nodeName}`]), '');
     assert.deepEqual(mountsUnder(dirs.agentData), []);
     for (const gone of [dirs.data, dirs.agentData, dirs.etc]) assert.ok(!fs.existsSync(gone), `${gone} purged`);
@@ -294,6 +303,14 @@ describe('scripts/check-packaging.sh', () => {
     assert.match(r.output, /packaging checks passed/);
   });
 });
+
+/** The nftables tables (family ip) whose owner comment names the cluster. */
+async function tablesOfCluster(clusterId: string): Promise<string[]> {
+  const names = (await execFileP('nft', ['list', 'tables', 'ip'])).stdout.split('\n').map((l) => /^table ip (\S+)/.exec(l)?.[1]).filter((t): t is string => !!t);
+  const owned: string[] = [];
+  for (const t of names) if ((await execFileP('nft', ['list', 'table', 'ip', t], { maxBuffer: 64 << 20 })).stdout.includes(`comment "berth-cluster=${clusterId}"`)) owned.push(t);
+  return owned.sort();
+}
 
 function tail(file: string): string {
   try {

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import { stopNodeResolver } from '../../agent/dns/node-dns.js';
 import { removePodNetwork } from '../../agent/network/pod-network.js';
+import { policyTableFor } from '../../agent/network-policy/policy-rules.js';
 import { NftCommand } from '../../agent/proxy/nft-executor.js';
 import { dockerNetworkRuntime } from '../../agent/runtime/docker-networks.js';
 import { unmountAllUnder } from '../../agent/volumes/mounts.js';
@@ -92,6 +93,7 @@ async function stopUp(run: UpRun, mode: 'terminal' | 'pipes'): Promise<void> {
   await removeNodeContainers([run.nodeName]);
   await removePodNetwork({ nodeName: run.nodeName, networks: dockerNetworkRuntime() }).catch(() => undefined);
   await new NftCommand().deleteTable('ip', `berth-${run.nodeName}`).catch(() => undefined);
+  await new NftCommand().deleteTable('ip', policyTableFor(`berth-${run.nodeName}`)).catch(() => undefined);
   await unmountAllUnder(run.dir).catch(() => undefined);
   fs.rmSync(run.dir, { recursive: true, force: true });
 }

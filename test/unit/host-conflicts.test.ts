@@ -20,13 +20,19 @@ describe('host conflicts between clusters', () => {
     checkDnsAddressFree({ address: '10.96.0.10', dataDir: '/var/lib/b/agent', resolvers, ownNetns: 'net:[2]' });
   });
 
-  it('refuses a table another cluster owns, adopts one without an owner or of its own', async () => {
-    const owners: Record<string, string | undefined> = { theirs: 'cluster-1', legacy: '', mine: 'cluster-2' };
+  it('refuses a table another cluster on the host owns; adopts one without an owner, of its own, or of a cluster with nothing left here', async () => {
+    const owners: Record<string, string | undefined> = { theirs: 'cluster-1', legacy: '', mine: 'cluster-2', gone: 'cluster-0' };
     const ownerOf = async (t: string) => owners[t];
-    await assert.rejects(checkTableFree({ table: 'theirs', clusterId: 'cluster-2', ownerOf }), (err: Error) => err instanceof HostConflictError && /ip theirs.*cluster cluster-1.*--cluster-cidr/.test(err.message));
-    await checkTableFree({ table: 'legacy', clusterId: 'cluster-2', ownerOf });
-    await checkTableFree({ table: 'mine', clusterId: 'cluster-2', ownerOf });
-    await checkTableFree({ table: 'absent', clusterId: 'cluster-2', ownerOf });
+    const ownerPresent = async (c: string) => c === 'cluster-1';
+    const warned: object[] = [];
+    const log = { warn: (o: object) => void warned.push(o) };
+    await assert.rejects(checkTableFree({ table: 'theirs', clusterId: 'cluster-2', ownerOf, ownerPresent, log }), (err: Error) => err instanceof HostConflictError && /ip theirs.*cluster cluster-1.*--cluster-cidr/.test(err.message));
+    await checkTableFree({ table: 'legacy', clusterId: 'cluster-2', ownerOf, ownerPresent, log });
+    await checkTableFree({ table: 'mine', clusterId: 'cluster-2', ownerOf, ownerPresent, log });
+    await checkTableFree({ table: 'absent', clusterId: 'cluster-2', ownerOf, ownerPresent, log });
+    assert.deepEqual(warned, []);
+    await checkTableFree({ table: 'gone', clusterId: 'cluster-2', ownerOf, ownerPresent, log });
+    assert.deepEqual(warned, [{ table: 'gone', owner: 'cluster-0' }]);
   });
 
   it('names the table for the pod range: berth for the default, distinct otherwise', () => {
