@@ -36,7 +36,10 @@ describe('Metrics API and kubectl top (real Docker, cgroup sampling)', () => {
   let c: Cluster;
   before(async () => {
     c = await startCluster({ agents: ['top'], agentArgs: ['--metrics-sample-interval', '1s'], serverArgs: ['--metric-resolution', '1s'] });
-    await c.client.create({ plural: 'pods' }, podManifest('burner', { terminationGracePeriodSeconds: 0, containers: [{ name: 'spin', image: TEST_IMAGE, command: ['sh', '-c', 'while :; do :; done'] }] }, { labels: { app: 'burner' } }), { namespace: 'default' });
+    // A CPU request gives the loop a cgroup weight of its own (512, not a BestEffort pod's 2), so the
+    // other test files running beside this one on a small machine cannot starve it below what is asserted.
+    const spin = { name: 'spin', image: TEST_IMAGE, command: ['sh', '-c', 'while :; do :; done'], resources: { requests: { cpu: '500m' } } };
+    await c.client.create({ plural: 'pods' }, podManifest('burner', { terminationGracePeriodSeconds: 0, containers: [spin] }, { labels: { app: 'burner' } }), { namespace: 'default' });
     await c.client.create({ plural: 'pods' }, podManifest('idle', { terminationGracePeriodSeconds: 0, containers: [{ name: 'sleep', image: TEST_IMAGE, command: ['sleep', '3600'] }, { name: 'second', image: TEST_IMAGE, command: ['sleep', '3600'] }] }, { labels: { app: 'idle' } }), { namespace: 'default' });
     for (const name of ['burner', 'idle']) await waitForPod(c.client, 'default', name, (p) => p.status?.phase === 'Running');
     // Two samples after the containers started: then both have a rate.
