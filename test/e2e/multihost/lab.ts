@@ -31,6 +31,8 @@ export interface LabOptions {
   hosts?: number;
   serverArgs?: string[];
   agentArgs?: string[];
+  /** each host's Docker data root on a tmpfs of this many MiB: a small image filesystem of its own */
+  dataRootTmpfsMiB?: number;
 }
 
 export interface SimHost {
@@ -206,6 +208,10 @@ export async function startLab(opts: LabOptions = {}): Promise<Lab> {
 
       const dataRoot = path.join(dir, `docker-${i}`);
       const execRoot = `/run/${netns}`;
+      if (opts.dataRootTmpfsMiB) {
+        fs.mkdirSync(dataRoot);
+        await sh('mount', ['-t', 'tmpfs', '-o', `size=${opts.dataRootTmpfsMiB}m`, 'tmpfs', dataRoot]);
+      }
       const dockerd = spawnLogged(`dockerd-${i}`, 'nsenter', [
         `--net=/run/netns/${netns}`, 'dockerd',
         '--data-root', dataRoot, '--exec-root', execRoot, '--pidfile', path.join(dir, `dockerd-${i}.pid`),
