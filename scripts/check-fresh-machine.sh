@@ -56,7 +56,9 @@ set -euo pipefail
 #          services.test.js the nft the agent's service proxy uses; runtime-docker.test.js the Docker engine itself; etcd-store.test.js
 #          etcd-server; prometheus.test.js Debian's prometheus and dashboard.test.js Debian's
 #          chromium (both setup.sh --for-tests); port-forward-websocket.test.js Debian's
-#          python3-kubernetes and certificates.test.js openssl (both setup.sh --for-tests).
+#          python3-kubernetes and certificates.test.js openssl (both setup.sh --for-tests);
+#          images.test.js Debian's docker-registry and Python's crypt for its htpasswd, and
+#          ingress.test.js the nginx the agent's ingress runs and curl (all setup.sh --for-tests).
 # Every other file exercises Berth's own code against the same engine, and ran in the normal suite.
 FRESH_TESTS=(
   dist/test/unit/backend-contract-etcd.test.js
@@ -76,6 +78,8 @@ FRESH_TESTS=(
   dist/test/e2e/etcd-store.test.js
   dist/test/e2e/prometheus.test.js
   dist/test/e2e/dashboard.test.js
+  dist/test/e2e/images.test.js
+  dist/test/e2e/ingress.test.js
   dist/test/e2e/multihost/multihost.test.js
 )
 

@@ -49,10 +49,10 @@ E2E_ALONE=(
   'dist/test/e2e/multihost/*'
 )
 
-# Started first in the three-at-a-time phase: files that spend minutes mostly waiting (a soak), so
-# they run beside the others instead of after them.
+# Run beside the three-at-a-time phase, in a run of their own that takes none of its three places:
+# files that spend minutes mostly waiting (a soak). Their output is printed when they end.
 #   shared-host      5 minutes of Service traffic in two clusters sharing the host
-E2E_FIRST=(
+E2E_BESIDE=(
   dist/test/e2e/shared-host.test.js
 )
 
@@ -101,6 +101,7 @@ done
 unit_files=()
 e2e_files=()
 alone_files=()
+beside_files=()
 stale=()
 for file in "${requested[@]}"; do
   source_file="${file#dist/}"
@@ -115,10 +116,10 @@ for file in "${requested[@]}"; do
       alone=0
       # An entry may be a glob (a new multi-host file runs alone without being listed).
       for candidate in "${E2E_ALONE[@]}"; do [[ "$file" == $candidate ]] && alone=1; done
-      first=0
-      for candidate in "${E2E_FIRST[@]}"; do [ "$candidate" = "$file" ] && first=1; done
+      beside=0
+      for candidate in "${E2E_BESIDE[@]}"; do [ "$candidate" = "$file" ] && beside=1; done
       if [ "$alone" -eq 1 ]; then alone_files+=("$file")
-      elif [ "$first" -eq 1 ]; then e2e_files=("$file" ${e2e_files[@]+"${e2e_files[@]}"})
+      elif [ "$beside" -eq 1 ]; then beside_files+=("$file")
       else e2e_files+=("$file"); fi
       ;;
   esac
@@ -127,6 +128,8 @@ done
 
 # The timeout bounds each file as a whole: on a fresh machine install.test.js also installs systemd
 # and vagrant for the packaging checks (over 8 minutes on a busy 2-core machine), so 20 min.
+# RUN_PHASE_SPEC_OUT: where the spec reporter writes (default stdout); RUN_PHASE_RECORD=0 leaves the
+# phase out of phases.tsv, whose phases run one after another (the total adds them up).
 run_phase() {
   local phase="$1" concurrency="$2" started status=0
   shift 2
@@ -135,16 +138,26 @@ run_phase() {
   started="$(berth_now)"
   BERTH_TEST_FILE_CLOCK="$report_dir/$phase.files.jsonl" \
     node --import ./dist/test/file-clock.js --test --test-concurrency="$concurrency" --test-timeout=1200000 \
-    --test-reporter=spec --test-reporter-destination=stdout \
+    --test-reporter=spec --test-reporter-destination="${RUN_PHASE_SPEC_OUT:-stdout}" \
     --test-reporter=./dist/test/timing-reporter.js --test-reporter-destination="$report_dir/$phase.jsonl" \
     "$@" || status=$?
-  record_phase "$phase" "$(awk -v a="$started" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')" "$status"
+  [ "${RUN_PHASE_RECORD:-1}" = 0 ] || record_phase "$phase" "$(awk -v a="$started" -v b="$(berth_now)" 'BEGIN { printf "%.1f", b - a }')" "$status"
   return "$status"
 }
 
 suite_status=0
 run_phase unit "${BERTH_UNIT_CONCURRENCY:-$(nproc)}" "${unit_files[@]}" || suite_status=1
+beside_pid=""
+if [ ${#beside_files[@]} -gt 0 ]; then
+  RUN_PHASE_SPEC_OUT="$report_dir/e2e-beside.out" RUN_PHASE_RECORD=0 run_phase e2e-beside 1 "${beside_files[@]}" &
+  beside_pid=$!
+fi
 run_phase e2e "${BERTH_E2E_CONCURRENCY:-3}" "${e2e_files[@]}" || suite_status=1
+if [ -n "$beside_pid" ]; then
+  wait "$beside_pid" || suite_status=1
+  berth_log "phase e2e-beside (ran beside e2e): ${beside_files[*]}"
+  cat "$report_dir/e2e-beside.out"
+fi
 run_phase e2e-alone 1 "${alone_files[@]}" || suite_status=1
 
 node dist/scripts/test-timings.js "$report_dir" --top 15 || berth_warn "could not print the timing report of $report_dir"
