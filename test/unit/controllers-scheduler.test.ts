@@ -62,6 +62,20 @@ describe('Scheduler', () => {
     assert.equal(nodeOf(env, 'web'), 'idle');
   });
 
+  it('the loop goes on while bindings run: two pods are assumed before either binding returns, and fit as if bound', async () => {
+    const { env, scheduler } = await setup();
+    await addNode(env, 'small', { cpu: '1' });
+    await addNode(env, 'other', { cpu: '1' });
+    await addPod(env, 'first', { cpu: '600m' });
+    await addPod(env, 'second', { cpu: '600m' });
+    sync(env, scheduler);
+    await scheduler.reconcile('default/first', { awaitBinding: false });
+    await scheduler.reconcile('default/second', { awaitBinding: false });
+    assert.ok(scheduler.cache.isAssumed('default/first') && scheduler.cache.isAssumed('default/second'));
+    await scheduler.stop();
+    assert.deepEqual([nodeOf(env, 'first'), nodeOf(env, 'second')].sort(), ['other', 'small'], 'the second counted the first\'s assumed 600m');
+  });
+
   it('honours nodeSelector, taints (with tolerations) and readiness', async () => {
     const { env, scheduler } = await setup();
     await addNode(env, 'a', { labels: { disk: 'hdd' } });

@@ -128,6 +128,23 @@ export class SchedulingQueue {
     this.toBackoff(e);
   }
 
+  /**
+   * A pod whose binding failed after its attempt had ended (bindings run on while the next pods are
+   * scheduled): back to the queue after its backoff, unless an attempt for it is already under way.
+   */
+  retryAfterError(key: string, priority: number, created: number): void {
+    if (this.closed || this.processing.has(key) || this.inActive.has(key) || this.backoff.has(key)) return;
+    let e = this.entries.get(key);
+    if (!e) {
+      e = { key, priority, created, attempts: 0, backoffUntil: 0, poppedAtMove: -1 };
+      this.entries.set(key, e);
+    }
+    e.attempts++;
+    e.backoffUntil = this.now() + this.backoffMs(e.attempts);
+    this.unschedulable.delete(key);
+    this.toBackoff(e);
+  }
+
   backoffMs(attempts: number): number {
     return Math.min(this.maxBackoffMs, this.initialBackoffMs * 2 ** Math.max(0, attempts - 1));
   }

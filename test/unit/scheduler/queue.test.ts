@@ -48,6 +48,28 @@ describe('SchedulingQueue', () => {
     q.close();
   });
 
+  it('a binding that failed after its attempt ended brings the pod back after its backoff, once, and not while an attempt is under way', async () => {
+    let now = 0;
+    const q = new SchedulingQueue({ now: () => now });
+    q.add('p', 0, 0);
+    assert.equal(await q.pop(), 'p');
+    q.done('p');
+    q.retryAfterError('p', 0, 0);
+    q.retryAfterError('p', 0, 0);
+    assert.equal(q.length, 0, 'backing off');
+    now = 1000;
+    q.flushBackoff();
+    assert.equal(q.length, 1, 'back once');
+    assert.equal(await q.pop(), 'p');
+    q.retryAfterError('p', 0, 0);
+    assert.equal(q.length, 0, 'an attempt is under way: it decides');
+    q.done('p');
+    now = 10_000;
+    q.flushBackoff();
+    assert.equal(q.length, 0);
+    q.close();
+  });
+
   it('a waiting pop is answered by the next add', async () => {
     const q = new SchedulingQueue();
     const next = q.pop();
