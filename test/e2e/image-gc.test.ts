@@ -3,9 +3,9 @@
  * A one-host lab (test/e2e/multihost/lab.ts) whose dockerd keeps its data root on a 256 MiB tmpfs; the
  * agent runs with the kubelet's thresholds (85 % high, 80 % low, DiskPressure under 15 % available) and
  * only the period and the minimum image age shortened. Images of random bytes fill the data root past
- * 88 %: the node reports DiskPressure and is tainted while the images are too young to collect; once
- * they are old enough, unused ones go until usage is under 80 %, not all of them, and the pressure
- * clears. The image a running pod uses and the pause image stay.
+ * 88 % while the agent is stopped. Once it is back, the node reports DiskPressure and is tainted while
+ * the images are too young to collect; once they are old enough, unused ones go until usage is under
+ * 80 %, not all of them, and the pressure clears. The image a running pod uses and the pause image stay.
  * Outside multihost/ on purpose: one host is light enough to run beside other files.
  */
 import assert from 'node:assert/strict';
@@ -70,11 +70,16 @@ describe(`image GC on a ${DATA_ROOT_MIB} MiB image filesystem (a lab host whose 
     await waitForPod(lab.client, 'default', 'keeper', (p) => p.status?.phase === 'Running', 60_000);
     assert.equal((await diskPressure())?.status, 'False', 'no pressure before the fill');
 
-    // Fill to about 88 %: past the high threshold and under DiskPressure's 15 % available.
+    // Fill to about 88 %: past the high threshold and under DiskPressure's 15 % available. The agent
+    // is stopped meanwhile, so that its collector first sees every filler in one pass: images it saw
+    // a pass apart would come of age a pass apart, and one old image removed alone could bring usage
+    // under the high threshold (which ends collecting) but not under the low one.
+    await lab.stopAgent(host, 'SIGTERM');
     const start = usedPercent(dataRoot);
     const count = Math.ceil(((88 - start) / 100) * DATA_ROOT_MIB / FILLER_MIB);
     const fillers = Array.from({ length: count }, (_, i) => `berth-filler/f${i}:1`);
     for (const name of fillers) await importFiller(lab, host, name, FILLER_MIB);
+    await lab.startAgent(host);
     const filled = usedPercent(dataRoot);
     t.diagnostic(`data root ${start.toFixed(1)} % used before, ${filled.toFixed(1)} % after ${count} images of ${FILLER_MIB} MiB`);
     assert.ok(filled > 85, `filled to ${filled.toFixed(1)} %`);
