@@ -250,21 +250,3 @@ export function certificateSubject(der: Buffer): SubjectSummary {
   const at = fields[0]?.tag === 0xa0 ? 1 : 0;
   return readName(fields[at + 4]!);
 }
-
-/**
- * Whether a DER certificate's signature verifies with `issuerKey`: crypto.verify over its
- * tbsCertificate, which on a mismatch answers false and leaves no OpenSSL error behind for the next
- * TLS read or write on the thread to trip over.
- */
-export function certificateSignedBy(der: Buffer, issuerKey: KeyObject): boolean {
-  try {
-    const [tbs, algorithm, signature] = childrenOf(expectTag(readNode(der, 0), SEQUENCE, 'certificate'));
-    if (!tbs || !algorithm || !signature) return false;
-    const algorithmOid = oidOf(childrenOf(expectTag(algorithm, SEQUENCE, 'signature algorithm'))[0]!);
-    if (!(algorithmOid in SIGNATURE_DIGESTS)) return false;
-    const sigBits = expectTag(signature, BIT_STRING, 'signature').content;
-    return verify(SIGNATURE_DIGESTS[algorithmOid] ?? null, expectTag(tbs, SEQUENCE, 'tbsCertificate').raw, issuerKey, sigBits.subarray(1));
-  } catch {
-    return false;
-  }
-}

@@ -14,7 +14,7 @@
 import { X509Certificate } from 'node:crypto';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { certificateSignedBy, certificateSubject } from '../api/x509.js';
+import { certificateSubject } from '../api/x509.js';
 import type { Identity } from './tokens.js';
 
 export interface ClientCertificateOptions {
@@ -72,7 +72,7 @@ export class ClientCertificateAuthenticator {
   }
 
   private verify(cert: X509Certificate): Verdict {
-    if (!cert.checkIssued(this.ca) || !certificateSignedBy(cert.raw, this.ca.publicKey)) return { ok: false, reason: 'x509: certificate signed by unknown authority' };
+    if (!cert.checkIssued(this.ca) || !cert.verify(this.ca.publicKey)) return { ok: false, reason: 'x509: certificate signed by unknown authority' };
     const usages = cert.keyUsage;
     if (usages && usages.length && !usages.includes(CLIENT_AUTH) && !usages.includes(ANY_EXTENDED_KEY_USAGE)) {
       return { ok: false, reason: 'x509: certificate specifies an incompatible key usage' };

@@ -43,13 +43,8 @@ export async function listen(app: FastifyInstance, o: ListenOptions): Promise<Li
 
 /**
  * Asking for a client certificate without requiring one: clients without a certificate (tokens) go on
- * as before, and a presented one is judged per request, with the server's clock, not at the handshake
- * (src/auth/client-certificates.ts checks it against the cluster CA). The CA is not given to the TLS
- * layer: with it, Node's handshake check of a certificate that names the CA as issuer but carries
- * another key's signature leaves OpenSSL's error behind, and the connection is reset instead of
- * answered 401 (seen with kubectl and curl on Node 20). Without it the certificate request names no
- * CA, and clients send the certificate they have.
+ * as before, and a presented one is judged per request, with the server's clock, not at the handshake.
  */
 function clientCertificateOptions(clientCa: string | undefined): https.ServerOptions {
-  return clientCa ? { requestCert: true, rejectUnauthorized: false } : {};
+  return clientCa ? { requestCert: true, rejectUnauthorized: false, ca: clientCa } : {};
 }
