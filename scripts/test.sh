@@ -38,8 +38,8 @@ cd "$(dirname "$0")/.."
 #   certificates     with a forged client certificate (the CA's name as issuer, another key's
 #                    signature) kubectl often meets a reset connection instead of a 401: Node's TLS
 #                    layer, given the CA (src/server/listen.ts), resets it; not yet fixed (without
-#                    the CA there, connections.test.js's held requests missed the per-client
-#                    mutation limit in one run of two)
+#                    the CA there, install.test.js's upgrade step failed in two runs of three and
+#                    connections.test.js's held requests missed the per-client mutation limit)
 E2E_ALONE=(
   dist/test/e2e/certificates.test.js
   dist/test/e2e/connections.test.js
