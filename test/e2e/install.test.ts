@@ -164,6 +164,13 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
     // A list, as an agent of several HA servers gets it (the lab's NUM_SERVERS=3): both name this server.
     const servers = `https://127.0.0.1:${port},https://localhost:${port}`;
     agentArgs = ['agent', ...common, '--server', servers, '--node-name', nodeName, '--data-dir', dirs.agentData];
+    // A NetworkPolicy table left by a cluster that has nothing else on the host (as a killed run
+    // leaves one) is taken over, not a reason to refuse to start. Only made when the name is free.
+    const goneCluster = `gone-${randomBytes(4).toString('hex')}`;
+    const leftover = await execFileP('nft', ['list', 'table', 'ip', 'berth-np']).then(() => false, async () => {
+      await execFileP('nft', ['add', 'table', 'ip', 'berth-np', '{', 'comment', `"berth-cluster=${goneCluster}"`, ';', '}']);
+      return true;
+    });
     const r = await run('bash', [path.join(src, 'scripts', 'install.sh'), ...agentArgs, '--token', token]);
     assertOk(r, 'install.sh agent');
     t.diagnostic(`install.sh agent (first run): ${secs(r.ms)}`);
@@ -184,6 +191,10 @@ describe('scripts/install.sh on this machine (no systemd: the fallback path)', {
       return conditions.some((c) => c.type === 'Ready' && c.status === 'True');
     }, READY_TIMEOUT_MS, () => `node ${nodeName} Ready; agent log:\n${tail(path.join(dirs.log, 'berth-agent.log'))}`);
     t.diagnostic(`node Ready ${secs(Date.now() - readyAt)} after the installer returned`);
+    if (leftover) {
+      const clusterId = fs.readFileSync(path.join(dirs.agentData, 'cluster-id'), 'utf8').trim();
+      await waitFor(async () => (await tablesOfCluster(clusterId)).includes('berth-np'), READY_TIMEOUT_MS, 'the leftover berth-np table taken over by this cluster');
+    } else t.diagnostic('ip berth-np already existed on this host: the take-over of a leftover table was not exercised');
 
     await kubectl(['apply', '-f', '-'], JSON.stringify({
       apiVersion: 'v1', kind: 'Pod', metadata: { name: 'survivor', namespace: 'default' },
