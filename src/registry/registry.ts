@@ -22,6 +22,7 @@ import { canonicalizeQuantities } from '../api/quantity-fields.js';
 import { omitEmptyFields } from '../api/omit-empty.js';
 import { DEFAULT_SERIALIZED_ITEMS_CACHE, SerializedObjectCache } from './serialized-objects.js';
 import { LatestLists } from './latest-lists.js';
+import { DEFAULT_LIST_CACHE, ListCache, type ListCacheOptions, type ListSnapshot } from './list-cache.js';
 import { apiVersionOf, type ResourceInfo } from '../api/identities.js';
 
 export interface Clock {
@@ -31,6 +32,8 @@ export interface Clock {
 export interface RegistryOptions {
   backend: Backend;
   clock?: Clock;
+  /** bounds of the list cache (list-cache.ts), or false to read every list from the store */
+  listCache?: ListCacheOptions | false;
 }
 
 export interface ListOptions {
@@ -140,10 +143,13 @@ export class Registry {
   private readonly serializedItems = new SerializedObjectCache(DEFAULT_SERIALIZED_ITEMS_CACHE);
   /** whole collections read for resourceVersion=0, while they are current (see listSerialized) */
   private readonly latestLists = new LatestLists<SerializedList>();
+  /** in-memory copies of listed collections, for lists of the latest state (list-cache.ts) */
+  private readonly listCache: ListCache | undefined;
 
   constructor(opts: RegistryOptions) {
     this.backend = opts.backend;
     this.clock = opts.clock ?? { now: () => Date.now() };
+    if (opts.listCache !== false) this.listCache = new ListCache(this.backend, opts.listCache ?? DEFAULT_LIST_CACHE, () => this.clock.now());
   }
 
   register(strategy: KindStrategy): void {
@@ -156,6 +162,8 @@ export class Registry {
 
   /** Remove a kind (a deleted CRD); its stored objects must already be gone. */
   unregister(group: string, plural: string): void {
+    const strategy = this.strategies.get(`${group}/${plural}`);
+    if (strategy) this.listCache?.drop(prefixOf(strategy.info, undefined));
     this.strategies.delete(`${group}/${plural}`);
   }
 
@@ -277,31 +285,46 @@ export class Registry {
     let revision = 0;
     let startAfter: string | undefined;
     let continuing: { start: string } | undefined;
+    /** the lowest revision the latest-state read may be at: "" asks for the store's current one */
+    let atLeast: number | 'current' = 'current';
     if (opts.continue) {
       const token = decodeContinue(opts.continue, prefix);
       // A negative revision is the token an expired continue hands back: go on at the latest state.
       revision = Math.max(token.rv, 0);
       startAfter = token.start;
       continuing = { start: token.start };
-    } else if (opts.resourceVersion && opts.resourceVersion !== '0') {
+    } else if (opts.resourceVersion === '0') {
+      atLeast = 0;
+    } else if (opts.resourceVersion) {
       const requested = parseResourceVersion(opts.resourceVersion);
       await this.assertNotFuture(requested);
       const exact = opts.resourceVersionMatch === 'Exact' || (opts.resourceVersionMatch === undefined && limit > 0);
       if (exact) revision = requested;
+      atLeast = requested;
     }
+    // The latest state (not a continue, not an exact revision) comes from the list cache when it
+    // can answer; its continue token then reads the rest from the store at the snapshot's revision.
+    const cached =
+      revision === 0 && !continuing && this.listCache
+        ? await this.listCache.snapshot(prefixOf(info, undefined), prefix, async () => (atLeast === 'current' ? this.read(() => this.backend.currentRevision()) : atLeast))
+        : undefined;
+    let cachedOffset = 0;
     const items: T[] = [];
     let more = false;
     let remaining = 0;
-    let readAt = revision;
+    let readAt = cached?.revision ?? revision;
     let lastRead: string | undefined;
     // Filtering happens after the read, so keep reading pages until the limit is filled. The store
     // is read READ_PAGE_SIZE keys at a time, all at the first page's revision, with a turn of the
     // event loop in between: a collection of 10,000 objects read at once would keep every other
-    // request waiting for the whole read (≈ 100 ms on SQLite).
+    // request waiting for the whole read (≈ 100 ms on SQLite). A cached snapshot is walked the same way.
     for (let first = true; ; first = false) {
       if (!first) await new Promise<void>((resolve) => setImmediate(resolve));
       const want = Math.min(limit ? limit - items.length : Infinity, READ_PAGE_SIZE);
-      const page = await this.readPage(prefix, { revision: readAt, limit: want, startAfter, continuing, withoutRemaining: !limit });
+      const page = cached
+        ? pageOfSnapshot(cached, cachedOffset, want)
+        : await this.readPage(prefix, { revision: readAt, limit: want, startAfter, continuing, withoutRemaining: !limit });
+      cachedOffset += page.items.length;
       readAt = page.revision;
       for (const kv of page.items) {
         lastRead = kv.key;
@@ -870,6 +893,13 @@ function parseRevision(rv: string): number {
   const n = Number(rv);
   if (!Number.isSafeInteger(n) || n < 0) throw errors.badRequest(`invalid resourceVersion "${rv}"`);
   return n;
+}
+
+/** One page of a cached snapshot, shaped as the store's page. */
+function pageOfSnapshot(snapshot: ListSnapshot, offset: number, limit: number): { items: KeyValue[]; revision: number; more: boolean; remaining: number } {
+  const items = snapshot.items.slice(offset, Number.isFinite(limit) ? offset + limit : undefined);
+  const remaining = snapshot.items.length - offset - items.length;
+  return { items, revision: snapshot.revision, more: remaining > 0, remaining };
 }
 
 function encodeContinue(token: { rv: number; start: string }): string {
