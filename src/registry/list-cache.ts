@@ -84,7 +84,7 @@ export class ListCache {
     const copy = this.copyOf(collection);
     if (copy.state !== 'ready') return undefined;
     const wanted = Math.max(await minRevision(), copy.listedAt);
-    if (!(await this.observedReaches(wanted))) return undefined;
+    if (!(await this.backend.waitObserved(wanted, this.opts.freshnessTimeoutMs))) return undefined;
     // A fresh macrotask: every event queued up to the observed revision has been delivered.
     await new Promise<void>((resolve) => setImmediate(resolve));
     if (copy.state !== 'ready' || this.copies.get(collection) !== copy) return undefined;
@@ -223,19 +223,6 @@ export class ListCache {
     const items: KeyValue[] = [];
     for (let i = low; i < keys.length && keys[i]!.startsWith(prefix); i++) items.push(copy.items.get(keys[i]!)!);
     return items;
-  }
-
-  /** Waits, polling, until the store's event stream has reached `revision`; false after the timeout. */
-  private async observedReaches(revision: number): Promise<boolean> {
-    if (this.backend.observedRevision() >= revision) return true;
-    const deadline = Date.now() + this.opts.freshnessTimeoutMs;
-    let pauseMs = 1;
-    while (this.backend.observedRevision() < revision) {
-      if (Date.now() >= deadline) return false;
-      await new Promise<void>((resolve) => setTimeout(resolve, pauseMs));
-      pauseMs = Math.min(pauseMs * 2, 20);
-    }
-    return true;
   }
 }
 

@@ -14,7 +14,7 @@
  *  - compact: a Compaction;
  *  - currentRevision: the header revision of any response.
  * One thing is synchronous: `observedRevision()`, the revision the backend's own event stream has
- * reached. It is what watch bookmarks and "watch from now" need, and it costs no round trip because
+ * reached (`waitObserved` waits for it to reach a revision). It is what watch bookmarks and "watch from now" need, and it costs no round trip because
  * every backend already follows its store's events to feed its watchers.
  *
  * Keys look like `/registry/<group>/<plural>/<namespace>/<name>` (cluster-scoped kinds omit the
@@ -148,6 +148,13 @@ export interface Backend {
    * requested resourceVersion could be in the future at all).
    */
   observedRevision(): number;
+  /**
+   * Resolves true once observedRevision() has reached `revision`, false if it has not within
+   * `timeoutMs`. A store other processes write is asked meanwhile to report how far its event
+   * stream has come (etcd's progress request): the stream may carry nothing under this backend's
+   * keys for a long time while other writers of the store move its revision on.
+   */
+  waitObserved(revision: number, timeoutMs: number): Promise<boolean>;
 
   get(key: string): Promise<KeyValue | undefined>;
   /**

@@ -50,6 +50,10 @@ export class InstrumentedBackend implements Backend {
     return this.inner.observedRevision();
   }
 
+  waitObserved(revision: number, timeoutMs: number): Promise<boolean> {
+    return this.inner.waitObserved(revision, timeoutMs);
+  }
+
   get(key: string): Promise<KeyValue | undefined> {
     return this.timed('get', key, () => this.inner.get(key));
   }

@@ -224,6 +224,11 @@ export class SqliteBackend implements Backend {
     return this.revision;
   }
 
+  /** This process is the only writer: the stream is always at the latest commit. */
+  async waitObserved(revision: number): Promise<boolean> {
+    return this.revision >= revision;
+  }
+
   /** the oldest revision still readable (SQLite keeps it in its meta table; for metrics and tests) */
   compactedRevision(): number {
     return this.compacted;

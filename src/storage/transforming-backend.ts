@@ -40,6 +40,10 @@ export class TransformingBackend implements Backend {
     return this.inner.observedRevision();
   }
 
+  waitObserved(revision: number, timeoutMs: number): Promise<boolean> {
+    return this.inner.waitObserved(revision, timeoutMs);
+  }
+
   /** A revision needs no opening: it comes from the inner store's index. */
   modRevisionOf(key: string): Promise<number | undefined> {
     return this.inner.modRevisionOf(key);

@@ -125,6 +125,27 @@ export function backendContract(sut: BackendUnderTest): void {
         await until(() => s.observedRevision() === r(5), 'the observed revision to reach the fifth write');
       }));
 
+      test('waitObserved resolves once the stream reaches the store\'s revision, also when only other writers of the store moved it', withStore(async (s, r) => {
+        await s.create('/w/own', 'x');
+        assert.equal(await s.waitObserved(r(1), 5000), true);
+        assert.ok(s.observedRevision() >= r(1));
+        if (sut.sharedRevisions) {
+          // Another store on the same etcd, under its own prefix: nothing it writes reaches this one's stream.
+          const other = await sut.open();
+          try {
+            for (let i = 0; i < 3; i++) await other.create(`/w/other-${i}`, 'x');
+            const current = await s.currentRevision();
+            assert.ok(current > s.observedRevision(), 'the other store moved the shared revision on');
+            assert.equal(await s.waitObserved(current, 5000), true, 'a progress report carried the stream to the current revision');
+            assert.ok(s.observedRevision() >= current);
+          } finally {
+            other.close();
+          }
+        }
+        // A revision the store has not reached: not within the timeout.
+        assert.equal(await s.waitObserved((await s.currentRevision()) + 1000, 100), false);
+      }));
+
       test('modRevisionOf gives the live key revision without its value, and nothing for absent or deleted keys', withStore(async (s, r) => {
         const created = await s.create('/k', 'v1');
         assert.equal(await s.modRevisionOf('/k'), created.modRevision);

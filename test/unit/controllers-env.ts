@@ -97,6 +97,10 @@ export class StoreMirror implements Backend {
   observedRevision(): number {
     return this.inner.observedRevision();
   }
+
+  waitObserved(revision: number, timeoutMs: number): Promise<boolean> {
+    return this.inner.waitObserved(revision, timeoutMs);
+  }
   get(key: string): Promise<KeyValue | undefined> {
     return this.inner.get(key);
   }

@@ -60,6 +60,14 @@ class LaggingBackend implements Backend {
   observedRevision(): number {
     return this.observed;
   }
+  async waitObserved(revision: number, timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    while (this.observed < revision) {
+      if (Date.now() >= deadline) return false;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return true;
+  }
   get(key: string) {
     return this.inner.get(key);
   }

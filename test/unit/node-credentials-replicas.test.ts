@@ -119,6 +119,7 @@ describe('node credentials on two replicas over one SQLite store', () => {
     const losing: Backend = {
       currentRevision: () => store.currentRevision(),
       observedRevision: () => store.observedRevision(),
+      waitObserved: (revision: number) => store.waitObserved(revision),
       get: (key) => store.get(key),
       modRevisionOf: (key) => store.modRevisionOf(key),
       list: (prefix, opts) => store.list(prefix, opts),
