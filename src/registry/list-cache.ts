@@ -15,6 +15,14 @@
  * macrotask the copy holds exactly the store's state at the observed revision, and that is the
  * revision the snapshot carries (the list's resourceVersion, and where a watch after it starts).
  *
+ * When the stream has not reached the revision within a short step, the store's keys under the
+ * prefix at that revision are read without their values and compared with the copy's: the same keys
+ * at the same revisions mean the copy is that state, and the snapshot carries that revision. This is
+ * what answers when other writers share the store (another cluster under another etcd prefix): they
+ * move etcd's revision with no event here. kube-apiserver asks etcd for a progress report instead,
+ * but etcd before 3.4.31 and 3.5.13 may report a revision ahead of events not yet sent (etcd issue
+ * 15220), which would make the copy skip them.
+ *
  * Bounded: all copies together hold at most `maxBytes` of keys and values. A collection that does
  * not fit, and a copy whose watch the store ended (compaction, a lost stream), is given up and read
  * from the store as before; it is built again after `rebuildAfterMs`. While a copy is being built,
@@ -37,6 +45,8 @@ export interface ListCacheOptions {
  */
 export const DEFAULT_LIST_CACHE: ListCacheOptions = { maxBytes: 128 * 1024 * 1024, freshnessTimeoutMs: 3000, rebuildAfterMs: 30_000 };
 
+/** How long a list waits for the event stream before it compares the copy with the store's keys. */
+const CATCH_UP_STEP_MS = 100;
 /** Keys read from the store at a time while a copy is built. */
 const BUILD_PAGE_SIZE = 1000;
 /** Bytes counted per key on top of its key and value: the entry and its KeyValue. */
@@ -84,12 +94,31 @@ export class ListCache {
     const copy = this.copyOf(collection);
     if (copy.state !== 'ready') return undefined;
     const wanted = Math.max(await minRevision(), copy.listedAt);
-    if (!(await this.backend.waitObserved(wanted, this.opts.freshnessTimeoutMs))) return undefined;
-    // A fresh macrotask: every event queued up to the observed revision has been delivered.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    if (copy.state !== 'ready' || this.copies.get(collection) !== copy) return undefined;
-    const revision = this.backend.observedRevision();
-    return { items: this.range(copy, prefix), revision };
+    const deadline = Date.now() + this.opts.freshnessTimeoutMs;
+    for (;;) {
+      const step = Math.max(0, Math.min(CATCH_UP_STEP_MS, deadline - Date.now()));
+      if (await this.backend.waitObserved(wanted, step)) {
+        // A fresh macrotask: every event queued up to the observed revision has been delivered.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        if (!this.isCurrent(collection, copy)) return undefined;
+        return { items: this.range(copy, prefix), revision: this.backend.observedRevision() };
+      }
+      let stored: KeyValue[];
+      try {
+        stored = (await this.backend.list(prefix, { revision: wanted, keysOnly: true, withoutRemaining: true })).items;
+      } catch {
+        return undefined;
+      }
+      if (!this.isCurrent(collection, copy)) return undefined;
+      // Events only move the copy forward, so equal keys and revisions mean it is the state at `wanted`.
+      const items = this.range(copy, prefix);
+      if (sameKeysAndRevisions(items, stored)) return { items, revision: wanted };
+      if (Date.now() >= deadline) return undefined;
+    }
+  }
+
+  private isCurrent(collection: string, copy: CollectionCopy): boolean {
+    return copy.state === 'ready' && this.copies.get(collection) === copy;
   }
 
   /** Gives up a collection's copy (its kind is gone); a later list builds it again. */
@@ -224,6 +253,12 @@ export class ListCache {
     for (let i = low; i < keys.length && keys[i]!.startsWith(prefix); i++) items.push(copy.items.get(keys[i]!)!);
     return items;
   }
+}
+
+function sameKeysAndRevisions(a: readonly KeyValue[], b: readonly KeyValue[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i]!.key !== b[i]!.key || a[i]!.modRevision !== b[i]!.modRevision) return false;
+  return true;
 }
 
 function entryBytes(kv: KeyValue): number {

@@ -54,6 +54,11 @@ export interface ListOptions {
    * follows costs a second range read (SQLite) may leave it 0. `more` is always exact.
    */
   withoutRemaining?: boolean;
+  /**
+   * Only keys and revisions are needed: values may come back empty (etcd's keys_only), so comparing
+   * revisions does not move every value over the network.
+   */
+  keysOnly?: boolean;
 }
 
 export interface ListResult {
@@ -150,9 +155,9 @@ export interface Backend {
   observedRevision(): number;
   /**
    * Resolves true once observedRevision() has reached `revision`, false if it has not within
-   * `timeoutMs`. A store other processes write is asked meanwhile to report how far its event
-   * stream has come (etcd's progress request): the stream may carry nothing under this backend's
-   * keys for a long time while other writers of the store move its revision on.
+   * `timeoutMs`. The event stream carries only this backend's keys, so where other writers share
+   * the store (another cluster under another etcd prefix) its revision can move on with no event
+   * here, and the wait runs out: compare revisions with a keysOnly list instead (list-cache.ts).
    */
   waitObserved(revision: number, timeoutMs: number): Promise<boolean>;
 

@@ -21,10 +21,9 @@
  * one synchronous step, so there is no gap or duplicate between them and a watch bookmark at the
  * observed revision never skips an event queued for it. A watcher from before the window answers
  * Compacted, as kube-apiserver's watch cache answers 410 for a resourceVersion older than its
- * window. The window is trimmed by compaction and by a byte bound. etcd's revision also moves with
- * writes outside the prefix (another cluster sharing the etcd), which the feed never sees: to know
- * it has caught up with a revision, `waitObserved` sends progress requests on the feed's stream,
- * and a progress report moves the observed revision to etcd's.
+ * window. The window is trimmed by compaction and by a byte bound. The feed does not send progress
+ * requests: before etcd 3.4.31 and 3.5.13 (Debian ships 3.4.23) etcd can answer one with a revision
+ * ahead of events it has not sent yet (etcd issue 15220), and the feed would skip those events.
  *
  * Why the raw Watch RPC and not etcd3's `watch().key().create()`: reading etcd3 1.1.2's
  * lib/watch.js, `create()` settles only on a 'connected' or an 'error' event. (1) While the stream
@@ -65,12 +64,6 @@ const DEFAULT_WATCH_WINDOW_BYTES = 64 * 1024 * 1024;
 /** Delay before re-opening a lost feed stream, doubling up to the maximum. */
 const FEED_RETRY_INITIAL_MS = 100;
 const FEED_RETRY_MAX_MS = 2000;
-/**
- * While something waits for the feed to reach a revision, etcd is asked for a progress report this
- * often. etcd answers one only when every watch on the stream has caught up, so it is asked again
- * until the wait ends (kube-apiserver's progress requester does the same).
- */
-const PROGRESS_REQUEST_INTERVAL_MS = 50;
 
 export interface EtcdTlsFiles {
   /** --etcd-cafile: CA bundle that signed the etcd servers' certificates */
@@ -147,8 +140,7 @@ export class EtcdBackend implements Backend {
   private windowFloor = 0;
   private observed = 0;
   private closed = false;
-  private feed: { cancel(): void; requestProgress(): void } | undefined;
-  private lastProgressRequest = 0;
+  private feed: { cancel(): void } | undefined;
   private feedRetryMs = FEED_RETRY_INITIAL_MS;
   private feedRetryTimer: NodeJS.Timeout | undefined;
 
@@ -263,10 +255,6 @@ export class EtcdBackend implements Backend {
     let pauseMs = 1;
     while (this.observed < revision) {
       if (this.closed || Date.now() >= deadline) return false;
-      if (Date.now() - this.lastProgressRequest >= PROGRESS_REQUEST_INTERVAL_MS) {
-        this.lastProgressRequest = Date.now();
-        this.feed?.requestProgress();
-      }
       await new Promise<void>((resolve) => setTimeout(resolve, pauseMs));
       pauseMs = Math.min(pauseMs * 2, 20);
     }
@@ -307,6 +295,7 @@ export class EtcdBackend implements Backend {
         range_end: range.range_end,
         ...(opts.limit ? { limit: opts.limit } : {}),
         ...(opts.revision ? { revision: opts.revision } : {}),
+        ...(opts.keysOnly ? { keys_only: true } : {}),
       });
       const items = res.kvs.map((kv) => this.keyValue(kv));
       // etcd's count is every key in [key, range_end) at that revision, the returned ones included.
@@ -555,13 +544,7 @@ export class EtcdBackend implements Backend {
         progress_notify: true,
       },
     });
-    this.feed = {
-      cancel: () => stream.cancel(),
-      requestProgress: () => {
-        // A stream that has just ended is resumed by feedLost; a request lost with it is sent again.
-        if (!ended) stream.write({ progress_request: {} });
-      },
-    };
+    this.feed = { cancel: () => stream.cancel() };
     await created;
   }
 

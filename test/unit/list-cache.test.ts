@@ -17,7 +17,10 @@ const CONFIGMAPS = CONFIGMAP_RESOURCE;
  * when `release()` lets it, while currentRevision() is the store's. Counts the range reads of lists.
  */
 class LaggingBackend implements Backend {
+  /** full reads of lists, by prefix */
   lists: string[] = [];
+  /** reads of keys and revisions only */
+  keyLists: string[] = [];
   private held: Array<() => void> = [];
   private observed: number;
   /** while false, events wait for release() */
@@ -75,7 +78,7 @@ class LaggingBackend implements Backend {
     return this.inner.modRevisionOf(key);
   }
   list(prefix: string, opts?: ListOptions): Promise<ListResult> {
-    this.lists.push(prefix);
+    (opts?.keysOnly ? this.keyLists : this.lists).push(prefix);
     return this.inner.list(prefix, opts);
   }
   count(prefix: string) {
@@ -171,8 +174,28 @@ describe('list cache', () => {
     backend.prompt = false;
     await registry.create(CONFIGMAPS, 'a', configMap('second'));
     const reads = backend.lists.length;
+    const keyReads = backend.keyLists.length;
     assert.deepEqual(names(await registry.list(CONFIGMAPS, 'a')), ['first', 'second']);
-    assert.equal(backend.lists.length, reads + 1, 'the store was read');
+    assert.ok(backend.keyLists.length > keyReads, 'the copy was compared with the store\'s keys');
+    assert.equal(backend.lists.length, reads + 1, 'they differed (the copy lacks "second"): the store was read');
+    backend.release();
+  });
+
+  it('when only writes elsewhere moved the store\'s revision, the copy compared with the store\'s keys answers at that revision', async () => {
+    const { backend, registry } = await setup();
+    await registry.create(CONFIGMAPS, 'a', configMap('first'));
+    await warm(registry, backend);
+    // Held like another cluster's writes under another etcd prefix: no event of them reaches the copy.
+    backend.prompt = false;
+    await registry.create(NS, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'elsewhere' } });
+    const current = await backend.currentRevision();
+    assert.ok(backend.observedRevision() < current);
+    const reads = backend.lists.length;
+    const list = await registry.list(CONFIGMAPS, 'a');
+    assert.deepEqual(names(list), ['first']);
+    assert.equal(list.metadata.resourceVersion, String(current));
+    assert.equal(backend.lists.length, reads, 'no full read of the store');
+    assert.deepEqual(backend.keyLists.slice(-1), ['/registry/core/configmaps/a/']);
     backend.release();
   });
 
