@@ -194,7 +194,10 @@ export class ListCache {
       this.remove(copy, ev.kv.key);
       return;
     }
-    this.put(copy, ev.kv);
+    // A KeyValue of its own: the event's is the key of what watchers derived from it (the decoded
+    // object, its fields), which holding the event's would keep alive for as long as the copy.
+    const { key, value, createRevision, modRevision } = ev.kv;
+    this.put(copy, { key, value, createRevision, modRevision });
   }
 
   /** false when the copy no longer fits and was given up */
