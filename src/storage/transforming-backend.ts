@@ -79,10 +79,33 @@ export class TransformingBackend implements Backend {
     return this.passErrors(this.inner.delete(key, expectedRevision)).then((kv) => this.reveal(kv));
   }
 
-  watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
-    const inner: WatchOptions = { fromRevision: opts.fromRevision, onEvent: (ev) => opts.onEvent(this.revealEvent(ev)) };
-    if (opts.onError) inner.onError = opts.onError;
-    return this.inner.watch(prefix, inner);
+  async watch(prefix: string, opts: WatchOptions): Promise<Watcher> {
+    const onError = opts.onError;
+    if (!onError) return this.inner.watch(prefix, { fromRevision: opts.fromRevision, onEvent: (ev) => opts.onEvent(this.revealEvent(ev)) });
+    // A watcher that can be told ends at the first event it cannot be given (a value that cannot be
+    // decrypted), as the store ends a watch: skipping it would leave that watcher's view wrong.
+    let ended = false;
+    let watcher: Watcher | undefined;
+    const end = (err: StorageError) => {
+      if (ended) return;
+      ended = true;
+      watcher?.close();
+      onError(err);
+    };
+    const onEvent = (ev: StoreEvent) => {
+      if (ended) return;
+      let plain: StoreEvent;
+      try {
+        plain = this.revealEvent(ev);
+      } catch (err) {
+        end(err instanceof StorageError ? err : transformFailure(`cannot read ${ev.kv.key}`, err));
+        return;
+      }
+      opts.onEvent(plain);
+    };
+    watcher = await this.inner.watch(prefix, { fromRevision: opts.fromRevision, onEvent, onError: end });
+    if (ended) watcher.close();
+    return watcher;
   }
 
   compact(revision: number): Promise<void> {

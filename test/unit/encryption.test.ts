@@ -243,6 +243,24 @@ describe('transforming backend', () => {
     backend.close();
   });
 
+  test('a watcher that takes errors ends at an event it cannot be given; one that does not skips it', async () => {
+    const { inner, backend } = setup();
+    const told: StoreEvent[] = [];
+    const untold: StoreEvent[] = [];
+    const errors: StorageError[] = [];
+    await backend.watch('/registry/core/secrets/', { fromRevision: 0, onEvent: (ev) => told.push(ev), onError: (err) => errors.push(err) });
+    await backend.watch('/registry/core/secrets/', { fromRevision: 0, onEvent: (ev) => untold.push(ev) });
+    await backend.create(`${SECRET_KEY}-1`, '{"v":1}');
+    await inner.create(`${SECRET_KEY}-2`, 'k8s:enc:aesgcm:v1:k:' + randomBytes(40).toString('base64'));
+    await backend.create(`${SECRET_KEY}-3`, '{"v":3}');
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(told.map((e) => e.kv.value), ['{"v":1}']);
+    assert.equal(errors.length, 1);
+    assert.ok(errors[0]!.code === 'Failed' && errors[0]!.message.includes(`${SECRET_KEY}-2`), errors[0]!.message);
+    assert.deepEqual(untold.map((e) => e.kv.value), ['{"v":1}', '{"v":3}']);
+    backend.close();
+  });
+
   test('a value that cannot be decrypted is a storage failure naming the key', async () => {
     const { inner, backend } = setup();
     await inner.create(SECRET_KEY, 'k8s:enc:aesgcm:v1:k:' + randomBytes(40).toString('base64'));
