@@ -10,7 +10,7 @@ import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { SerializedObjectCache } from '../../src/registry/serialized-objects.js';
 import { buildApp } from '../../src/server/app.js';
-import { RESPONSE_SLICE_BYTES, SlicedBody, TurnScheduler } from '../../src/server/large-responses.js';
+import { MAX_SLICE_BYTES, RESPONSE_SLICE_BYTES, SlicedBody, TurnScheduler } from '../../src/server/large-responses.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const info = (plural: string) => BUILTIN_RESOURCES.find((r) => r.plural === plural)!;
@@ -102,11 +102,13 @@ describe('large response slicing', () => {
     assert.deepEqual(ran, [0, 1, 2, 3, 4, 5, 6]);
   });
 
-  it('gives a body back whole, one slice per request, and stops producing once destroyed', async () => {
-    const bytes = Buffer.alloc(RESPONSE_SLICE_BYTES * 2 + 10, 'x');
+  it('gives a body back whole, one slice per request, each twice the last up to the largest, and stops producing once destroyed', async () => {
+    const bytes = Buffer.alloc(RESPONSE_SLICE_BYTES * 31 + 10, 'x');
     const chunks: Buffer[] = [];
     for await (const c of new SlicedBody(bytes, new TurnScheduler(1))) chunks.push(c as Buffer);
-    assert.deepEqual(chunks.map((c) => c.length), [RESPONSE_SLICE_BYTES, RESPONSE_SLICE_BYTES, 10]);
+    const K = RESPONSE_SLICE_BYTES;
+    assert.equal(MAX_SLICE_BYTES, 16 * K);
+    assert.deepEqual(chunks.map((c) => c.length), [K, 2 * K, 4 * K, 8 * K, 16 * K, 10]);
     assert.ok(Buffer.concat(chunks).equals(bytes));
 
     const scheduler = new TurnScheduler(1);
@@ -165,7 +167,8 @@ describe('GET of a large object over HTTP', () => {
       client.on('data', (c: Buffer) => chunks.push(c));
       await new Promise((r) => client.once('end', r));
       // Whole-body sending writes the 1.4 MB at once: TLS encrypts all of it in one event-loop turn.
-      assert.ok(largestWrite <= RESPONSE_SLICE_BYTES, `largest single write to the socket: ${largestWrite} bytes`);
+      // In slices of 64, 128, 256 and 512 KiB and the rest, the largest write is 512 KiB.
+      assert.ok(largestWrite <= (MAX_SLICE_BYTES / 2) && largestWrite < size / 2, `largest single write to the socket: ${largestWrite} bytes`);
       const text = Buffer.concat(chunks).toString('utf8');
       const body = text.slice(text.indexOf('\r\n\r\n') + 4);
       assert.match(text, new RegExp(`content-length: ${size}\r\n`, 'i'));

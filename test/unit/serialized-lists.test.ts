@@ -8,7 +8,7 @@ import { LatestLists } from '../../src/registry/latest-lists.js';
 import { Registry } from '../../src/registry/registry.js';
 import { BUILTIN_RESOURCES } from '../../src/registry/resource-info.js';
 import { buildApp } from '../../src/server/app.js';
-import { GatheredBody, RESPONSE_SLICE_BYTES, TurnScheduler } from '../../src/server/large-responses.js';
+import { GatheredBody, largeBodiesInFlight, RESPONSE_SLICE_BYTES, SLICE_BUDGET_BYTES, TurnScheduler } from '../../src/server/large-responses.js';
 import { openSqliteBackend } from '../../src/storage/sqlite.js';
 
 const info = (plural: string) => BUILTIN_RESOURCES.find((r) => r.plural === plural)!;
@@ -141,11 +141,28 @@ describe('list responses over HTTP', () => {
     }
   });
 
-  it('gathers items into slices of at most RESPONSE_SLICE_BYTES, cutting an item larger than one', async () => {
+  it('gathers items into slices from RESPONSE_SLICE_BYTES up, each twice the last, cutting an item larger than one', async () => {
     const pieces = [Buffer.from('['), Buffer.alloc(RESPONSE_SLICE_BYTES * 2 + 10, 'a'), Buffer.from(','), Buffer.from('"b"'), Buffer.from(']')];
     const chunks: Buffer[] = [];
     for await (const chunk of new GatheredBody(pieces, new TurnScheduler(1))) chunks.push(chunk as Buffer);
-    assert.ok(chunks.every((c) => c.length <= RESPONSE_SLICE_BYTES));
+    assert.deepEqual(chunks.map((c) => c.length), [RESPONSE_SLICE_BYTES, RESPONSE_SLICE_BYTES + 1 + 10 + 1 + 3 + 1]);
     assert.deepEqual(Buffer.concat(chunks), Buffer.concat(pieces));
+  });
+
+  it('with many large bodies in flight each keeps to its share of the slice budget, never under the first slice size', async () => {
+    const K = RESPONSE_SLICE_BYTES;
+    const many = Math.ceil(SLICE_BUDGET_BYTES / (2 * K)); // a share of 128 KiB each, or a little less
+    const bodies = Array.from({ length: many }, () => new GatheredBody([Buffer.alloc(K)], new TurnScheduler(1)));
+    assert.ok(largeBodiesInFlight() >= many);
+    // The body read below is in flight too.
+    const share = Math.floor(SLICE_BUDGET_BYTES / (largeBodiesInFlight() + 1));
+    assert.ok(share < 2 * K);
+    const chunks: Buffer[] = [];
+    for await (const chunk of new GatheredBody([Buffer.alloc(8 * K, 'c')], new TurnScheduler(1))) chunks.push(chunk as Buffer);
+    assert.ok(chunks.every((c) => c.length <= Math.max(K, share)), chunks.map((c) => c.length).join(' '));
+    assert.deepEqual(chunks.map((c) => c.length).slice(0, 2), [K, Math.max(K, Math.min(2 * K, share))]);
+    for (const body of bodies) body.destroy();
+    await new Promise((r) => setImmediate(r));
+    assert.equal(largeBodiesInFlight(), 0, 'a destroyed body no longer counts');
   });
 });
