@@ -15,9 +15,9 @@
  * the last), and on a busy server a turn takes tens of milliseconds: in 64 KiB slices a list of
  * 6,000 pods (18 MB) took 280 turns, 9.5 s at p99 while 200 nodes reported to the server. So a
  * body's slices grow: the first is 64 KiB, each next one twice the last, up to 1 MiB, which takes
- * that list 22 turns. Encrypting 1 MiB takes under a millisecond (AES-GCM at 2.4 GB/s), small beside such a turn. The
- * slices of all bodies in flight share 8 MiB, so with many large responses at once each keeps to
- * small slices and memory stays bounded.
+ * that list 22 turns. Encrypting 1 MiB takes under a millisecond (AES-GCM at 2.4 GB/s), small
+ * beside such a turn. The slices of all bodies in flight share 8 MiB, so with many large responses
+ * at once each keeps to small slices and memory stays bounded.
  *
  * A list whose items are already serialized (shared bytes, one copy per object for every reader)
  * goes out the same way, the slices gathered from its items as the socket asks for them: no
