@@ -267,7 +267,9 @@ export async function startControlPlane(opts: ControlPlaneOptions): Promise<Runn
   const admission = new AdmissionChain();
   admission.register(sidecarInjector({ registry, log: log.child({ component: 'sidecar-injector' }) }));
   // LimitRanger as early as upstream, after the sidecar injector so injected containers get the defaults too.
-  for (const plugin of limitRanger({ limitRanges: async (namespace) => (await registry.list(LIMITRANGE_INFO, namespace)).items as LimitRange[] })) admission.register(plugin);
+  // Admission reads LimitRanges as kube-apiserver's reads them from an informer: any state
+  // (resourceVersion=0, the list cache), no round trip to the store on every create.
+  for (const plugin of limitRanger({ limitRanges: async (namespace) => (await registry.list(LIMITRANGE_INFO, namespace, { resourceVersion: '0' })).items as LimitRange[] })) admission.register(plugin);
   for (const plugin of serviceAccountAdmission({ getServiceAccount: (namespace, name) => getOrUndefined<ServiceAccountLike>(registry, 'serviceaccounts', namespace, name) })) admission.register(plugin);
   admission.register(defaultStorageClassAdmission({ registry }));
   admission.register(storageObjectInUseProtection());

@@ -252,6 +252,23 @@ describe('LimitRanger and ResourceQuota admission', () => {
     assert.deepEqual(q.status?.used, { pods: '1' });
   });
 
+  it('reads quotas from the list cache first, and the latest state after a conflict: a stale read is refused by the status write', async () => {
+    const c = await cluster({ admission: false });
+    await c.quota('pods', { pods: '1' }, { pods: '0' });
+    const store = registryQuotaStore(c.registry);
+    const stale = await store.list('default');
+    const reads: boolean[] = [];
+    const chain = new AdmissionChain();
+    // The cached read is as stale as an etcd feed can be: from before the quota was charged.
+    chain.register(resourceQuotaAdmission({ quotas: { ...store, list: async (ns, o) => (reads.push(o?.latest ?? false), o?.latest ? store.list(ns, o) : stale) }, now: () => NOW }));
+    c.registry.setAdmission(chain);
+    await c.pod('first');
+    assert.deepEqual(reads, [false]);
+    const refused = await c.refusal(c.pod('second'));
+    assert.match(refused, /exceeded quota: pods, requested: pods=1, used: pods=1, limited: pods=1$/);
+    assert.deepEqual(reads, [false, false, true], 'the stale read met a Conflict; the next read was of the latest state');
+  });
+
   it('makes pods state what a compute quota limits, counts requests, and refuses before the controller counted', async () => {
     const c = await cluster();
     await c.quota('compute', { 'requests.cpu': '1', 'limits.memory': '1Gi' }, { 'requests.cpu': '0', 'limits.memory': '0' });

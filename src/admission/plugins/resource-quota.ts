@@ -42,8 +42,12 @@ import { RESOURCEQUOTA_INFO } from '../../registry/kinds/core-policy.js';
 import type { AdmissionAttributes, AdmissionPlugin } from '../chain.js';
 
 export interface QuotaStore {
-  /** the namespace's quotas as stored now */
-  list(namespace: string): Promise<ResourceQuota[]>;
+  /**
+   * The namespace's quotas: with `latest`, as stored now; without, as the list cache holds them
+   * (kube-apiserver's quota admission reads an informer's cache). A stale read costs only a Conflict
+   * on the status write, and the attempts after one read the latest state.
+   */
+  list(namespace: string, opts?: { latest?: boolean }): Promise<ResourceQuota[]>;
   /** writes status only if metadata.resourceVersion is still current; a Conflict ApiError otherwise */
   updateStatus(quota: ResourceQuota): Promise<void>;
 }
@@ -79,7 +83,7 @@ export function resourceQuotaAdmission(opts: ResourceQuotaAdmissionOptions): Adm
       const namespace = attrs.object.metadata.namespace ?? '';
       const charged = new Set<string>();
       for (let attempt = 1; ; attempt++) {
-        const quotas = (await opts.quotas.list(namespace)).filter((q) => !charged.has(q.metadata.uid ?? ''));
+        const quotas = (await opts.quotas.list(namespace, { latest: attempt > 1 })).filter((q) => !charged.has(q.metadata.uid ?? ''));
         if (!quotas.length) return;
         const updated = evaluate(attrs, quotas, now());
         if (attrs.dryRun) return;
@@ -147,7 +151,7 @@ export const RESOURCE_QUOTA_PLUGIN = PLUGIN;
 /** The quotas as the registry stores them; status writes carry the read's resourceVersion as their precondition. */
 export function registryQuotaStore(registry: Registry): QuotaStore {
   return {
-    list: async (namespace) => (await registry.list(RESOURCEQUOTA_INFO, namespace)).items as ResourceQuota[],
+    list: async (namespace, listOpts) => (await registry.list(RESOURCEQUOTA_INFO, namespace, listOpts?.latest ? {} : { resourceVersion: '0' })).items as ResourceQuota[],
     updateStatus: async (quota) => {
       await registry.update(RESOURCEQUOTA_INFO, quota.metadata.namespace, quota.metadata.name ?? '', quota, { subresource: 'status' });
     },

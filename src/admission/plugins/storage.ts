@@ -19,7 +19,8 @@ import type { AdmissionPlugin } from '../chain.js';
 async function storageClasses(registry: Registry): Promise<StorageClass[]> {
   const info = registry.lookup('storage.k8s.io', 'storageclasses')?.info;
   if (!info) return [];
-  return (await registry.list(info, undefined)).items as StorageClass[];
+  // Any state, as kube-apiserver's admission reads an informer: no round trip on every claim.
+  return (await registry.list(info, undefined, { resourceVersion: '0' })).items as StorageClass[];
 }
 
 export function defaultStorageClassAdmission(opts: { registry: Registry }): AdmissionPlugin {
