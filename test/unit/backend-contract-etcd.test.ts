@@ -16,6 +16,11 @@ import { TransformingBackend } from '../../src/storage/transforming-backend.js';
 import type { Backend } from '../../src/storage/backend.js';
 import { startEtcdCluster, type EtcdCluster } from '../e2e/etcd-cluster.js';
 import { backendContract, until } from './backend-contract.js';
+import type { KubeObject } from '../../src/api/types.js';
+import { CONFIGMAP_RESOURCE } from '../../src/registry/kinds/config.js';
+import { ALL_STRATEGIES } from '../../src/registry/kinds/index.js';
+import { Registry } from '../../src/registry/registry.js';
+import type { ListOptions } from '../../src/storage/backend.js';
 
 const logger = pino({ level: 'silent' });
 /** a quota a few dozen 100 kB values fill */
@@ -76,6 +81,55 @@ describe('etcd key layout', () => {
     } finally {
       raw.close();
       b.close();
+    }
+  });
+});
+
+describe('the list cache on etcd shared with another cluster', () => {
+  test('a list of the latest state answers from the copy, checked by keys, when only the other cluster\'s writes moved etcd\'s revision; and sees every write of its own', async () => {
+    const ours = await openEtcdBackend({ endpoints: shared!.endpoints, prefix: `/cache-ours-${++stores}`, logger });
+    const theirs = await openEtcdBackend({ endpoints: shared!.endpoints, prefix: `/cache-theirs-${stores}`, logger });
+    const reads: Array<{ prefix: string; keysOnly: boolean }> = [];
+    // The registry's store, with its list reads recorded: full reads of values, or keys only.
+    const counted = Object.assign(Object.create(ours) as typeof ours, {
+      list: (prefix: string, opts?: ListOptions) => {
+        reads.push({ prefix, keysOnly: opts?.keysOnly ?? false });
+        return ours.list(prefix, opts);
+      },
+    });
+    const registry = new Registry({ backend: counted });
+    for (const s of ALL_STRATEGIES) registry.register(s);
+    const cm = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'default' }, data: { k: name } }) as KubeObject;
+    try {
+      await registry.create(registry.lookup('', 'namespaces')!.info, undefined, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } } as KubeObject);
+      await registry.create(CONFIGMAP_RESOURCE, 'default', cm('a'));
+      // The first list reads etcd and starts the copy; wait until a list no longer reads values.
+      for (let i = 0; ; i++) {
+        const before = reads.filter((r) => !r.keysOnly).length;
+        await registry.list(CONFIGMAP_RESOURCE, 'default');
+        if (reads.filter((r) => !r.keysOnly).length === before) break;
+        assert.ok(i < 100, 'the list cache never answered');
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      // Another cluster writes under its own prefix: etcd's revision moves, no event reaches ours.
+      for (let i = 0; i < 3; i++) await theirs.create(`/registry/core/configmaps/default/theirs-${i}`, '{}');
+      const current = await ours.currentRevision();
+      assert.ok(ours.observedRevision() < current);
+      const fullReads = reads.filter((r) => !r.keysOnly).length;
+      const list = await registry.list(CONFIGMAP_RESOURCE, 'default');
+      assert.deepEqual(list.items.map((o) => o.metadata.name), ['a']);
+      assert.ok(Number(list.metadata.resourceVersion) >= current, `list at ${list.metadata.resourceVersion}, etcd at ${current}`);
+      assert.equal(reads.filter((r) => !r.keysOnly).length, fullReads, 'no value was read from etcd');
+      assert.ok(reads.some((r) => r.keysOnly), 'the copy was checked against etcd\'s keys');
+      // Our own writes: a list right after each acknowledged one shows it.
+      for (const name of ['b', 'c']) {
+        await registry.create(CONFIGMAP_RESOURCE, 'default', cm(name));
+        await theirs.create(`/registry/core/configmaps/default/theirs-after-${name}`, '{}');
+        assert.ok((await registry.list(CONFIGMAP_RESOURCE, 'default')).items.some((o) => o.metadata.name === name));
+      }
+    } finally {
+      ours.close();
+      theirs.close();
     }
   });
 });
