@@ -17,6 +17,7 @@ import { stopNodeResolver } from '../dns/node-dns.js';
 import { findNginx, NginxProcess } from '../ingress/nginx-process.js';
 import { processAlive } from '../dns/pid-file.js';
 import { ruleComment } from '../network/bridge-network.js';
+import { nftTableOwner } from './host-conflicts.js';
 import { deleteIptablesRulesByComment } from '../network/host-commands.js';
 import { unmountAllUnder } from '../volumes/mounts.js';
 
@@ -96,8 +97,7 @@ export async function down(o: DownOptions): Promise<DownReport> {
 
   const listing = await execFileP('nft', ['list', 'tables', 'ip']).then((r) => r.stdout).catch(() => '');
   for (const table of listing.split('\n').map((l) => /^table ip (\S+)/.exec(l)?.[1]).filter((t): t is string => !!t)) {
-    const text = await execFileP('nft', ['list', 'table', 'ip', table], { maxBuffer: 64 * 1024 * 1024 }).then((r) => r.stdout).catch(() => '');
-    if (!text.includes(`comment "berth-cluster=${report.clusterId}"`)) continue;
+    if ((await nftTableOwner(table)) !== report.clusterId) continue;
     await execFileP('nft', ['delete', 'table', 'ip', table]);
     report.tables.push(table);
   }

@@ -24,14 +24,16 @@ const storageDir = () => path.join(c.dir, `agent-${c.nodeNames[0]}`, 'storage');
 const getClaim = (name: string) => c.client.get<PersistentVolumeClaim>(PERSISTENTVOLUMECLAIMS, { namespace: ns, name }).catch(() => undefined);
 const getVolume = (name: string) => c.client.get<PersistentVolume>(PERSISTENTVOLUMES, { name }).catch(() => undefined);
 
-function podYaml(name: string, claim: string, script = 'sleep 3600'): string {
+/** Ready once `/data/<readyWhenWritten>` has content, when named: a container is Running before its script has written anything. */
+function podYaml(name: string, claim: string, script = 'sleep 3600', readyWhenWritten?: string): string {
+  const probe = readyWhenWritten ? `, readinessProbe: {exec: {command: [test, -s, /data/${readyWhenWritten}]}, periodSeconds: 1}` : '';
   return `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}}
 spec:
   terminationGracePeriodSeconds: 0
   containers:
-  - {name: main, image: ${TEST_IMAGE}, command: ["sh", "-c", ${JSON.stringify(script)}], volumeMounts: [{name: data, mountPath: /data}]}
+  - {name: main, image: ${TEST_IMAGE}, command: ["sh", "-c", ${JSON.stringify(script)}], volumeMounts: [{name: data, mountPath: /data}]${probe}}
   volumes:
   - {name: data, persistentVolumeClaim: {claimName: ${claim}}}
 `;
@@ -64,6 +66,8 @@ spec:
         image: ${TEST_IMAGE}
         command: ["sh", "-c", "[ -f /data/id ] || { h=$(hostname); echo \\"$h \${h##*-}\\" > /data/id; }; sleep 3600"]
         volumeMounts: [{name: data, mountPath: /data}]
+        # Ready once the id is written: the exec that reads it comes right after.
+        readinessProbe: {exec: {command: [test, -s, /data/id]}, periodSeconds: 1}
   volumeClaimTemplates:
   - metadata: {name: data}
     spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
@@ -128,7 +132,7 @@ describe('PersistentVolumeClaims on a real node', () => {
       'the WaitForFirstConsumer event',
     );
 
-    await apply(podYaml('user', 'data', 'echo hello > /data/f; sleep 3600'));
+    await apply(podYaml('user', 'data', 'echo hello > /data/f; sleep 3600', 'f'));
     await waitForPod(c.client, ns, 'user', isReady, 30_000);
     const bound = (await getClaim('data'))!;
     assert.equal(bound.status?.phase, 'Bound');
@@ -160,7 +164,7 @@ reclaimPolicy: Retain
 volumeBindingMode: WaitForFirstConsumer
 `);
     await apply(claimYaml('kept', `keep-${ns}`));
-    await apply(podYaml('keeper', 'kept', 'echo retained > /data/f; sleep 3600'));
+    await apply(podYaml('keeper', 'kept', 'echo retained > /data/f; sleep 3600', 'f'));
     await waitForPod(c.client, ns, 'keeper', isReady, 30_000);
     const volumeName = (await getClaim('kept'))!.spec.volumeName!;
     await c.kubectl(['delete', 'pod', '-n', ns, 'keeper', '--grace-period=0', '--force']);
