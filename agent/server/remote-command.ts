@@ -120,8 +120,10 @@ export function runRemoteCommand(o: RemoteCommandOptions): Promise<void> {
   const finish = (status: RemoteStatus) => {
     if (finished) return;
     finished = true;
-    send(CHANNEL_ERROR, Buffer.from(JSON.stringify(status)));
-    ws.close(1000);
+    // The close frame is written only once the status is: queued behind it, both would go out in one
+    // TLS record, and a client that reads one frame per readable poll (the Python client) would not
+    // see the close until its timeout.
+    send(CHANNEL_ERROR, Buffer.from(JSON.stringify(status)), () => ws.close(1000));
   };
 
   const handle = (msg: Buffer) => {

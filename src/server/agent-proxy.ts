@@ -10,7 +10,7 @@
  */
 import type http from 'node:http';
 import https from 'node:https';
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable, Writable } from 'node:stream';
 import { ApiError, errors, type StatusReason } from '../api/errors.js';
 
 /** Where and how to reach one node's agent. */
@@ -192,16 +192,66 @@ export function proxyUpgrade(t: AgentTarget, clientReq: http.IncomingMessage, cl
     };
     client.on('close', teardown);
     // The agent finished: what it sent last (the exit status, the end of a `kubectl cp` tar) may still be
-    // queued for the client, so the client side is ended, not destroyed; a client that stops reading gets a
-    // few seconds.
-    upstream.on('close', () => {
-      client.end();
-      setTimeout(teardown, UPGRADE_DRAIN_MS).unref();
-    });
+    // queued for the client, so the client side is ended once it is written, not destroyed; a client that
+    // stops reading gets a few seconds.
+    upstream.on('close', () => setTimeout(teardown, UPGRADE_DRAIN_MS).unref());
     client.on('error', teardown);
     upstream.on('error', teardown);
     client.pipe(upstream);
-    upstream.pipe(client);
+    copyEachChunkApart(upstream, client);
   });
   req.end();
+}
+
+/** Chunks from the agent queued for a client that is slow to take them, before the agent is no longer read. */
+const MAX_QUEUED_CHUNKS = 64;
+
+/**
+ * Copies `from` to `to` with one write per chunk read, never two chunks in one write, and ends `to`
+ * once `from` has ended or closed and everything read is written.
+ *
+ * Why not pipe(): chunks that queue behind a pending write are written together, and over TLS that is
+ * one record. A chunk from the agent is one of its TLS records, that is one or more whole WebSocket
+ * frames, so merging them joins frames the agent sent apart. The Python client reads one frame each
+ * time its socket polls readable, and a frame already decrypted into its TLS buffer does not make the
+ * socket readable: with an exit status and the close frame in one record it waited out its timeout
+ * and reported no exit code (CI run P). kube-apiserver's proxy (Go's io.Copy) writes each read apart.
+ */
+export function copyEachChunkApart(from: Readable, to: Writable): void {
+  const queue: Buffer[] = [];
+  let writing = false;
+  let fromDone = false;
+  let paused = false;
+  const next = () => {
+    if (writing) return;
+    const chunk = queue.shift();
+    if (chunk) {
+      writing = true;
+      to.write(chunk, () => {
+        writing = false;
+        next();
+      });
+      return;
+    }
+    if (fromDone) to.end();
+    else if (paused) {
+      paused = false;
+      from.resume();
+    }
+  };
+  from.on('data', (chunk: Buffer) => {
+    queue.push(chunk);
+    if (queue.length >= MAX_QUEUED_CHUNKS && !paused) {
+      paused = true;
+      from.pause();
+    }
+    next();
+  });
+  const done = () => {
+    if (fromDone) return;
+    fromDone = true;
+    next();
+  };
+  from.on('end', done);
+  from.on('close', done);
 }

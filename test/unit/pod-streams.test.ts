@@ -11,7 +11,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { PassThrough, type Duplex } from 'node:stream';
+import { PassThrough, Writable, type Duplex } from 'node:stream';
 import { after, before, describe, it } from 'node:test';
 import pino from 'pino';
 import { WebSocket } from 'ws';
@@ -24,7 +24,7 @@ import { parseLogQuery } from '../../agent/server/container-logs.js';
 import { chooseProtocol, exitStatus } from '../../agent/server/remote-command.js';
 import type { Pod } from '../../src/api/types.js';
 import { ensurePki, issueNodeServingCert } from '../../src/auth/pki.js';
-import { proxyUpgrade } from '../../src/server/agent-proxy.js';
+import { copyEachChunkApart, proxyUpgrade } from '../../src/server/agent-proxy.js';
 import { spdyUpgrade, type TestSpdyClient } from './spdy-client.js';
 import { logContainerID, pickContainer } from '../../src/server/pod-streams.js';
 
@@ -158,6 +158,44 @@ function fakeRuntime(nodeName: string): { runtime: ContainerRuntime; execs: Exec
   };
   return { runtime: runtime as unknown as ContainerRuntime, execs };
 }
+
+describe("the upgrade splice's agent-to-client copy", () => {
+  it('writes each chunk apart, never merging those queued behind a pending write, then ends the client', async () => {
+    // A client socket whose writes complete only when the test says: what pipe() would merge into one
+    // write (one TLS record) shows up here as one batch.
+    const batches: string[][] = [];
+    const pending: Array<() => void> = [];
+    let ended = false;
+    const client = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        batches.push([String(chunk)]);
+        pending.push(() => done());
+      },
+      writev(chunks, done) {
+        batches.push(chunks.map((c) => String(c.chunk)));
+        pending.push(() => done());
+      },
+      final(done) {
+        ended = true;
+        done();
+      },
+    });
+    const agent = new PassThrough();
+    copyEachChunkApart(agent, client);
+    agent.write('stdout');
+    agent.write('status');
+    agent.write('close frame');
+    agent.end();
+    const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+    await turn();
+    for (let i = 0; i < 10 && pending.length; i++) {
+      pending.shift()!();
+      await turn();
+    }
+    assert.deepEqual(batches, [['stdout'], ['status'], ['close frame']]);
+    assert.equal(ended, true, 'the client is ended once everything read is written');
+  });
+});
 
 describe('agent endpoint', () => {
   const NODE = 'node-x';
