@@ -96,14 +96,37 @@ export async function sweepLocalPathDirs(p: { client: Client; localPathDir: stri
     if (path.normalize(pv.spec?.hostPath?.path ?? '') !== dir) continue;
     fs.rmSync(dir, { recursive: true, force: true });
     removed.push(dir);
-    try {
-      await p.client.update(PERSISTENTVOLUMES, { ...pv, metadata: { ...pv.metadata, finalizers: (pv.metadata.finalizers ?? []).filter((f) => f !== LOCAL_PATH_FINALIZER) } });
-    } catch (err) {
-      if (!(isApiError(err) && (err.reason === 'NotFound' || err.reason === 'Conflict'))) throw err;
-    }
+    await dropCleanupFinalizer(p.client, pv);
     p.log.info({ volume: pvName, dir }, 'removed the directory of a deleted local-path volume');
   }
   return removed;
+}
+
+/** Tries at removing the cleanup finalizer, each after reading the volume again. */
+const FINALIZER_ATTEMPTS = 5;
+
+/**
+ * Removes the cleanup finalizer once the directory is gone. A Conflict is retried on a fresh read,
+ * not left to the next sweep: the PV controller writes the volume too while it is deleted (it drops
+ * pv-protection at the same moment), and with the directory gone no later sweep finds the volume
+ * again, so it would stay Terminating for good.
+ */
+async function dropCleanupFinalizer(client: Client, deleted: PersistentVolume): Promise<void> {
+  let pv = deleted;
+  for (let attempt = 1; ; attempt++) {
+    const finalizers = pv.metadata.finalizers ?? [];
+    if (!finalizers.includes(LOCAL_PATH_FINALIZER)) return;
+    try {
+      await client.update(PERSISTENTVOLUMES, { ...pv, metadata: { ...pv.metadata, finalizers: finalizers.filter((f) => f !== LOCAL_PATH_FINALIZER) } });
+      return;
+    } catch (err) {
+      if (isApiError(err) && err.reason === 'NotFound') return;
+      if (!(isApiError(err) && err.reason === 'Conflict') || attempt >= FINALIZER_ATTEMPTS) throw err;
+    }
+    const fresh = await getOrUndefined(() => client.get<PersistentVolume>(PERSISTENTVOLUMES, { name: pv.metadata.name ?? '' }));
+    if (!fresh) return;
+    pv = fresh;
+  }
 }
 
 /** Sweeps now and every `intervalMs`. */
